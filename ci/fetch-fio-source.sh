@@ -1,0 +1,33 @@
+#!/bin/sh
+# Fetch Debian's source of the *installed* fio and configure it once, so that
+# the engine is compiled against exactly the struct layouts of /usr/bin/fio.
+# Usage: ci/fetch-fio-source.sh DEST_DIR   (prints the source directory)
+set -eu
+dest=${1:?usage: fetch-fio-source.sh DEST_DIR}
+ver=$(dpkg-query -W -f='${Version}' fio 2>/dev/null) || {
+    echo "fetch-fio-source: fio is not installed (apt-get install fio)" >&2; exit 1; }
+upstream=${ver%-*}; upstream=${upstream#*:}
+src="$dest/fio-$upstream"
+if [ -f "$src/config-host.h" ] && [ -f "$src/.debian-version" ] &&
+   [ "$(cat "$src/.debian-version")" = "$ver" ]; then
+    echo "$src"; exit 0
+fi
+need_src() { ! apt-get source --print-uris "fio=$ver" >/dev/null 2>&1; }
+if need_src; then
+    # Add deb-src for the same suites the machine's deb entries name.
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+        sed -e 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+            > /etc/apt/sources.list.d/mdsplit-deb-src.sources
+    else
+        grep -h '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
+            > /etc/apt/sources.list.d/mdsplit-deb-src.list
+    fi
+    apt-get update >&2
+fi
+command -v dpkg-source >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y dpkg-dev >&2
+mkdir -p "$dest"
+( cd "$dest" && rm -rf "fio-$upstream" && apt-get source --download-only "fio=$ver" >&2 &&
+  dpkg-source --no-check -x fio_*.dsc "fio-$upstream" >&2 )
+( cd "$src" && ./configure >&2 )
+echo "$ver" > "$src/.debian-version"
+echo "$src"

@@ -1,0 +1,93 @@
+// The device stack as described by a TOML file (ARCHITECTURE.md, "The TOML
+// shape"). Plain data: the loader (config_loader.h) fills and validates it,
+// the core builds devices from it. Sizes are bytes, times nanoseconds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mdsplit {
+
+enum class DeviceKind { Passthrough, Raid5 };
+enum class SplitOrder { Legacy, Fixed };
+enum class SchedulerKind { None, Bfq };
+enum class BackendKind { IoUring, Ram, Null };
+// md's four RAID5 layouts (drivers/md/raid5.h ALGORITHM_*).
+enum class Raid5Layout { LeftAsymmetric, RightAsymmetric, LeftSymmetric, RightSymmetric };
+enum class BioPolicy { Original, Align, MaxSectors };
+enum class Contiguity { None, Pagemap, Distribution };
+enum class GroupCounting { Legacy, Fixed };
+enum class BufferedVariant { PreC8d317aa, C8d317aa, ForcedRa };
+
+// A timing model: how long a device takes to serve one request
+// (timing_model.h has the formula).
+struct TimingModelConfig {
+    std::string name;
+    uint64_t command_ns = 0;         // fixed cost per command
+    uint64_t bandwidth_bps = 0;      // transfer bandwidth, bytes/s (0 = infinite)
+    uint64_t random_penalty_ns = 0;  // extra cost when a request does not start where the previous ended
+    uint32_t parallelism = 1;        // requests served at once (channels / NCQ)
+    uint64_t write_command_ns = 0;   // optional: per-command cost for writes (0 = command_ns)
+    uint64_t write_bandwidth_bps = 0;  // optional: write bandwidth (0 = bandwidth_bps)
+    std::string description;           // optional free text from the TOML
+};
+
+struct MemberConfig {
+    std::string path;  // absolute after loading (relative resolves against the stack file)
+    uint64_t size = 0; // bytes; 0 = use the existing file/device size
+    BackendKind backend = BackendKind::IoUring;
+    std::optional<TimingModelConfig> model;
+    uint64_t max_sectors_bytes = 512 * 1024;  // the member's own request size limit
+    uint32_t queue_depth = 64;                // requests in flight at the backend
+    uint32_t logical_block_size = 512;
+    bool failed = false;
+    bool direct = true;  // open the member with O_DIRECT
+};
+
+struct DeviceConfig {
+    DeviceKind kind = DeviceKind::Passthrough;
+    uint64_t chunk_bytes = 64 * 1024;
+    Raid5Layout layout = Raid5Layout::LeftSymmetric;
+    uint64_t max_sectors_bytes = 1024 * 1024;  // the virtual device's own limit
+    SplitOrder split_order = SplitOrder::Fixed;
+    SchedulerKind scheduler = SchedulerKind::None;
+};
+
+struct BioConfig {
+    BioPolicy policy = BioPolicy::Original;
+    uint64_t align_bytes = 256 * 1024;
+    Contiguity contiguity = Contiguity::None;
+    // Contiguity::Distribution: run lengths in pages with weights.
+    std::vector<std::pair<uint32_t, double>> run_pages;
+};
+
+struct BfqConfig {
+    GroupCounting group_counting = GroupCounting::Fixed;
+    uint64_t slice_idle_ns = 8'000'000;
+    bool low_latency = false;
+    bool strict_guarantees = false;
+    uint32_t max_budget_sectors = 16384;
+    uint64_t timeout_sync_ns = 125'000'000;
+};
+
+struct PageCacheConfig {
+    uint64_t size_bytes = 1ull << 30;
+    uint32_t ra_kb = 128;
+    bool rasync = true;
+    BufferedVariant variant = BufferedVariant::ForcedRa;
+};
+
+struct StackConfig {
+    std::string source;  // the file it came from (for messages), empty for inline text
+    DeviceConfig device;
+    std::vector<MemberConfig> members;
+    BioConfig bio;
+    BfqConfig bfq;
+    PageCacheConfig page_cache;
+    std::map<std::string, TimingModelConfig> models;  // the file's own [models.NAME]
+};
+
+}  // namespace mdsplit

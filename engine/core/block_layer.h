@@ -1,0 +1,65 @@
+// The generic block layer of one stack: submit_bio_noacct() with the
+// recursion lists, bio splitting, plugging, and the pools. Devices call
+// into it; it knows nothing of fio.
+#pragma once
+
+#include "core/bio_pool.h"
+#include "core/block_device.h"
+#include "core/event_loop.h"
+#include "core/object_pool.h"
+#include "core/request.h"
+#include "core/task_context.h"
+#include "core/tracer.h"
+
+namespace mdsplit {
+
+// Where a split remainder goes on current->bio_list[0]: the tail before
+// "block: fix disordered IO in the case recursive split", the head after.
+enum class SplitInsert { Tail, Head };
+
+class BlockLayer {
+public:
+    BlockLayer(EventLoop& loop, Tracer& tracer, SplitInsert insert)
+        : loop_(loop), tracer_(tracer), split_insert_(insert) {}
+
+    EventLoop& loop() { return loop_; }
+    Tracer& tracer() { return tracer_; }
+    BioPool& bios() { return bios_; }
+    ObjectPool<Request>& requests() { return requests_; }
+    SplitInsert split_insert() const { return split_insert_; }
+
+    // The task whose context submissions run in (set by the stack).
+    TaskContext* current() { return current_; }
+    void set_current(TaskContext* task) { current_ = task; }
+
+    // submit_bio_noacct() / submit_bio_noacct_nocheck(bio, split)
+    void submit_bio_noacct(Bio* bio, bool split = false);
+
+    // bio_submit_split(): splits off the first `sectors` of `bio` as a
+    // REQ_NOMERGE front, traces X on `dev`, resubmits the remainder through
+    // submit_bio_noacct(remainder, split=true) and returns the front.
+    Bio* split_and_resubmit(Bio* bio, uint32_t sectors);
+
+    // blk_start_plug() / blk_finish_plug()
+    void start_plug(TaskContext& task) { task.plug.active = true; }
+    void finish_plug(TaskContext& task);
+    // blk_mq_flush_plug_list()
+    void flush_plug(PlugList& plug);
+
+    void trace_bio(TraceAction action, const BlockDevice* dev, const Bio* bio);
+    void trace_rq(TraceAction action, const BlockDevice* dev, const Request* rq);
+
+private:
+    void submit_stacked(Bio* bio);  // __submit_bio_noacct()
+    void submit_mq(Bio* bio);       // __submit_bio_noacct_mq()
+
+    EventLoop& loop_;
+    Tracer& tracer_;
+    SplitInsert split_insert_;
+    TaskContext* current_ = nullptr;
+    TaskContext default_task_;
+    BioPool bios_;
+    ObjectPool<Request> requests_;
+};
+
+}  // namespace mdsplit

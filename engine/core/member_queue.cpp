@@ -1,0 +1,172 @@
+#include "core/member_queue.h"
+
+#include <cerrno>
+
+namespace mdsplit {
+
+MemberQueue::MemberQueue(BlockLayer& layer, std::string name, uint32_t devt,
+                         std::unique_ptr<Backend> backend, const MemberQueueLimits& limits)
+    : BlockDevice(std::move(name), devt), layer_(layer), backend_(std::move(backend)),
+      limits_(limits) {
+    capacity_ = backend_->size_bytes() >> kSectorShift;
+    max_sectors_ = limits.max_sectors;
+    logical_block_size_ = limits.logical_block_size;
+    backend_->set_completion(&MemberQueue::on_backend_complete, this);
+}
+
+// block/blk-mq.c blk_mq_submit_bio()
+void MemberQueue::submit_bio(Bio* bio) {
+    // __bio_split_to_limits(): the front is issued now, the remainder goes
+    // back through submit_bio_noacct().
+    if (bio->nr_sectors > limits_.max_sectors)
+        bio = layer_.split_and_resubmit(bio, limits_.max_sectors);
+
+    TaskContext* task = layer_.current();
+    PlugList* plug = task && task->plug.active ? &task->plug : nullptr;
+    if (plug && attempt_plug_merge(*plug, bio)) return;
+
+    Request* rq = alloc_request(bio);
+    if (plug) add_rq_to_plug(*plug, rq);
+    else dispatch(rq);
+}
+
+Request* MemberQueue::alloc_request(Bio* bio) {
+    Request* rq = layer_.requests().get();
+    rq->op = bio->op;
+    rq->flags = (bio->flags & kBioNoMerge) ? kRqNoMerge : 0;
+    rq->sector = bio->sector;
+    rq->nr_sectors = bio->nr_sectors;
+    rq->bios = BioList{};
+    rq->bios.push_back(bio);
+    rq->nr_bios = 1;
+    rq->queue = this;
+    rq->pid = bio->pid;
+    rq->alloc_ns = layer_.loop().now();
+    rq->issue_ns = 0;
+    rq->error = 0;
+    rq->next = nullptr;
+    rq->sched_data = nullptr;
+    rq->ring_owner = nullptr;
+    rq->model_done_ns = 0;
+    rq->result = 0;
+    layer_.trace_rq(TraceAction::GetRq, this, rq);
+    stats_.start(rq->alloc_ns);  // blk_account_io_start()
+    return rq;
+}
+
+// blk_add_rq_to_plug()
+void MemberQueue::add_rq_to_plug(PlugList& plug, Request* rq) {
+    Request* last = plug.tail;
+    if (!plug.rq_count) {
+        layer_.trace_rq(TraceAction::Plug, this, rq);
+    } else if (plug.rq_count >= plug.max_rq_count() || last->bytes() >= kBlkPlugFlushSize) {
+        layer_.flush_plug(plug);
+        last = nullptr;
+        layer_.trace_rq(TraceAction::Plug, this, rq);
+    }
+    if (!plug.multiple_queues && last && last->queue != this) plug.multiple_queues = true;
+    plug.push(rq);
+}
+
+// blk_attempt_plug_merge(): one try against the newest request of this
+// queue (the plug list tail since Linux 6.16; older kernels used the head of
+// a LIFO list, i.e. the same request).
+bool MemberQueue::attempt_plug_merge(PlugList& plug, Bio* bio) {
+    if (!plug.rq_count || (bio->flags & kBioNoMerge)) return false;
+    Request* candidate = nullptr;
+    if (plug.tail->queue == this) {
+        candidate = plug.tail;
+    } else if (plug.multiple_queues) {
+        for (Request* rq = plug.head; rq; rq = rq->next)
+            if (rq->queue == this) candidate = rq;
+    }
+    if (!candidate || !candidate->mergeable() || candidate->op != bio->op) return false;
+    return try_back_merge(candidate, bio) || try_front_merge(candidate, bio);
+}
+
+// bio_attempt_back_merge() with ll_back_merge_fn()'s size and segment limits.
+bool MemberQueue::try_back_merge(Request* rq, Bio* bio) {
+    if (rq->end_sector() != bio->sector) return false;
+    if (rq->nr_sectors + bio->nr_sectors > limits_.max_sectors) return false;
+    if (rq->nr_bios + 1 > limits_.max_segments) return false;
+    layer_.trace_bio(TraceAction::BackMerge, this, bio);
+    rq->bios.push_back(bio);
+    rq->nr_bios++;
+    rq->nr_sectors += bio->nr_sectors;
+    stats_.merges[DiskStats::dir(bio->op)]++;
+    return true;
+}
+
+// bio_attempt_front_merge()
+bool MemberQueue::try_front_merge(Request* rq, Bio* bio) {
+    if (bio->end_sector() != rq->sector) return false;
+    if (rq->nr_sectors + bio->nr_sectors > limits_.max_sectors) return false;
+    if (rq->nr_bios + 1 > limits_.max_segments) return false;
+    layer_.trace_bio(TraceAction::FrontMerge, this, bio);
+    rq->bios.push_front(bio);
+    rq->nr_bios++;
+    rq->sector = bio->sector;
+    rq->nr_sectors += bio->nr_sectors;
+    stats_.merges[DiskStats::dir(bio->op)]++;
+    return true;
+}
+
+void MemberQueue::dispatch(Request* rq) {
+    if (in_flight_ < limits_.queue_depth && !waiting_head_) {
+        issue(rq);
+        return;
+    }
+    // No free tag: the request waits on the hctx dispatch list.
+    layer_.trace_rq(TraceAction::Insert, this, rq);
+    rq->next = nullptr;
+    if (waiting_tail_) waiting_tail_->next = rq;
+    else waiting_head_ = rq;
+    waiting_tail_ = rq;
+}
+
+void MemberQueue::issue(Request* rq) {
+    in_flight_++;
+    rq->issue_ns = layer_.loop().now();
+    layer_.trace_rq(TraceAction::Issue, this, rq);
+    seeks_.record_issue(rq->sector, rq->nr_sectors);
+    rq->build_iov();
+    backend_->submit(rq);
+}
+
+void MemberQueue::on_backend_complete(void* ctx, Request* rq, int64_t res) {
+    static_cast<MemberQueue*>(ctx)->complete_request(rq, res);
+}
+
+// blk_mq_end_request() -> blk_update_request(): bios complete in order; a
+// short transfer leaves the rest of the bytes as residual.
+void MemberQueue::complete_request(Request* rq, int64_t res) {
+    uint64_t now = layer_.loop().now();
+    in_flight_--;
+    rq->error = res < 0 ? int32_t(res) : 0;
+    layer_.trace_rq(TraceAction::Complete, this, rq);
+    stats_.done(rq->op, rq->nr_sectors, rq->alloc_ns, now, res < 0);
+
+    uint64_t done_bytes = res < 0 ? 0 : uint64_t(res);
+    while (Bio* bio = rq->bios.pop_front()) {
+        bio->flags &= uint16_t(~kBioTraced);  // completion already traced by the request
+        if (res < 0) {
+            bio->error = int32_t(res);
+        } else {
+            uint64_t got = done_bytes < bio->bytes() ? done_bytes : bio->bytes();
+            bio->resid += uint32_t(bio->bytes() - got);
+            done_bytes -= got;
+        }
+        bio_endio(bio);
+    }
+    layer_.requests().put(rq);
+
+    while (waiting_head_ && in_flight_ < limits_.queue_depth) {
+        Request* next = waiting_head_;
+        waiting_head_ = next->next;
+        if (!waiting_head_) waiting_tail_ = nullptr;
+        next->next = nullptr;
+        issue(next);
+    }
+}
+
+}  // namespace mdsplit

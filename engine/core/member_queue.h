@@ -1,0 +1,59 @@
+// A request-based member device (blk-mq queue + driver): splits bios to its
+// max_sectors, merges them into plugged requests, and issues requests to its
+// backend up to its queue depth (block/blk-mq.c blk_mq_submit_bio).
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.h"
+#include "core/block_device.h"
+#include "core/block_layer.h"
+#include "core/seek_histogram.h"
+
+namespace mdsplit {
+
+struct MemberQueueLimits {
+    uint32_t max_sectors = 1024;  // max_sectors_kb * 2
+    uint32_t max_segments = 128;  // bios per request
+    uint32_t queue_depth = 64;    // driver tags
+    uint32_t logical_block_size = 512;
+};
+
+class MemberQueue final : public BlockDevice {
+public:
+    MemberQueue(BlockLayer& layer, std::string name, uint32_t devt, std::unique_ptr<Backend> backend,
+                const MemberQueueLimits& limits);
+
+    void submit_bio(Bio* bio) override;
+    bool stacked() const override { return false; }
+
+    // A request leaves the plug (or arrives unplugged): issue it when a tag
+    // is free, else it waits in the dispatch list.
+    void dispatch(Request* rq);
+
+    Backend& backend() { return *backend_; }
+    uint32_t in_flight() const { return in_flight_; }
+    uint32_t queue_depth() const { return limits_.queue_depth; }
+    const SeekHistogram& seeks() const { return seeks_; }
+    const MemberQueueLimits& limits() const { return limits_; }
+
+private:
+    bool attempt_plug_merge(PlugList& plug, Bio* bio);
+    bool try_back_merge(Request* rq, Bio* bio);
+    bool try_front_merge(Request* rq, Bio* bio);
+    Request* alloc_request(Bio* bio);
+    void add_rq_to_plug(PlugList& plug, Request* rq);
+    void issue(Request* rq);
+    static void on_backend_complete(void* ctx, Request* rq, int64_t res);
+    void complete_request(Request* rq, int64_t res);
+
+    BlockLayer& layer_;
+    std::unique_ptr<Backend> backend_;
+    MemberQueueLimits limits_;
+    uint32_t in_flight_ = 0;
+    SeekHistogram seeks_;
+    Request* waiting_head_ = nullptr;
+    Request* waiting_tail_ = nullptr;
+};
+
+}  // namespace mdsplit

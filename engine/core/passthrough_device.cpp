@@ -1,0 +1,61 @@
+#include "core/passthrough_device.h"
+
+namespace mdsplit {
+
+PassthroughDevice::PassthroughDevice(BlockLayer& layer, std::string name, uint32_t devt,
+                                     MemberQueue& member)
+    : BlockDevice(std::move(name), devt), layer_(layer), member_(member) {
+    capacity_ = member.capacity();
+    max_sectors_ = member.max_sectors();  // blk_stack_limits()
+    logical_block_size_ = member.logical_block_size();
+}
+
+void PassthroughDevice::trace_bio_complete(const Bio* bio) {
+    layer_.trace_bio(TraceAction::Complete, this, bio);
+}
+
+// dm's clone_and_map: a clone per bio, completing into the original after
+// bio-based accounting (bio_start_io_acct / bio_end_io_acct).
+void PassthroughDevice::submit_bio(Bio* bio) {
+    uint64_t now = layer_.loop().now();
+    stats_.start(now);
+    Bio* clone = layer_.bios().alloc();
+    clone->op = bio->op;
+    clone->flags = uint16_t(bio->flags & kBioSync);
+    clone->sector = bio->sector;
+    clone->nr_sectors = bio->nr_sectors;
+    clone->data = bio->data;
+    clone->pid = bio->pid;
+    clone->dev = &member_;
+    clone->start_ns = now;
+    clone->private_data = bio;
+    clone->end_io = &PassthroughDevice::clone_endio;
+    clone->tag = reinterpret_cast<uint64_t>(this);
+    if (layer_.tracer().enabled()) {
+        TraceEvent e;
+        e.device = member_.devt();
+        e.action = TraceAction::Remap;
+        e.op = clone->op;
+        e.sync = clone->flags & kBioSync;
+        e.sector = clone->sector;
+        e.bytes = uint32_t(clone->bytes());
+        e.pid = clone->pid;
+        e.from_device = devt_;
+        e.from_sector = bio->sector;
+        layer_.tracer().emit(e);
+    }
+    layer_.submit_bio_noacct(clone);
+}
+
+void PassthroughDevice::clone_endio(Bio* clone) {
+    auto* self = reinterpret_cast<PassthroughDevice*>(clone->tag);
+    auto* orig = static_cast<Bio*>(clone->private_data);
+    self->stats_.done(orig->op, orig->nr_sectors, clone->start_ns, self->layer_.loop().now(),
+                      clone->error != 0);
+    if (clone->error && !orig->error) orig->error = clone->error;
+    orig->resid += clone->resid;
+    self->layer_.bios().put(clone);
+    bio_endio(orig);
+}
+
+}  // namespace mdsplit

@@ -1,0 +1,48 @@
+// Distance between consecutive issued requests of one device, as the seed
+// thread computes it from blktrace D events:
+//   |next.offset - (prev.offset + prev.len)|, in power-of-two KiB buckets
+// 0..1, 1..2, ..., 512..1024, >= 1024.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/units.h"
+
+namespace mdsplit {
+
+class SeekHistogram {
+public:
+    static constexpr int kBuckets = 12;  // [0,1) [1,2) ... [512,1024) [1024,inf) KiB
+
+    void record_issue(sector_t sector, uint32_t nr_sectors) {
+        if (have_prev_) {
+            uint64_t a = sector << kSectorShift, b = prev_end_ << kSectorShift;
+            uint64_t dist = a > b ? a - b : b - a;
+            buckets_[bucket_of(dist)]++;
+            count_++;
+            if (dist == 0) zero_++;
+        }
+        have_prev_ = true;
+        prev_end_ = sector + nr_sectors;
+    }
+    static int bucket_of(uint64_t bytes) {
+        uint64_t kib = bytes / 1024;
+        if (kib == 0) return 0;
+        int b = 1;
+        for (uint64_t lo = 1; b < kBuckets - 1; b++, lo <<= 1)
+            if (kib < lo * 2) return b;
+        return kBuckets - 1;
+    }
+    uint64_t count() const { return count_; }
+    uint64_t zero_count() const { return zero_; }
+    const std::array<uint64_t, kBuckets>& buckets() const { return buckets_; }
+
+private:
+    bool have_prev_ = false;
+    sector_t prev_end_ = 0;
+    uint64_t count_ = 0, zero_ = 0;
+    std::array<uint64_t, kBuckets> buckets_{};
+};
+
+}  // namespace mdsplit

@@ -1,0 +1,247 @@
+#include "core/stack.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "backends/io_uring_backend.h"
+#include "backends/null_backend.h"
+#include "backends/ram_backend.h"
+#include "backends/timed_backend.h"
+#include "core/blktrace_writer.h"
+#include "core/passthrough_device.h"
+
+namespace mdsplit {
+
+namespace {
+constexpr uint32_t kMdMajor = 9;    // md
+constexpr uint32_t kSdMajor = 8;    // sd: members are sda, sdb, ... (minor 16 * i)
+
+std::string member_name(size_t i) { return "m" + std::to_string(i); }
+}  // namespace
+
+Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
+    : config_(config), loop_(clock), tracer_(loop_) {
+    start_ns_ = loop_.now();
+    layer_ = std::make_unique<BlockLayer>(
+        loop_, tracer_,
+        config.device.split_order == SplitOrder::Fixed ? SplitInsert::Head : SplitInsert::Tail);
+
+    for (size_t i = 0; i < config.members.size(); i++) {
+        const MemberConfig& m = config.members[i];
+        std::unique_ptr<Backend> backend;
+        switch (m.backend) {
+        case BackendKind::IoUring:
+            if (!ring_) {
+                ring_ = std::make_unique<IoUringRing>(options.ring_entries);
+                loop_.add_source(ring_.get());
+            }
+            backend = std::make_unique<IoUringBackend>(*ring_, m.path, m.size,
+                                                       options.open_direct && m.direct,
+                                                       options.writable);
+            break;
+        case BackendKind::Ram:
+            backend = std::make_unique<RamBackend>(loop_, m.size);
+            break;
+        case BackendKind::Null:
+            backend = std::make_unique<NullBackend>(loop_, m.size);
+            break;
+        }
+        if (m.model) backend = std::make_unique<TimedBackend>(loop_, std::move(backend), *m.model);
+        MemberQueueLimits limits;
+        limits.max_sectors = uint32_t(m.max_sectors_bytes >> kSectorShift);
+        limits.queue_depth = m.queue_depth;
+        limits.logical_block_size = m.logical_block_size;
+        members_.push_back(std::make_unique<MemberQueue>(
+            *layer_, member_name(i), make_devt(kSdMajor, uint32_t(16 * i)), std::move(backend), limits));
+    }
+
+    switch (config.device.kind) {
+    case DeviceKind::Passthrough:
+        top_ = std::make_unique<PassthroughDevice>(*layer_, options.label, make_devt(kMdMajor, 0),
+                                                   *members_.at(0));
+        break;
+    case DeviceKind::Raid5:
+        throw std::runtime_error("mdsplit: device.kind: \"raid5\" is not built into this engine yet; "
+                                 "allowed: \"passthrough\"");
+    }
+
+    if (!options.trace_dir.empty()) {
+        mkdir(options.trace_dir.c_str(), 0755);
+        auto add = [&](const BlockDevice& dev) {
+            auto w = std::make_unique<BlktraceWriter>(options.trace_dir + "/" + dev.name() + ".blktrace.0");
+            tracer_.add_device_sink(dev.devt(), w.get());
+            trace_sinks_.push_back(std::move(w));
+        };
+        add(*top_);
+        for (auto& m : members_) add(*m);
+    }
+    builder_ = std::make_unique<BioBuilder>(config.bio, uint64_t(top_->max_sectors()) << kSectorShift,
+                                            top_->logical_block_size());
+}
+
+Stack::~Stack() { tracer_.flush(); }
+
+std::vector<MemberQueue*> Stack::members() const {
+    std::vector<MemberQueue*> out;
+    for (auto& m : members_) out.push_back(m.get());
+    return out;
+}
+
+void Stack::begin_batch(TaskContext& task) {
+    layer_->set_current(&task);
+    if (!task.plug.active) layer_->start_plug(task);
+}
+
+void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid) {
+    task.completions.push_back(IoCompletion{cookie, error, resid});
+}
+
+// The direct-I/O path of block/fops.c __blkdev_direct_IO(): one dio holds a
+// reference per bio it builds, and completes the I/O when the last drops.
+void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+                  uint64_t cookie) {
+    layer_->set_current(&task);
+    uint64_t lbs = top_->logical_block_size();
+    if (offset % lbs || length % lbs || length == 0) {
+        complete_now(task, cookie, -EINVAL, length);  // blkdev_dio_invalid()
+        return;
+    }
+    uint64_t size = size_bytes();
+    uint64_t resid = 0;
+    if (offset >= size || length > size - offset) {
+        if (op == Op::Write) {
+            complete_now(task, cookie, -ENOSPC, length);
+            return;
+        }
+        // A read past the end is short, as blkdev_read_iter() truncates it.
+        uint64_t fit = offset >= size ? 0 : size - offset;
+        resid = length - fit;
+        length = fit;
+        if (!length) {
+            complete_now(task, cookie, 0, resid);
+            return;
+        }
+    }
+    builder_->build(buffer, length, pieces_);
+    Bio* dio = layer_->bios().alloc();
+    dio->op = op;
+    dio->tag = cookie;
+    dio->resid = uint32_t(resid);
+    dio->private_data = &task;
+    dio->end_io = &Stack::dio_endio;
+    task.in_flight++;
+    for (const BioPiece& p : pieces_) {
+        Bio* bio = layer_->bios().alloc();
+        bio->op = op;
+        bio->flags = kBioSync;
+        bio->sector = (offset + p.offset) >> kSectorShift;
+        bio->nr_sectors = uint32_t(p.length >> kSectorShift);
+        bio->data = static_cast<uint8_t*>(buffer) + p.offset;
+        bio->dev = top_.get();
+        bio->pid = task.pid;
+        bio_chain(bio, dio);
+        layer_->submit_bio_noacct(bio);
+    }
+    bio_endio(dio);  // drop the submitter's reference
+}
+
+void Stack::dio_endio(Bio* dio) {
+    auto* task = static_cast<TaskContext*>(dio->private_data);
+    task->in_flight--;
+    task->completions.push_back(IoCompletion{dio->tag, dio->error, dio->resid});
+    dio->pool->put(dio);
+}
+
+void Stack::commit(TaskContext& task) {
+    layer_->set_current(&task);
+    layer_->finish_plug(task);
+    for (auto& m : members_) m->backend().kick();
+}
+
+void Stack::reap(TaskContext& task, size_t min, uint64_t timeout_ns) {
+    layer_->set_current(&task);
+    uint64_t deadline = loop_.now() + timeout_ns;
+    for (;;) {
+        loop_.run_ready();
+        if (task.completions.size() >= min) return;
+        if (loop_.now() >= deadline) return;
+        if (!loop_.wait_for_next(deadline - loop_.now())) return;
+    }
+}
+
+void Stack::drain() {
+    for (;;) {
+        loop_.run_ready();
+        if (!loop_.has_pending()) return;
+        if (!loop_.wait_for_next()) {
+            loop_.run_ready();
+            if (!loop_.has_pending()) return;
+        }
+    }
+}
+
+namespace {
+void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, uint64_t now,
+                 uint64_t elapsed_ns, const MemberQueue* member) {
+    const DiskStats& s = d.stats();
+    double secs = elapsed_ns ? double(elapsed_ns) / 1e9 : 0;
+    auto per_s = [&](double v) { return secs > 0 ? v / secs : 0.0; };
+    auto dir = [&](int i, const char* prefix) {
+        double ios = double(s.ios[i]);
+        double merges = double(s.merges[i]);
+        o << "\"" << prefix << "\": {\"ios\": " << s.ios[i] << ", \"merges\": " << s.merges[i]
+          << ", \"sectors\": " << s.sectors[i] << ", \"ticks_ns\": " << s.ticks_ns[i]
+          << ", \"errors\": " << s.errors[i] << "}, ";
+        char c = prefix[0];
+        o << "\"" << c << "_s\": " << per_s(ios) << ", \"" << c << "kB_s\": " << per_s(double(s.sectors[i]) / 2)
+          << ", \"" << c << "rqm_s\": " << per_s(merges) << ", \"pct_" << c << "rqm\": "
+          << (ios + merges > 0 ? 100.0 * merges / (ios + merges) : 0.0) << ", \"" << c
+          << "_await_ms\": " << (ios > 0 ? double(s.ticks_ns[i]) / ios / 1e6 : 0.0) << ", \"" << c
+          << "areq_sz_kb\": " << (ios > 0 ? double(s.sectors[i]) / 2 / ios : 0.0) << ", ";
+    };
+    o << "{\"name\": \"" << d.name() << "\", \"role\": \"" << role << "\", \"devt\": \""
+      << (d.devt() >> 20) << ":" << (d.devt() & 0xfffff) << "\", ";
+    if (member) {
+        o << "\"backend\": \"" << const_cast<MemberQueue*>(member)->backend().kind()
+          << "\", \"max_sectors\": " << member->limits().max_sectors
+          << ", \"queue_depth\": " << member->limits().queue_depth << ", ";
+        const SeekHistogram& h = member->seeks();
+        o << "\"seek\": {\"count\": " << h.count() << ", \"zero_count\": " << h.zero_count()
+          << ", \"zero_ratio\": " << (h.count() ? double(h.zero_count()) / double(h.count()) : 0.0)
+          << ", \"buckets_kb\": [";
+        for (int i = 0; i < SeekHistogram::kBuckets; i++)
+            o << (i ? ", " : "") << h.buckets()[size_t(i)];
+        o << "]}, ";
+    }
+    dir(0, "read");
+    dir(1, "write");
+    uint64_t io_ticks = s.io_ticks_at(now);
+    o << "\"in_flight\": " << s.in_flight << ", \"io_ticks_ns\": " << io_ticks
+      << ", \"time_in_queue_ns\": " << s.time_in_queue_ns
+      << ", \"aqu_sz\": " << (elapsed_ns ? double(s.time_in_queue_ns) / double(elapsed_ns) : 0.0)
+      << ", \"pct_util\": " << (elapsed_ns ? 100.0 * double(io_ticks) / double(elapsed_ns) : 0.0)
+      << "}";
+}
+}  // namespace
+
+std::string Stack::stats_json() const {
+    std::ostringstream o;
+    o.precision(6);
+    o << std::fixed;
+    uint64_t now = loop_.now();
+    uint64_t elapsed = now - start_ns_;
+    o << "{\"version\": 1, \"elapsed_ns\": " << elapsed << ", \"devices\": [";
+    json_device(o, *top_, "virtual", now, elapsed, nullptr);
+    for (auto& m : members_) {
+        o << ", ";
+        json_device(o, *m, "member", now, elapsed, m.get());
+    }
+    o << "]}";
+    return o.str();
+}
+
+}  // namespace mdsplit

@@ -1,0 +1,81 @@
+// A whole device stack built from a StackConfig: the virtual device, its
+// member queues and backends, one event loop, the tracer. The fio engine and
+// the Python bindings both drive it through this interface.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/io_uring_ring.h"
+#include "config/stack_config.h"
+#include "core/bio_builder.h"
+#include "core/block_layer.h"
+#include "core/member_queue.h"
+#include "core/tracer.h"
+
+namespace mdsplit {
+
+struct StackOptions {
+    std::string label = "md0";   // the virtual device's name (fio's filename)
+    std::string trace_dir;       // blktrace files; empty = no tracing
+    bool open_direct = true;     // O_DIRECT on io_uring members (fio's direct=1)
+    bool writable = true;
+    unsigned ring_entries = 256;
+};
+
+class Stack {
+public:
+    Stack(const StackConfig& config, Clock& clock, const StackOptions& options);
+    ~Stack();
+    Stack(const Stack&) = delete;
+    Stack& operator=(const Stack&) = delete;
+
+    uint64_t size_bytes() const { return top_->capacity() << kSectorShift; }
+    uint32_t logical_block_size() const { return top_->logical_block_size(); }
+    EventLoop& loop() { return loop_; }
+    Tracer& tracer() { return tracer_; }
+    BlockLayer& layer() { return *layer_; }
+    BlockDevice& top() { return *top_; }
+    std::vector<MemberQueue*> members() const;
+    const StackConfig& config() const { return config_; }
+
+    // One I/O from a submitter (an fio io_u). Runs inside the task's plug,
+    // which begin_batch() opens and commit() closes (blk_start_plug /
+    // blk_finish_plug), so one fio batch merges as one kernel plug does.
+    // A finished I/O appears in task.completions.
+    void begin_batch(TaskContext& task);
+    void queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+               uint64_t cookie);
+    void commit(TaskContext& task);
+
+    // Runs the loop until the task has at least `min` completions or
+    // timeout_ns passes (real clock) / nothing is pending (virtual clock).
+    void reap(TaskContext& task, size_t min, uint64_t timeout_ns);
+    // Runs until nothing is pending.
+    void drain();
+
+    // Sidecar statistics as JSON text.
+    std::string stats_json() const;
+    void flush_traces() { tracer_.flush(); }
+    uint64_t elapsed_ns() const { return loop_.now() - start_ns_; }
+
+private:
+    static void dio_endio(Bio* dio);
+    void complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid);
+
+    StackConfig config_;
+    EventLoop loop_;
+    Tracer tracer_;
+    std::unique_ptr<IoUringRing> ring_;
+    std::unique_ptr<BlockLayer> layer_;
+    std::vector<std::unique_ptr<MemberQueue>> members_;
+    std::unique_ptr<BlockDevice> top_;
+    std::vector<std::unique_ptr<TraceSink>> trace_sinks_;
+    std::unique_ptr<BioBuilder> builder_;
+    std::vector<BioPiece> pieces_;
+    uint64_t start_ns_ = 0;
+    uint64_t io_errors_ = 0;
+};
+
+}  // namespace mdsplit

@@ -1,0 +1,301 @@
+// The fio ABI glue, and nothing else: fio's io_u in, Stack calls out.
+// Loaded with --ioengine=external:/path/libmdsplit.so. Structure follows
+// fio's engines/io_uring.c: queue() adds to the batch (inside a block-layer
+// plug), commit() unplugs and submits, getevents()/event() reap.
+#include <atomic>  // before fio's headers (they use C11 atomics)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+// The core and the C++ library come first: fio's headers define min/max
+// macros that break them.
+#include "config/config_loader.h"
+#include "core/stack.h"
+
+extern "C" {
+#include "fio.h"
+#include "ioengines.h"
+#include "optgroup.h"
+}
+#undef min
+#undef max
+
+static_assert(FIO_IOOPS_VERSION == 31,
+              "libmdsplit is written against fio's ioengine ABI version 31 (fio 3.33)");
+
+namespace {
+
+using namespace mdsplit;
+
+struct EngineOptions {
+    void* pad;  // fio stores td here
+    char* config;
+    char* stats;
+    char* trace;
+    char* group;
+    unsigned int group_weight;
+};
+
+struct EngineData {
+    RealClock clock;
+    std::unique_ptr<Stack> stack;
+    TaskContext task;
+    std::vector<io_u*> batch;   // queued since the last commit
+    std::vector<io_u*> events;  // reaped, handed out by event()
+    unsigned in_flight = 0;     // queued or submitted, not yet reaped
+    unsigned depth = 0;
+    std::string stats_path;
+};
+
+fio_option engine_option(const char* name, const char* lname, fio_opt_type type, unsigned off,
+                         const char* help, const char* def = nullptr) {
+    fio_option o{};
+    o.name = name;
+    o.lname = lname;
+    o.type = type;
+    o.off1 = off;
+    o.help = help;
+    o.def = def;
+    o.category = FIO_OPT_C_ENGINE;
+    o.group = FIO_OPT_G_INVALID;
+    return o;
+}
+
+fio_option engine_options[] = {
+    engine_option("mdsplit_config", "mdsplit device stack", FIO_OPT_STR_STORE,
+                  offsetof(EngineOptions, config),
+                  "TOML file describing the device stack (virtual device, members, policies)"),
+    engine_option("mdsplit_stats", "mdsplit statistics file", FIO_OPT_STR_STORE,
+                  offsetof(EngineOptions, stats),
+                  "Write per-device statistics (diskstats, iostat fields, seeks) as JSON to this "
+                  "file (subjobs of numjobs append .N)"),
+    engine_option("mdsplit_trace", "mdsplit blktrace directory", FIO_OPT_STR_STORE,
+                  offsetof(EngineOptions, trace),
+                  "Write blktrace files <dir>/<device>.blktrace.0 for the virtual device and each "
+                  "member"),
+    engine_option("mdsplit_group", "mdsplit scheduler group", FIO_OPT_STR_STORE,
+                  offsetof(EngineOptions, group),
+                  "Scheduler (bfq) group of this job; the root group when unset"),
+    engine_option("mdsplit_group_weight", "mdsplit scheduler group weight", FIO_OPT_INT,
+                  offsetof(EngineOptions, group_weight),
+                  "Weight of this job's scheduler group (1..1000)", "100"),
+    fio_option{},
+};
+
+// One line on stderr, never stdout (it would corrupt --output-format=json).
+void report_error(thread_data* td, const std::string& message) {
+    std::string line = message.rfind("mdsplit:", 0) == 0 ? message : "mdsplit: " + message;
+    log_err("%s\n", line.c_str());
+    td->error = td->error ? td->error : EINVAL;
+}
+
+EngineData* data_of(thread_data* td) { return static_cast<EngineData*>(td->io_ops_data); }
+
+int mdsplit_setup(thread_data* td) {
+    if (strcmp(fio_version_string, MDSPLIT_FIO_VERSION) != 0) {
+        report_error(td, std::string("mdsplit: built against ") + MDSPLIT_FIO_VERSION +
+                             " but loaded by " + fio_version_string +
+                             "; rebuild with -DFIO_SOURCE_DIR=<that fio's configured source>");
+        return 1;
+    }
+    auto* o = static_cast<EngineOptions*>(td->eo);
+    if (!o->config || !*o->config) {
+        report_error(td, "mdsplit: mdsplit_config is required: the TOML file describing the device "
+                         "stack (see README, \"TOML reference\")");
+        return 1;
+    }
+    if (o->group_weight < 1 || o->group_weight > 1000) {
+        report_error(td, "mdsplit: mdsplit_group_weight=" + std::to_string(o->group_weight) +
+                             " is out of range; allowed: 1..1000");
+        return 1;
+    }
+    if (td->o.nr_files != 1 || td->files_index != 1) {
+        report_error(td, "mdsplit: filename must name exactly one virtual device (e.g. md0); "
+                         "got " + std::to_string(td->files_index) + " files");
+        return 1;
+    }
+    try {
+        StackConfig config = load_stack_file(o->config);
+        if (o->group && *o->group && config.device.scheduler != SchedulerKind::Bfq)
+            throw std::runtime_error("mdsplit: mdsplit_group=" + std::string(o->group) +
+                                     " needs device.scheduler = \"bfq\" in " + o->config);
+        auto data = std::make_unique<EngineData>();
+        StackOptions so;
+        fio_file* f = td->files[0];
+        so.label = f->file_name;
+        so.open_direct = td->o.odirect != 0;
+        so.writable = td_write(td) || td->o.verify != 0 /* VERIFY_NONE */;
+        if (o->trace && *o->trace) so.trace_dir = o->trace;
+        data->depth = td->o.iodepth ? td->o.iodepth : 1;
+        so.ring_entries = 256;
+        data->stack = std::make_unique<Stack>(config, data->clock, so);
+        data->task.pid = uint32_t(syscall(SYS_gettid));
+        data->batch.reserve(data->depth);
+        data->events.reserve(data->depth);
+        if (o->stats && *o->stats) {
+            data->stats_path = o->stats;
+            if (td->subjob_number) data->stats_path += "." + std::to_string(td->subjob_number);
+        }
+        f->real_file_size = data->stack->size_bytes();
+        fio_file_set_size_known(f);
+        td->io_ops_data = data.release();
+    } catch (const std::exception& e) {
+        report_error(td, e.what());
+        return 1;
+    }
+    return 0;
+}
+
+int mdsplit_init(thread_data* td) {
+    if (!data_of(td)) {
+        report_error(td, "mdsplit: engine was not set up");
+        return 1;
+    }
+    return 0;
+}
+
+void mdsplit_cleanup(thread_data* td) {
+    EngineData* d = data_of(td);
+    if (!d) return;
+    try {
+        d->stack->drain();
+        d->stack->flush_traces();
+        if (!d->stats_path.empty()) {
+            std::ofstream out(d->stats_path, std::ios::trunc);
+            out << d->stack->stats_json() << "\n";
+            if (!out) log_err("mdsplit: mdsplit_stats: cannot write %s\n", d->stats_path.c_str());
+        }
+    } catch (const std::exception& e) {
+        log_err("mdsplit: %s\n", e.what());
+    }
+    delete d;
+    td->io_ops_data = nullptr;
+}
+
+fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
+    EngineData* d = data_of(td);
+    fio_ro_check(td, u);
+    if (d->in_flight >= d->depth) return FIO_Q_BUSY;
+    Op op;
+    switch (u->ddir) {
+    case DDIR_READ:
+        op = Op::Read;
+        break;
+    case DDIR_WRITE:
+        op = Op::Write;
+        break;
+    case DDIR_SYNC:
+    case DDIR_DATASYNC:
+        // Direct I/O through the stack leaves nothing to flush: every write
+        // completed only when its member requests did.
+        u->error = 0;
+        return FIO_Q_COMPLETED;
+    default:
+        u->error = EINVAL;
+        return FIO_Q_COMPLETED;
+    }
+    try {
+        d->stack->begin_batch(d->task);
+        d->stack->queue(d->task, op, u->offset, u->xfer_buflen, u->xfer_buf,
+                        reinterpret_cast<uint64_t>(u));
+    } catch (const std::exception& e) {
+        log_err("mdsplit: %s\n", e.what());
+        u->error = EIO;
+        return FIO_Q_COMPLETED;
+    }
+    d->batch.push_back(u);
+    d->in_flight++;
+    return FIO_Q_QUEUED;
+}
+
+int mdsplit_commit(thread_data* td) {
+    EngineData* d = data_of(td);
+    if (d->batch.empty()) return 0;
+    try {
+        d->stack->commit(d->task);
+    } catch (const std::exception& e) {
+        log_err("mdsplit: %s\n", e.what());
+        return -EIO;
+    }
+    if (fio_fill_issue_time(td)) {
+        timespec now;
+        fio_gettime(&now, nullptr);
+        for (io_u* u : d->batch) {
+            memcpy(&u->issue_time, &now, sizeof(now));
+            io_u_queued(td, u);
+        }
+    }
+    io_u_mark_submit(td, unsigned(d->batch.size()));
+    d->batch.clear();
+    return 0;
+}
+
+int mdsplit_getevents(thread_data* td, unsigned int min, unsigned int max, const timespec* t) {
+    EngineData* d = data_of(td);
+    d->events.clear();
+    uint64_t timeout = t ? uint64_t(t->tv_sec) * 1'000'000'000ull + uint64_t(t->tv_nsec)
+                         : ~uint64_t(0) / 2;
+    std::vector<IoCompletion>& done = d->task.completions;
+    try {
+        if (done.size() < min) d->stack->reap(d->task, min, timeout);
+        else d->stack->reap(d->task, 0, 0);
+    } catch (const std::exception& e) {
+        log_err("mdsplit: %s\n", e.what());
+        return -EIO;
+    }
+    size_t n = std::min<size_t>(done.size(), max);
+    for (size_t i = 0; i < n; i++) {
+        auto* u = reinterpret_cast<io_u*>(done[i].cookie);
+        u->error = unsigned(-done[i].error);
+        u->resid = done[i].resid;
+        d->events.push_back(u);
+    }
+    done.erase(done.begin(), done.begin() + long(n));
+    d->in_flight -= unsigned(n);
+    return int(n);
+}
+
+io_u* mdsplit_event(thread_data* td, int event) { return data_of(td)->events[size_t(event)]; }
+
+int mdsplit_open_file(thread_data*, fio_file*) { return 0; }
+int mdsplit_close_file(thread_data*, fio_file*) { return 0; }
+// Nothing is cached above the members for direct I/O; the page cache
+// (buffered jobs) handles invalidation itself.
+int mdsplit_invalidate(thread_data*, fio_file*) { return 0; }
+
+ioengine_ops make_ops() {
+    ioengine_ops ops{};
+    ops.name = "mdsplit";
+    ops.version = FIO_IOOPS_VERSION;
+    ops.flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_ASYNCIO_SETS_ISSUE_TIME;
+    ops.setup = mdsplit_setup;
+    ops.init = mdsplit_init;
+    ops.cleanup = mdsplit_cleanup;
+    ops.queue = mdsplit_queue;
+    ops.commit = mdsplit_commit;
+    ops.getevents = mdsplit_getevents;
+    ops.event = mdsplit_event;
+    ops.open_file = mdsplit_open_file;
+    ops.close_file = mdsplit_close_file;
+    ops.invalidate = mdsplit_invalidate;
+    ops.options = engine_options;
+    ops.option_struct_size = sizeof(EngineOptions);
+    return ops;
+}
+
+ioengine_ops mdsplit_ops = make_ops();  // fio writes into it: not const
+
+}  // namespace
+
+extern "C" {
+// fio's external-engine entry point (ioengines.c dlopen_ioengine).
+__attribute__((visibility("default"))) void get_ioengine(ioengine_ops** ops) { *ops = &mdsplit_ops; }
+}
