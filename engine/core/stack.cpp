@@ -1,8 +1,8 @@
 #include "core/stack.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
+#include <filesystem>
+#include <system_error>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -70,9 +70,16 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
     }
 
     if (!options.trace_dir.empty()) {
-        mkdir(options.trace_dir.c_str(), 0755);
+        std::error_code ec;
+        std::filesystem::create_directories(options.trace_dir, ec);
+        if (ec)
+            throw std::runtime_error("mdsplit: mdsplit_trace: cannot create " + options.trace_dir +
+                                     ": " + ec.message());
         auto add = [&](const BlockDevice& dev) {
-            auto w = std::make_unique<BlktraceWriter>(options.trace_dir + "/" + dev.name() + ".blktrace.0");
+            BlktraceOptions trace_options;
+            trace_options.bio_based = dev.stacked();
+            auto w = std::make_unique<BlktraceWriter>(
+                options.trace_dir + "/" + dev.name() + ".blktrace.0", trace_options);
             tracer_.add_device_sink(dev.devt(), w.get());
             trace_sinks_.push_back(std::move(w));
         };

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -169,6 +170,9 @@ void mdsplit_cleanup(thread_data* td) {
         d->stack->drain();
         d->stack->flush_traces();
         if (!d->stats_path.empty()) {
+            std::filesystem::path p(d->stats_path);
+            std::error_code ec;
+            if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
             std::ofstream out(d->stats_path, std::ios::trunc);
             out << d->stack->stats_json() << "\n";
             if (!out) log_err("mdsplit: mdsplit_stats: cannot write %s\n", d->stats_path.c_str());

@@ -1,0 +1,934 @@
+#include "config/config_loader.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <sstream>
+#include <toml++/toml.h>
+#include <utility>
+
+#include "config/size_parse.h"
+#include "core/units.h"
+#include "embedded_models.h"
+
+namespace mdsplit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kEmbeddedModelsLabel = "jobs/models.toml (embedded)";
+
+// ---------------------------------------------------------------------------
+// Enum names
+
+template <typename Enum>
+struct EnumName {
+    std::string_view name;
+    Enum value;
+};
+
+constexpr EnumName<DeviceKind> kDeviceKinds[] = {
+    {"passthrough", DeviceKind::Passthrough},
+    {"raid5", DeviceKind::Raid5},
+};
+constexpr EnumName<SplitOrder> kSplitOrders[] = {
+    {"legacy", SplitOrder::Legacy},
+    {"fixed", SplitOrder::Fixed},
+};
+constexpr EnumName<SchedulerKind> kSchedulers[] = {
+    {"none", SchedulerKind::None},
+    {"bfq", SchedulerKind::Bfq},
+};
+constexpr EnumName<BackendKind> kBackends[] = {
+    {"io_uring", BackendKind::IoUring},
+    {"ram", BackendKind::Ram},
+    {"null", BackendKind::Null},
+};
+constexpr EnumName<Raid5Layout> kRaid5Layouts[] = {
+    {"left-asymmetric", Raid5Layout::LeftAsymmetric},
+    {"right-asymmetric", Raid5Layout::RightAsymmetric},
+    {"left-symmetric", Raid5Layout::LeftSymmetric},
+    {"right-symmetric", Raid5Layout::RightSymmetric},
+};
+constexpr EnumName<BioPolicy> kBioPolicies[] = {
+    {"original", BioPolicy::Original},
+    {"align", BioPolicy::Align},
+    {"max_sectors", BioPolicy::MaxSectors},
+};
+// Contiguity::Distribution is written as a table, not a name.
+constexpr EnumName<Contiguity> kContiguityNames[] = {
+    {"none", Contiguity::None},
+    {"pagemap", Contiguity::Pagemap},
+    {"distribution", Contiguity::Distribution},
+};
+constexpr EnumName<GroupCounting> kGroupCountings[] = {
+    {"legacy", GroupCounting::Legacy},
+    {"fixed", GroupCounting::Fixed},
+};
+constexpr EnumName<BufferedVariant> kBufferedVariants[] = {
+    {"pre-c8d317aa", BufferedVariant::PreC8d317aa},
+    {"c8d317aa", BufferedVariant::C8d317aa},
+    {"forced-ra", BufferedVariant::ForcedRa},
+};
+
+template <typename Enum, size_t N>
+const char* name_of(const EnumName<Enum> (&names)[N], Enum value) {
+    for (const auto& entry : names) {
+        if (entry.value == value) {
+            return entry.name.data();  // the literals are NUL-terminated
+        }
+    }
+    return "?";
+}
+
+template <typename Enum, size_t N>
+std::string allowed_names(const EnumName<Enum> (&names)[N], size_t count = N) {
+    std::string text;
+    for (size_t i = 0; i < count; ++i) {
+        if (i > 0) {
+            text += " | ";
+        }
+        text += '"';
+        text += names[i].name;
+        text += '"';
+    }
+    return text;
+}
+
+// ---------------------------------------------------------------------------
+// Helpers for messages
+
+std::string in_quotes(std::string_view text) {
+    std::string result = "\"";
+    result.append(text);
+    result.append("\"");
+    return result;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+    std::string text;
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (i > 0) {
+            text.append(separator);
+        }
+        text.append(items[i]);
+    }
+    return text;
+}
+
+std::string one_line(std::string_view text) {
+    std::string result(text);
+    std::replace(result.begin(), result.end(), '\n', ' ');
+    std::replace(result.begin(), result.end(), '\r', ' ');
+    while (!result.empty() && result.back() == ' ') {
+        result.pop_back();
+    }
+    return result;
+}
+
+// "a string "x"", "integer 5", "a table", ... for "expected X, got Y".
+std::string describe(const toml::node& node) {
+    std::ostringstream text;
+    switch (node.type()) {
+    case toml::node_type::string:
+        text << "string " << in_quotes(node.as_string()->get());
+        break;
+    case toml::node_type::integer:
+        text << "integer " << node.as_integer()->get();
+        break;
+    case toml::node_type::floating_point:
+        text << "float " << node.as_floating_point()->get();
+        break;
+    case toml::node_type::boolean:
+        text << "boolean " << (node.as_boolean()->get() ? "true" : "false");
+        break;
+    case toml::node_type::table:
+        text << "a table";
+        break;
+    case toml::node_type::array:
+        text << "an array";
+        break;
+    case toml::node_type::date:
+    case toml::node_type::time:
+    case toml::node_type::date_time:
+        text << "a date/time";
+        break;
+    case toml::node_type::none:
+        text << "nothing";
+        break;
+    }
+    return text.str();
+}
+
+std::string key_path(const std::string& parent, std::string_view key) {
+    if (parent.empty()) {
+        return std::string(key);
+    }
+    return parent + "." + std::string(key);
+}
+
+std::string index_path(const std::string& parent, size_t index) {
+    return parent + "[" + std::to_string(index) + "]";
+}
+
+bool is_power_of_two(uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
+
+// ---------------------------------------------------------------------------
+// Reading typed values with messages that name the key
+
+class Reader {
+public:
+    explicit Reader(std::string label) : label_(std::move(label)) {}
+
+    const std::string& label() const { return label_; }
+
+    [[noreturn]] void fail(std::string_view key, std::string_view problem,
+                           std::string_view allowed = {}) const {
+        throw make_config_error(label_, key, problem, allowed);
+    }
+
+    // Every key of `table` must be in `allowed`.
+    void check_keys(const toml::table& table, const std::string& path,
+                    std::initializer_list<std::string_view> allowed) const {
+        for (auto&& [key, node] : table) {
+            (void)node;
+            if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
+                std::vector<std::string> names(allowed.begin(), allowed.end());
+                fail(key_path(path, key.str()), "unknown key", join(names, ", "));
+            }
+        }
+    }
+
+    const toml::table* table(const toml::table& parent, std::string_view key,
+                             const std::string& path) const {
+        const toml::node* node = parent.get(key);
+        if (node == nullptr) {
+            return nullptr;
+        }
+        if (!node->is_table()) {
+            fail(key_path(path, key), "expected a table, got " + describe(*node),
+                 "a [" + key_path(path, key) + "] table");
+        }
+        return node->as_table();
+    }
+
+    std::optional<std::string> string(const toml::table& parent, std::string_view key,
+                                      const std::string& path,
+                                      std::string_view allowed = "a string") const {
+        const toml::node* node = parent.get(key);
+        if (node == nullptr) {
+            return std::nullopt;
+        }
+        if (!node->is_string()) {
+            fail(key_path(path, key), "expected a string, got " + describe(*node), allowed);
+        }
+        return node->as_string()->get();
+    }
+
+    std::optional<bool> boolean(const toml::table& parent, std::string_view key,
+                                const std::string& path) const {
+        const toml::node* node = parent.get(key);
+        if (node == nullptr) {
+            return std::nullopt;
+        }
+        if (!node->is_boolean()) {
+            fail(key_path(path, key), "expected a boolean, got " + describe(*node),
+                 "true | false");
+        }
+        return node->as_boolean()->get();
+    }
+
+    // A TOML integer in [minimum, maximum].
+    std::optional<uint64_t> integer(const toml::table& parent, std::string_view key,
+                                    const std::string& path, uint64_t minimum,
+                                    uint64_t maximum) const {
+        const toml::node* node = parent.get(key);
+        if (node == nullptr) {
+            return std::nullopt;
+        }
+        std::string range =
+            "an integer from " + std::to_string(minimum) + " to " + std::to_string(maximum);
+        if (!node->is_integer()) {
+            fail(key_path(path, key), "expected an integer, got " + describe(*node), range);
+        }
+        int64_t value = node->as_integer()->get();
+        if (value < 0 || uint64_t(value) < minimum || uint64_t(value) > maximum) {
+            fail(key_path(path, key), std::to_string(value) + " is out of range", range);
+        }
+        return uint64_t(value);
+    }
+
+    // A size: a TOML integer of bytes or a string with a suffix.
+    std::optional<uint64_t> size(const toml::table& parent, std::string_view key,
+                                 const std::string& path) const {
+        const toml::node* node = parent.get(key);
+        if (node == nullptr) {
+            return std::nullopt;
+        }
+        std::string full_key = key_path(path, key);
+        if (node->is_integer()) {
+            int64_t value = node->as_integer()->get();
+            if (value < 0) {
+                fail(full_key, std::to_string(value) + " is negative", kSizeSyntax);
+            }
+            return uint64_t(value);
+        }
+        if (!node->is_string()) {
+            fail(full_key, "expected a size, got " + describe(*node), kSizeSyntax);
+        }
+        try {
+            return parse_size(node->as_string()->get(), full_key);
+        } catch (const ConfigError& error) {
+            throw ConfigError(label_ + ": " + error.what());
+        }
+    }
+
+    // A duration: a string with a unit, or the TOML integer 0.
+    std::optional<uint64_t> duration(const toml::table& parent, std::string_view key,
+                                     const std::string& path) const {
+        const toml::node* node = parent.get(key);
+        if (node == nullptr) {
+            return std::nullopt;
+        }
+        std::string full_key = key_path(path, key);
+        if (node->is_integer()) {
+            if (node->as_integer()->get() == 0) {
+                return 0;
+            }
+            fail(full_key, describe(*node) + " has no unit", kDurationSyntax);
+        }
+        if (!node->is_string()) {
+            fail(full_key, "expected a duration, got " + describe(*node), kDurationSyntax);
+        }
+        try {
+            return parse_duration_ns(node->as_string()->get(), full_key);
+        } catch (const ConfigError& error) {
+            throw ConfigError(label_ + ": " + error.what());
+        }
+    }
+
+    template <typename Enum, size_t N>
+    std::optional<Enum> enumeration(const toml::table& parent, std::string_view key,
+                                    const std::string& path, std::string_view what,
+                                    const EnumName<Enum> (&names)[N],
+                                    size_t name_count = N) const {
+        std::string allowed = allowed_names(names, name_count);
+        std::optional<std::string> text = string(parent, key, path, allowed);
+        if (!text) {
+            return std::nullopt;
+        }
+        for (size_t i = 0; i < name_count; ++i) {
+            if (names[i].name == *text) {
+                return names[i].value;
+            }
+        }
+        fail(key_path(path, key), in_quotes(*text) + " is not " + std::string(what), allowed);
+    }
+
+private:
+    std::string label_;
+};
+
+// ---------------------------------------------------------------------------
+// Sections
+
+TimingModelConfig read_model(const Reader& reader, const toml::table& table,
+                             const std::string& path, const std::string& name) {
+    reader.check_keys(table, path,
+                      {"command", "bandwidth", "random_penalty", "parallelism",
+                       "write_command", "write_bandwidth", "description"});
+    TimingModelConfig model;
+    model.name = name;
+    model.command_ns = reader.duration(table, "command", path).value_or(0);
+    model.bandwidth_bps = reader.size(table, "bandwidth", path).value_or(0);
+    model.random_penalty_ns = reader.duration(table, "random_penalty", path).value_or(0);
+    model.parallelism =
+        uint32_t(reader.integer(table, "parallelism", path, 1, 65536).value_or(1));
+    model.write_command_ns = reader.duration(table, "write_command", path).value_or(0);
+    model.write_bandwidth_bps = reader.size(table, "write_bandwidth", path).value_or(0);
+    model.description = reader.string(table, "description", path).value_or("");
+    return model;
+}
+
+std::map<std::string, TimingModelConfig> read_models(const Reader& reader,
+                                                     const toml::table& models_table,
+                                                     const std::string& path) {
+    std::map<std::string, TimingModelConfig> models;
+    for (auto&& [key, node] : models_table) {
+        std::string name(key.str());
+        std::string model_path = key_path(path, name);
+        if (name.empty()) {
+            reader.fail(model_path, "a model needs a name", "[models.NAME] with a non-empty NAME");
+        }
+        if (!node.is_table()) {
+            reader.fail(model_path, "expected a table, got " + describe(node),
+                        "a [" + model_path + "] table");
+        }
+        models.emplace(name, read_model(reader, *node.as_table(), model_path, name));
+    }
+    return models;
+}
+
+void read_device(const Reader& reader, const toml::table& table, DeviceConfig& device) {
+    const std::string path = "device";
+    reader.check_keys(table, path,
+                      {"kind", "chunk", "layout", "max_sectors", "split_order", "scheduler"});
+    device.kind = reader.enumeration(table, "kind", path, "a device kind", kDeviceKinds)
+                      .value_or(device.kind);
+    if (auto chunk = reader.size(table, "chunk", path)) {
+        if (!is_power_of_two(*chunk) || *chunk < kPageSize) {
+            reader.fail(key_path(path, "chunk"),
+                        std::to_string(*chunk) + " bytes is not a power of two of at least 4k",
+                        "a power of two >= 4k, like \"64k\", \"512k\"");
+        }
+        device.chunk_bytes = *chunk;
+    }
+    device.layout = reader.enumeration(table, "layout", path, "a RAID5 layout", kRaid5Layouts)
+                        .value_or(device.layout);
+    if (auto max_sectors = reader.size(table, "max_sectors", path)) {
+        if (*max_sectors % kSectorSize != 0 || *max_sectors < kPageSize) {
+            reader.fail(key_path(path, "max_sectors"),
+                        std::to_string(*max_sectors) +
+                            " bytes is not a multiple of 512 of at least 4k",
+                        "a multiple of 512 bytes >= 4k, like \"1m\"");
+        }
+        device.max_sectors_bytes = *max_sectors;
+    }
+    device.split_order =
+        reader.enumeration(table, "split_order", path, "a split order", kSplitOrders)
+            .value_or(device.split_order);
+    device.scheduler = reader.enumeration(table, "scheduler", path, "a scheduler", kSchedulers)
+                           .value_or(device.scheduler);
+}
+
+// What stat() says about a member's path.
+struct PathFacts {
+    bool exists = false;
+    struct stat status {};
+};
+
+PathFacts inspect_path(const Reader& reader, const std::string& key, const std::string& path) {
+    PathFacts facts;
+    if (::stat(path.c_str(), &facts.status) == 0) {
+        facts.exists = true;
+        return facts;
+    }
+    if (errno != ENOENT) {
+        reader.fail(key, "cannot stat " + in_quotes(path) + ": " + std::strerror(errno),
+                    "a regular file or a block device");
+    }
+    return facts;
+}
+
+std::string resolve_path(const std::string& base_dir, const std::string& path) {
+    fs::path member_path(path);
+    if (member_path.is_relative()) {
+        member_path = fs::path(base_dir) / member_path;
+    }
+    return member_path.lexically_normal().string();
+}
+
+MemberConfig read_member(const Reader& reader, const toml::table& table,
+                         const std::string& path, const std::string& base_dir,
+                         const std::map<std::string, TimingModelConfig>& file_models,
+                         PathFacts& facts) {
+    reader.check_keys(table, path,
+                      {"path", "size", "backend", "model", "max_sectors", "queue_depth",
+                       "logical_block_size", "failed", "direct"});
+    MemberConfig member;
+    member.backend = reader.enumeration(table, "backend", path, "a backend", kBackends)
+                         .value_or(member.backend);
+
+    if (auto lbs = reader.size(table, "logical_block_size", path)) {
+        if (*lbs != 512 && *lbs != 1024 && *lbs != 2048 && *lbs != 4096) {
+            reader.fail(key_path(path, "logical_block_size"),
+                        std::to_string(*lbs) + " is not a logical block size",
+                        "512 | 1024 | 2048 | 4096");
+        }
+        member.logical_block_size = uint32_t(*lbs);
+    }
+
+    if (auto size = reader.size(table, "size", path)) {
+        if (*size == 0) {
+            reader.fail(key_path(path, "size"), "a member cannot be empty",
+                        "a size > 0, like \"2g\"");
+        }
+        if (*size % member.logical_block_size != 0) {
+            reader.fail(key_path(path, "size"),
+                        std::to_string(*size) + " bytes is not a multiple of the logical " +
+                            "block size (" + std::to_string(member.logical_block_size) + ")",
+                        "a multiple of logical_block_size");
+        }
+        member.size = *size;
+    }
+
+    if (auto max_sectors = reader.size(table, "max_sectors", path)) {
+        if (*max_sectors % kSectorSize != 0 || *max_sectors < kPageSize ||
+            *max_sectors % member.logical_block_size != 0) {
+            reader.fail(key_path(path, "max_sectors"),
+                        std::to_string(*max_sectors) +
+                            " bytes is not a multiple of 512 (and of logical_block_size) "
+                            "of at least 4k",
+                        "a multiple of 512 bytes >= 4k, like \"512k\"");
+        }
+        member.max_sectors_bytes = *max_sectors;
+    }
+
+    member.queue_depth = uint32_t(
+        reader.integer(table, "queue_depth", path, 1, 4096).value_or(member.queue_depth));
+    member.failed = reader.boolean(table, "failed", path).value_or(member.failed);
+    member.direct = reader.boolean(table, "direct", path).value_or(member.direct);
+
+    // path: required for io_uring; optional for ram/null, which touch no file.
+    std::string path_key = key_path(path, "path");
+    std::optional<std::string> member_path =
+        reader.string(table, "path", path, "a file or block device path");
+    if (member_path && member_path->empty()) {
+        reader.fail(path_key, "the path is empty", "a file or block device path");
+    }
+    if (!member_path && member.backend == BackendKind::IoUring) {
+        reader.fail(path_key, "missing: an io_uring member needs a file",
+                    "a regular file or a block device path");
+    }
+    if (member_path) {
+        member.path = resolve_path(base_dir, *member_path);
+        facts = inspect_path(reader, path_key, member.path);
+        if (facts.exists) {
+            mode_t type = facts.status.st_mode & S_IFMT;
+            if (type == S_IFDIR) {
+                reader.fail(path_key, in_quotes(member.path) + " is a directory",
+                            "a regular file or a block device");
+            }
+            if (type != S_IFREG && type != S_IFBLK) {
+                reader.fail(path_key, in_quotes(member.path) + " is neither a regular file " +
+                                          "nor a block device",
+                            "a regular file or a block device");
+            }
+            if (type == S_IFREG && facts.status.st_size == 0 && member.size == 0) {
+                reader.fail(key_path(path, "size"),
+                            "missing, and " + in_quotes(member.path) + " is empty",
+                            "a size like \"2g\" (the file is extended to it)");
+            }
+        } else if (member.size == 0) {
+            reader.fail(key_path(path, "size"),
+                        "missing, and " + in_quotes(member.path) + " does not exist",
+                        "a size like \"2g\" (the file is created sparse at that size)");
+        }
+    } else if (member.size == 0) {
+        reader.fail(key_path(path, "size"),
+                    std::string("missing: a ") + backend_name(member.backend) +
+                        " member without a path needs a size",
+                    "a size like \"2g\"");
+    }
+
+    // model: a name, or an inline table of model fields.
+    if (const toml::node* model_node = table.get("model")) {
+        std::string model_key = key_path(path, "model");
+        if (model_node->is_table()) {
+            member.model = read_model(reader, *model_node->as_table(), model_key, model_key);
+        } else if (model_node->is_string()) {
+            std::string name = model_node->as_string()->get();
+            if (auto own = file_models.find(name); own != file_models.end()) {
+                member.model = own->second;
+            } else if (auto preset = preset_models().find(name); preset != preset_models().end()) {
+                member.model = preset->second;
+            } else {
+                std::vector<std::string> known;
+                for (const auto& [known_name, model] : file_models) {
+                    known.push_back(in_quotes(known_name));
+                }
+                for (const std::string& preset_name : preset_model_names()) {
+                    if (file_models.count(preset_name) == 0) {
+                        known.push_back(in_quotes(preset_name));
+                    }
+                }
+                reader.fail(model_key,
+                            in_quotes(name) + " is neither a [models." + name +
+                                "] table of this file nor a preset",
+                            join(known, " | ") + " or an inline table");
+            }
+        } else {
+            reader.fail(model_key, "expected a model name or a table, got " +
+                                       describe(*model_node),
+                        "a [models.NAME] name, a preset name or an inline table");
+        }
+    }
+    return member;
+}
+
+std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& root,
+                                       const std::string& base_dir,
+                                       const std::map<std::string, TimingModelConfig>& models) {
+    const std::string path = "members";
+    const toml::node* node = root.get(path);
+    if (node == nullptr) {
+        reader.fail(path, "no members", "at least one [[members]] table");
+    }
+    if (node->is_array() && node->as_array()->empty()) {
+        reader.fail(path, "no members", "at least one [[members]] table");
+    }
+    if (!node->is_array_of_tables()) {
+        reader.fail(path, "expected an array of tables, got " + describe(*node),
+                    "[[members]] tables");
+    }
+    const toml::array& array = *node->as_array();
+    std::vector<MemberConfig> members;
+    std::vector<PathFacts> facts(array.size());
+    for (size_t i = 0; i < array.size(); ++i) {
+        std::string member_path = index_path(path, i);
+        members.push_back(read_member(reader, *array[i].as_table(), member_path, base_dir,
+                                      models, facts[i]));
+        // Two members on one file would overwrite each other's data.
+        for (size_t j = 0; j < i; ++j) {
+            if (members[i].path.empty() || members[j].path.empty()) {
+                continue;
+            }
+            bool same = false;
+            if (facts[i].exists && facts[j].exists) {
+                same = facts[i].status.st_dev == facts[j].status.st_dev &&
+                       facts[i].status.st_ino == facts[j].status.st_ino;
+            } else {
+                std::error_code ignored;
+                same = fs::weakly_canonical(members[i].path, ignored) ==
+                       fs::weakly_canonical(members[j].path, ignored);
+            }
+            if (same) {
+                reader.fail(key_path(member_path, "path"),
+                            in_quotes(members[i].path) + " is the same file as " +
+                                index_path(path, j) + ".path",
+                            "one member per file or block device");
+            }
+        }
+    }
+    return members;
+}
+
+void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
+    const std::string path = "bio";
+    reader.check_keys(table, path, {"policy", "align", "contiguity"});
+    bio.policy = reader.enumeration(table, "policy", path, "a bio policy", kBioPolicies)
+                     .value_or(bio.policy);
+    if (auto align = reader.size(table, "align", path)) {
+        if (!is_power_of_two(*align) || *align < kPageSize) {
+            reader.fail(key_path(path, "align"),
+                        std::to_string(*align) + " bytes is not a power of two of at least 4k",
+                        "a power of two >= 4k, like \"128k\", \"256k\"");
+        }
+        bio.align_bytes = *align;
+    }
+
+    const std::string contiguity_key = key_path(path, "contiguity");
+    const std::string contiguity_allowed =
+        R"("none" | "pagemap" | { runs = [[pages, weight], ...] })";
+    const toml::node* contiguity = table.get("contiguity");
+    if (contiguity == nullptr) {
+        return;
+    }
+    if (contiguity->is_string()) {
+        // Only the two names; "distribution" is spelled as a table.
+        auto value = reader.enumeration(table, "contiguity", path, "a contiguity",
+                                        kContiguityNames, 2);
+        bio.contiguity = *value;
+        bio.run_pages.clear();
+        return;
+    }
+    if (!contiguity->is_table()) {
+        reader.fail(contiguity_key, "expected a string or a table, got " + describe(*contiguity),
+                    contiguity_allowed);
+    }
+    const toml::table& distribution = *contiguity->as_table();
+    reader.check_keys(distribution, contiguity_key, {"runs"});
+    const std::string runs_key = key_path(contiguity_key, "runs");
+    const std::string runs_allowed =
+        "a non-empty array of [pages, weight] pairs, pages an integer >= 1, weight > 0";
+    const toml::node* runs = distribution.get("runs");
+    if (runs == nullptr) {
+        reader.fail(runs_key, "missing", runs_allowed);
+    }
+    if (!runs->is_array() || runs->as_array()->empty()) {
+        reader.fail(runs_key, "expected a non-empty array, got " + describe(*runs),
+                    runs_allowed);
+    }
+    std::vector<std::pair<uint32_t, double>> run_pages;
+    double total_weight = 0;
+    const toml::array& runs_array = *runs->as_array();
+    for (size_t i = 0; i < runs_array.size(); ++i) {
+        std::string entry_key = index_path(runs_key, i);
+        const toml::array* pair = runs_array[i].as_array();
+        if (pair == nullptr || pair->size() != 2) {
+            reader.fail(entry_key, "expected [pages, weight], got " + describe(runs_array[i]),
+                        runs_allowed);
+        }
+        const toml::node& pages = (*pair)[0];
+        const toml::node& weight = (*pair)[1];
+        if (!pages.is_integer() || pages.as_integer()->get() < 1 ||
+            pages.as_integer()->get() > (1 << 20)) {
+            reader.fail(index_path(entry_key, 0),
+                        "run length " + describe(pages) + " is not a page count",
+                        "an integer from 1 to 1048576 (pages of 4k)");
+        }
+        double weight_value = 0;
+        if (weight.is_integer()) {
+            weight_value = double(weight.as_integer()->get());
+        } else if (weight.is_floating_point()) {
+            weight_value = weight.as_floating_point()->get();
+        } else {
+            reader.fail(index_path(entry_key, 1), "expected a number, got " + describe(weight),
+                        "a weight > 0");
+        }
+        if (!(weight_value > 0) || !std::isfinite(weight_value)) {
+            reader.fail(index_path(entry_key, 1), describe(weight) + " is not a weight",
+                        "a weight > 0");
+        }
+        run_pages.emplace_back(uint32_t(pages.as_integer()->get()), weight_value);
+        total_weight += weight_value;
+    }
+    for (auto& [pages, weight] : run_pages) {
+        (void)pages;
+        weight /= total_weight;  // the weights come back as probabilities
+    }
+    bio.contiguity = Contiguity::Distribution;
+    bio.run_pages = std::move(run_pages);
+}
+
+void read_bfq(const Reader& reader, const toml::table& table, BfqConfig& bfq) {
+    const std::string path = "bfq";
+    reader.check_keys(table, path,
+                      {"group_counting", "slice_idle", "low_latency", "strict_guarantees",
+                       "max_budget", "timeout_sync"});
+    bfq.group_counting =
+        reader.enumeration(table, "group_counting", path, "a group counting", kGroupCountings)
+            .value_or(bfq.group_counting);
+    bfq.slice_idle_ns = reader.duration(table, "slice_idle", path).value_or(bfq.slice_idle_ns);
+    bfq.low_latency = reader.boolean(table, "low_latency", path).value_or(bfq.low_latency);
+    bfq.strict_guarantees =
+        reader.boolean(table, "strict_guarantees", path).value_or(bfq.strict_guarantees);
+    bfq.max_budget_sectors = uint32_t(
+        reader.integer(table, "max_budget", path, 1, 1u << 24).value_or(bfq.max_budget_sectors));
+    if (auto timeout = reader.duration(table, "timeout_sync", path)) {
+        if (*timeout == 0) {
+            reader.fail(key_path(path, "timeout_sync"), "a budget timeout cannot be 0",
+                        "a duration > 0, like \"125ms\"");
+        }
+        bfq.timeout_sync_ns = *timeout;
+    }
+}
+
+void read_page_cache(const Reader& reader, const toml::table& table, PageCacheConfig& cache) {
+    const std::string path = "page_cache";
+    reader.check_keys(table, path, {"size", "ra_kb", "rasync", "variant"});
+    if (auto size = reader.size(table, "size", path)) {
+        if (*size == 0 || *size % kPageSize != 0) {
+            reader.fail(key_path(path, "size"),
+                        std::to_string(*size) + " bytes is not a whole number of pages",
+                        "a multiple of 4k > 0, like \"1g\"");
+        }
+        cache.size_bytes = *size;
+    }
+    if (auto ra_kb = reader.integer(table, "ra_kb", path, 0, 1u << 20)) {
+        if (*ra_kb % (kPageSize / 1024) != 0) {
+            reader.fail(key_path(path, "ra_kb"),
+                        std::to_string(*ra_kb) + " KiB is not a whole number of pages",
+                        "a multiple of 4 (0 turns readahead off)");
+        }
+        cache.ra_kb = uint32_t(*ra_kb);
+    }
+    cache.rasync = reader.boolean(table, "rasync", path).value_or(cache.rasync);
+    cache.variant =
+        reader.enumeration(table, "variant", path, "a buffered-read variant", kBufferedVariants)
+            .value_or(cache.variant);
+}
+
+// Cross-checks between sections.
+void check_stack(const Reader& reader, const StackConfig& config) {
+    size_t member_count = config.members.size();
+    if (config.device.kind == DeviceKind::Passthrough && member_count != 1) {
+        reader.fail("members",
+                    "kind = \"passthrough\" takes exactly 1 member, got " +
+                        std::to_string(member_count),
+                    "1 member for \"passthrough\", 3 or more for \"raid5\"");
+    }
+    if (config.device.kind == DeviceKind::Raid5 && member_count < 3) {
+        reader.fail("members",
+                    "kind = \"raid5\" needs at least 3 members, got " +
+                        std::to_string(member_count),
+                    "3 or more members for \"raid5\"");
+    }
+    size_t failed_count = 0;
+    for (size_t i = 0; i < member_count; ++i) {
+        const MemberConfig& member = config.members[i];
+        std::string member_path = index_path("members", i);
+        if (!member.failed) {
+            continue;
+        }
+        if (config.device.kind != DeviceKind::Raid5) {
+            reader.fail(key_path(member_path, "failed"),
+                        "only a raid5 member can be failed",
+                        "false, or kind = \"raid5\" with one failed member");
+        }
+        if (++failed_count > 1) {
+            reader.fail(key_path(member_path, "failed"),
+                        "a second failed member: RAID5 survives one failure",
+                        "at most one member with failed = true");
+        }
+    }
+    if (config.device.kind == DeviceKind::Raid5) {
+        for (size_t i = 0; i < member_count; ++i) {
+            const MemberConfig& member = config.members[i];
+            if (member.size != 0 && member.size < config.device.chunk_bytes) {
+                reader.fail(key_path(index_path("members", i), "size"),
+                            std::to_string(member.size) + " bytes is smaller than one chunk (" +
+                                std::to_string(config.device.chunk_bytes) + " bytes)",
+                            "at least device.chunk");
+            }
+        }
+    }
+}
+
+toml::table parse_toml(std::string_view text, const std::string& label) {
+#if TOML_EXCEPTIONS
+    try {
+        return toml::parse(text, label);
+    } catch (const toml::parse_error& error) {
+        const toml::source_position& begin = error.source().begin;
+        throw ConfigError(label + ":" + std::to_string(begin.line) + ":" +
+                          std::to_string(begin.column) + ": " + one_line(error.description()));
+    }
+#else
+    toml::parse_result result = toml::parse(text, label);
+    if (!result) {
+        const toml::parse_error& error = result.error();
+        const toml::source_position& begin = error.source().begin;
+        throw ConfigError(label + ":" + std::to_string(begin.line) + ":" +
+                          std::to_string(begin.column) + ": " + one_line(error.description()));
+    }
+    return std::move(result).table();
+#endif
+}
+
+std::map<std::string, TimingModelConfig> load_presets() {
+    const std::string label(kEmbeddedModelsLabel);
+    toml::table root = parse_toml(kEmbeddedModelsToml, label);
+    Reader reader(label);
+    reader.check_keys(root, "", {"models"});
+    const toml::table* models = reader.table(root, "models", "");
+    if (models == nullptr) {
+        return {};
+    }
+    return read_models(reader, *models, "models");
+}
+
+}  // namespace
+
+const std::map<std::string, TimingModelConfig>& preset_models() {
+    static const std::map<std::string, TimingModelConfig> presets = load_presets();
+    return presets;
+}
+
+std::vector<std::string> preset_model_names() {
+    std::vector<std::string> names;
+    for (const auto& [name, model] : preset_models()) {
+        names.push_back(name);
+    }
+    return names;  // std::map keeps them sorted
+}
+
+TimingModelConfig find_model(const StackConfig& config, const std::string& name) {
+    if (auto own = config.models.find(name); own != config.models.end()) {
+        return own->second;
+    }
+    if (auto preset = preset_models().find(name); preset != preset_models().end()) {
+        return preset->second;
+    }
+    std::vector<std::string> known;
+    for (const auto& [known_name, model] : config.models) {
+        known.push_back(in_quotes(known_name));
+    }
+    for (const std::string& preset_name : preset_model_names()) {
+        if (config.models.count(preset_name) == 0) {
+            known.push_back(in_quotes(preset_name));
+        }
+    }
+    throw make_config_error(config.source, "model", in_quotes(name) + " is not a known model",
+                            join(known, " | "));
+}
+
+StackConfig load_stack_text(std::string_view toml_text, const std::string& base_dir,
+                            const std::string& label) {
+    std::string absolute_base;
+    if (base_dir.empty()) {
+        absolute_base = fs::current_path().string();
+    } else {
+        absolute_base = fs::absolute(base_dir).lexically_normal().string();
+    }
+
+    toml::table root = parse_toml(toml_text, label);
+    Reader reader(label);
+    reader.check_keys(root, "", {"device", "members", "bio", "bfq", "page_cache", "models"});
+
+    StackConfig config;
+    config.source = label;
+    if (const toml::table* models = reader.table(root, "models", "")) {
+        config.models = read_models(reader, *models, "models");
+    }
+    if (const toml::table* device = reader.table(root, "device", "")) {
+        read_device(reader, *device, config.device);
+    }
+    config.members = read_members(reader, root, absolute_base, config.models);
+    if (const toml::table* bio = reader.table(root, "bio", "")) {
+        read_bio(reader, *bio, config.bio);
+    }
+    if (const toml::table* bfq = reader.table(root, "bfq", "")) {
+        read_bfq(reader, *bfq, config.bfq);
+    }
+    if (const toml::table* page_cache = reader.table(root, "page_cache", "")) {
+        read_page_cache(reader, *page_cache, config.page_cache);
+    }
+    check_stack(reader, config);
+    return config;
+}
+
+StackConfig load_stack_file(const std::string& path) {
+    std::error_code error;
+    if (fs::is_directory(path, error)) {
+        throw make_config_error(path, {}, "is a directory", "a TOML file");
+    }
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+        throw make_config_error(path, {}, std::string("cannot read the file: ") +
+                                              std::strerror(errno),
+                                "a readable TOML file");
+    }
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (file.bad()) {
+        throw make_config_error(path, {}, "cannot read the file", "a readable TOML file");
+    }
+    std::string base_dir = fs::absolute(fs::path(path)).parent_path().string();
+    return load_stack_text(text.str(), base_dir, path);
+}
+
+const char* device_kind_name(DeviceKind kind) { return name_of(kDeviceKinds, kind); }
+const char* split_order_name(SplitOrder order) { return name_of(kSplitOrders, order); }
+const char* scheduler_name(SchedulerKind scheduler) { return name_of(kSchedulers, scheduler); }
+const char* backend_name(BackendKind backend) { return name_of(kBackends, backend); }
+const char* raid5_layout_name(Raid5Layout layout) { return name_of(kRaid5Layouts, layout); }
+const char* bio_policy_name(BioPolicy policy) { return name_of(kBioPolicies, policy); }
+const char* contiguity_name(Contiguity contiguity) {
+    return name_of(kContiguityNames, contiguity);
+}
+const char* group_counting_name(GroupCounting counting) {
+    return name_of(kGroupCountings, counting);
+}
+const char* buffered_variant_name(BufferedVariant variant) {
+    return name_of(kBufferedVariants, variant);
+}
+
+}  // namespace mdsplit

@@ -1,0 +1,54 @@
+// Loads and validates a device-stack TOML file (ARCHITECTURE.md, "Public
+// interface") into a StackConfig.
+//
+// Every key is checked: unknown keys, wrong types and impossible values throw
+// ConfigError with a one-line message
+//     <file>: <key path>: <what is wrong>; allowed: <allowed values>
+// e.g. `stack.toml: members[1].size: "12q" is not a size; allowed: ...`.
+// TOML syntax errors become `<file>:<line>:<column>: <description>`.
+//
+// Member paths come back absolute (relative ones resolve against the stack
+// file's directory); each member's `model` is resolved to its numbers, from
+// the file's own [models.NAME] tables first, then from the presets of
+// jobs/models.toml (embedded at build time).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config_error.h"
+#include "config/stack_config.h"
+
+namespace mdsplit {
+
+// Reads `path`; messages name the file as `path` was written.
+StackConfig load_stack_file(const std::string& path);
+
+// Parses TOML text. Relative member paths resolve against `base_dir` (the
+// current directory when empty); `label` names the text in messages and is
+// stored in StackConfig::source.
+StackConfig load_stack_text(std::string_view toml_text, const std::string& base_dir,
+                            const std::string& label);
+
+// The presets of jobs/models.toml, by name.
+const std::map<std::string, TimingModelConfig>& preset_models();
+std::vector<std::string> preset_model_names();  // sorted
+
+// A model by name: the stack file's own [models.NAME] first, then a preset.
+// Throws ConfigError listing the known names when there is neither.
+TimingModelConfig find_model(const StackConfig& config, const std::string& name);
+
+// Enum names as written in TOML (for messages, statistics and traces).
+const char* device_kind_name(DeviceKind kind);
+const char* split_order_name(SplitOrder order);
+const char* scheduler_name(SchedulerKind scheduler);
+const char* backend_name(BackendKind backend);
+const char* raid5_layout_name(Raid5Layout layout);
+const char* bio_policy_name(BioPolicy policy);
+const char* contiguity_name(Contiguity contiguity);
+const char* group_counting_name(GroupCounting counting);
+const char* buffered_variant_name(BufferedVariant variant);
+
+}  // namespace mdsplit

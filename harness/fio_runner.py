@@ -1,0 +1,81 @@
+"""Runs fio on a job file and gathers fio's JSON and the engine's sidecars
+into one result object."""
+import json
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.sidecar import Sidecar, load_sidecar
+
+
+class FioError(RuntimeError):
+    def __init__(self, message, returncode, stderr):
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+@dataclass
+class FioResult:
+    job_file: str
+    returncode: int
+    fio: dict                       # fio's --output-format=json
+    stderr: str
+    sidecars: dict = field(default_factory=dict)   # path -> Sidecar
+
+    @property
+    def jobs(self) -> list:
+        return self.fio.get("jobs", [])
+
+    def job(self, name: str) -> dict:
+        for j in self.jobs:
+            if j["jobname"] == name:
+                return j
+        raise KeyError(f"no job {name!r} in {self.job_file}")
+
+    def total_ios(self, job: dict) -> int:
+        return sum(job[d]["total_ios"] for d in ("read", "write", "trim"))
+
+    def mdsplit_errors(self) -> list:
+        return [l for l in self.stderr.splitlines() if l.startswith("mdsplit:")]
+
+
+def _sidecar_paths(job_file: Path, extra_args) -> list:
+    """mdsplit_stats= values named in the job file or on the command line."""
+    text = job_file.read_text() + "\n" + "\n".join(extra_args)
+    return re.findall(r"mdsplit_stats\s*=\s*(\S+)", text)
+
+
+def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
+            fio="fio", hosts=None) -> FioResult:
+    """Runs `fio [args] job_file` in the job file's directory (job files use
+    relative paths) and returns fio's JSON plus every sidecar it wrote.
+    With hosts, runs through fio's client/server mode (--client=HOST each)."""
+    job_file = Path(job_file).resolve()
+    cwd = Path(cwd) if cwd else job_file.parent
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
+        out_path = Path(out.name)
+    cmd = [fio, "--output-format=json", f"--output={out_path}", *args]
+    for h in hosts or []:
+        cmd.append(f"--client={h}")
+    cmd.append(str(job_file))
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    text = out_path.read_text() if out_path.exists() else ""
+    out_path.unlink(missing_ok=True)
+    start = text.find("{")
+    fio_json = json.loads(text[start:]) if start >= 0 else {}
+    stderr = proc.stderr
+    if check and proc.returncode != 0:
+        lines = [l for l in stderr.splitlines() if l.strip()]
+        raise FioError(f"fio {job_file.name} exited {proc.returncode}: "
+                       + (lines[0] if lines else "(no message)"), proc.returncode, stderr)
+    result = FioResult(str(job_file), proc.returncode, fio_json, stderr)
+    for rel in _sidecar_paths(job_file, args):
+        base = (cwd / rel)
+        for p in sorted(base.parent.glob(base.name + "*")) if base.parent.exists() else []:
+            if p.suffix == ".json" or re.search(r"\.json\.\d+$", p.name):
+                result.sidecars[str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p)] = \
+                    load_sidecar(p)
+    return result
