@@ -1,10 +1,14 @@
-// A device's service time for one request:
-//   service = command + bytes / bandwidth + (non-sequential ? random_penalty : 0)
-// served by `parallelism` independent channels: a request starts when it
-// arrives or when the earliest channel frees, whichever is later. So a
-// sequential stream of B-byte requests at queue depth >= parallelism runs at
-//   parallelism * B / (command + B / bandwidth)   bytes/s, capped by nothing else,
-// and a random one pays random_penalty per request on top.
+// A device's service time for one request, in two phases:
+//   1. command: `command` ns on one of `parallelism` channels (NCQ tags,
+//      flash dies): these overlap with each other;
+//   2. media: `random_penalty` (when the request does not start where the
+//      previous one ended) plus bytes / bandwidth, on the device-wide data
+//      path, which serves one request at a time.
+//   done = max(channel_start + command, media_free) + penalty + bytes / bandwidth
+// So at queue depth 1 a request takes command + penalty + bytes/bandwidth;
+// at depth >= parallelism a stream of B-byte requests runs at
+//   min(parallelism / (command + penalty + B/bw), 1 / (penalty + B/bw)) requests/s,
+// i.e. large sequential I/O is bandwidth bound and seeks cost device time.
 #pragma once
 
 #include <cstdint>
@@ -22,13 +26,16 @@ public:
     // Reserves a channel for a request arriving at `now`; returns its
     // modelled completion time.
     uint64_t schedule(uint64_t now, Op op, sector_t sector, uint32_t nr_sectors);
-    // Service time of one request (no queueing).
+    // Service time of one request (no queueing), and its two phases.
     uint64_t service_ns(Op op, uint64_t bytes, bool sequential) const;
+    uint64_t command_ns(Op op) const;
+    uint64_t media_ns(Op op, uint64_t bytes, bool sequential) const;
     const TimingModelConfig& config() const { return config_; }
 
 private:
     TimingModelConfig config_;
     std::vector<uint64_t> channel_free_ns_;
+    uint64_t media_free_ns_ = 0;
     sector_t last_end_ = ~sector_t(0);
 };
 

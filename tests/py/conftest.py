@@ -1,0 +1,54 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from harness import paths  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def engine() -> Path:
+    paths.ensure_built()
+    p = paths.BUILD / "libmdsplit.so"
+    assert p.exists(), f"{p} was not built"
+    return p
+
+
+@pytest.fixture(scope="session")
+def mdsplit_module():
+    paths.ensure_built()
+    return paths.import_mdsplit()
+
+
+def write_job(dir: Path, name: str, text: str) -> Path:
+    p = dir / name
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    (tmp_path / "stats").mkdir()
+    return tmp_path
+
+
+def have_root() -> bool:
+    return os.geteuid() == 0
+
+
+def losetup_works() -> str:
+    """'' when loop devices can be used here, else the reason."""
+    if not have_root():
+        return "needs root for losetup"
+    if not shutil.which("losetup"):
+        return "losetup is not installed"
+    r = subprocess.run(["losetup", "-f"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return "no free loop device: " + r.stderr.strip()
+    return ""
