@@ -75,6 +75,8 @@ private:
     std::unique_ptr<BioBuilder> builder_;
     std::vector<BioPiece> pieces_;
     uint64_t start_ns_ = 0;
+    uint64_t first_io_ns_ = 0;
+    bool have_first_io_ = false;
     uint64_t io_errors_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct Firing {
     uint64_t at_ns;
     bool operator==(const Firing&) const = default;
 };
+
+void PrintTo(const Firing& f, std::ostream* os) { *os << "{tag " << f.tag << " at " << f.at_ns << "}"; }
 
 struct FiringLog {
     EventLoop* loop = nullptr;
