@@ -38,6 +38,10 @@ constexpr EnumName<DeviceKind> kDeviceKinds[] = {
     {"passthrough", DeviceKind::Passthrough},
     {"raid5", DeviceKind::Raid5},
 };
+constexpr EnumName<PlugOrder> kPlugOrders[] = {
+    {"fifo", PlugOrder::Fifo},
+    {"lifo", PlugOrder::Lifo},
+};
 constexpr EnumName<SplitOrder> kSplitOrders[] = {
     {"legacy", SplitOrder::Legacy},
     {"fixed", SplitOrder::Fixed},
@@ -67,6 +71,7 @@ constexpr EnumName<Contiguity> kContiguityNames[] = {
     {"none", Contiguity::None},
     {"pagemap", Contiguity::Pagemap},
     {"distribution", Contiguity::Distribution},
+    {"pattern", Contiguity::Pattern},
 };
 constexpr EnumName<GroupCounting> kGroupCountings[] = {
     {"legacy", GroupCounting::Legacy},
@@ -379,7 +384,7 @@ std::map<std::string, TimingModelConfig> read_models(const Reader& reader,
 void read_device(const Reader& reader, const toml::table& table, DeviceConfig& device) {
     const std::string path = "device";
     reader.check_keys(table, path,
-                      {"kind", "chunk", "layout", "max_sectors", "split_order", "scheduler"});
+                      {"kind", "chunk", "layout", "max_sectors", "split_order", "plug_order", "scheduler"});
     device.kind = reader.enumeration(table, "kind", path, "a device kind", kDeviceKinds)
                       .value_or(device.kind);
     if (auto chunk = reader.size(table, "chunk", path)) {
@@ -404,6 +409,9 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
     device.split_order =
         reader.enumeration(table, "split_order", path, "a split order", kSplitOrders)
             .value_or(device.split_order);
+    device.plug_order =
+        reader.enumeration(table, "plug_order", path, "a plug order", kPlugOrders)
+            .value_or(device.plug_order);
     device.scheduler = reader.enumeration(table, "scheduler", path, "a scheduler", kSchedulers)
                            .value_or(device.scheduler);
 }
@@ -626,7 +634,7 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
 
     const std::string contiguity_key = key_path(path, "contiguity");
     const std::string contiguity_allowed =
-        R"("none" | "pagemap" | { runs = [[pages, weight], ...] })";
+        R"("none" | "pagemap" | { runs = [[pages, weight], ...] } | { pattern = [pages, ...] })";
     const toml::node* contiguity = table.get("contiguity");
     if (contiguity == nullptr) {
         return;
@@ -644,7 +652,27 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
                     contiguity_allowed);
     }
     const toml::table& distribution = *contiguity->as_table();
-    reader.check_keys(distribution, contiguity_key, {"runs"});
+    reader.check_keys(distribution, contiguity_key, {"runs", "pattern"});
+    if (const toml::node* pattern = distribution.get("pattern")) {
+        // Run lengths repeated in order from the buffer's first page.
+        const std::string pattern_key = key_path(contiguity_key, "pattern");
+        const std::string pattern_allowed = "a non-empty array of run lengths in pages (1..1048576)";
+        if (distribution.get("runs"))
+            reader.fail(contiguity_key, "has both runs and pattern", "one of them");
+        if (!pattern->is_array() || pattern->as_array()->empty())
+            reader.fail(pattern_key, "expected a non-empty array, got " + describe(*pattern),
+                        pattern_allowed);
+        const toml::array& items = *pattern->as_array();
+        for (size_t i = 0; i < items.size(); ++i) {
+            if (!items[i].is_integer() || items[i].as_integer()->get() < 1 ||
+                items[i].as_integer()->get() > (1 << 20))
+                reader.fail(index_path(pattern_key, i),
+                            describe(items[i]) + " is not a page count", pattern_allowed);
+            bio.run_pattern.push_back(uint32_t(items[i].as_integer()->get()));
+        }
+        bio.contiguity = Contiguity::Pattern;
+        return;
+    }
     const std::string runs_key = key_path(contiguity_key, "runs");
     const std::string runs_allowed =
         "a non-empty array of [pages, weight] pairs, pages an integer >= 1, weight > 0";

@@ -13,12 +13,15 @@ namespace mdsplit {
 
 enum class DeviceKind { Passthrough, Raid5 };
 enum class SplitOrder { Legacy, Fixed };
+// Order a plug dispatches its requests in: LIFO before Linux 6.13 ("block:
+// don't reorder requests in blk_add_rq_to_plug"), FIFO since.
+enum class PlugOrder { Fifo, Lifo };
 enum class SchedulerKind { None, Bfq };
 enum class BackendKind { IoUring, Ram, Null };
 // md's four RAID5 layouts (drivers/md/raid5.h ALGORITHM_*).
 enum class Raid5Layout { LeftAsymmetric, RightAsymmetric, LeftSymmetric, RightSymmetric };
 enum class BioPolicy { Original, Align, MaxSectors };
-enum class Contiguity { None, Pagemap, Distribution };
+enum class Contiguity { None, Pagemap, Distribution, Pattern };
 enum class GroupCounting { Legacy, Fixed };
 enum class BufferedVariant { PreC8d317aa, C8d317aa, ForcedRa };
 
@@ -53,6 +56,7 @@ struct DeviceConfig {
     Raid5Layout layout = Raid5Layout::LeftSymmetric;
     uint64_t max_sectors_bytes = 1024 * 1024;  // the virtual device's own limit
     SplitOrder split_order = SplitOrder::Fixed;
+    PlugOrder plug_order = PlugOrder::Fifo;
     SchedulerKind scheduler = SchedulerKind::None;
 };
 
@@ -62,6 +66,8 @@ struct BioConfig {
     Contiguity contiguity = Contiguity::None;
     // Contiguity::Distribution: run lengths in pages with weights.
     std::vector<std::pair<uint32_t, double>> run_pages;
+    // Contiguity::Pattern: run lengths in pages, repeated from the buffer start.
+    std::vector<uint32_t> run_pattern;
 };
 
 struct BfqConfig {

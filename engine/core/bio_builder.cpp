@@ -12,6 +12,8 @@ namespace mdsplit {
 
 BioBuilder::BioBuilder(const BioConfig& config, uint64_t device_max_bytes, uint32_t lbs)
     : config_(config), device_max_bytes_(device_max_bytes), lbs_(lbs) {
+    uint64_t acc_pages = 0;
+    for (uint32_t pages : config_.run_pattern) pattern_ends_.push_back(acc_pages += pages);
     if (config_.contiguity == Contiguity::Distribution) {
         double total = 0;
         for (auto& [pages, weight] : config_.run_pages) total += weight;
@@ -66,8 +68,21 @@ uint64_t BioBuilder::distribution_run(uintptr_t addr, uint64_t limit) {
     return std::min(run, limit);
 }
 
+// Runs repeating the configured pattern from the first page of the buffer.
+uint64_t BioBuilder::pattern_run(uintptr_t addr, uint64_t limit) {
+    uint64_t page = addr / kPageSize - buffer_start_page_;
+    uint64_t period = pattern_ends_.back();
+    uint64_t in_period = page % period;
+    auto end = std::upper_bound(pattern_ends_.begin(), pattern_ends_.end(), in_period);
+    uint64_t pages_left = *end - in_period;
+    uint64_t run = pages_left * kPageSize - (addr & (kPageSize - 1));
+    return std::min(run, limit);
+}
+
 uint64_t BioBuilder::contiguous_run(uintptr_t addr, uint64_t limit) {
     switch (config_.contiguity) {
+    case Contiguity::Pattern:
+        return pattern_run(addr, limit);
     case Contiguity::Pagemap:
         return pagemap_run(addr, limit);
     case Contiguity::Distribution:
@@ -81,6 +96,7 @@ uint64_t BioBuilder::contiguous_run(uintptr_t addr, uint64_t limit) {
 void BioBuilder::build(const void* buffer, uint64_t length, std::vector<BioPiece>& out) {
     out.clear();
     auto base = reinterpret_cast<uintptr_t>(buffer);
+    buffer_start_page_ = base / kPageSize;
     uint64_t pos = 0;
     while (pos < length) {
         uint64_t size = 0;

@@ -39,12 +39,15 @@ public:
 private:
     uint64_t pagemap_run(uintptr_t addr, uint64_t limit);
     uint64_t distribution_run(uintptr_t addr, uint64_t limit);
+    uint64_t pattern_run(uintptr_t addr, uint64_t limit);
 
     BioConfig config_;
     uint64_t device_max_bytes_;
     uint32_t lbs_;
     int pagemap_fd_ = -1;
     std::vector<double> cumulative_;
+    std::vector<uint64_t> pattern_ends_;  // cumulative pattern lengths in pages
+    uintptr_t buffer_start_page_ = 0;
 };
 
 }  // namespace mdsplit

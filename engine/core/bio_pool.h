@@ -23,7 +23,8 @@ public:
     Bio* split(Bio* bio, uint32_t sectors) {
         Bio* front = alloc();
         front->op = bio->op;
-        front->flags = uint16_t(bio->flags & ~kBioTraced & ~kBioAccounted);
+        // bio_split() keeps BIO_TRACE_COMPLETION on the front: no second Q.
+        front->flags = uint16_t(bio->flags & ~kBioAccounted);
         front->sector = bio->sector;
         front->nr_sectors = sectors;
         front->dev = bio->dev;

@@ -110,9 +110,23 @@ void BlockLayer::finish_plug(TaskContext& task) {
 }
 
 // blk_mq_flush_plug_list(): requests go to their queues in plug order; each
-// queue's batch is traced as one unplug of that depth.
+// queue's batch is traced as one unplug of that depth. Before Linux 6.13 the
+// plug list was LIFO and, for a single queue, blk_mq_plug_issue_direct()
+// popped it newest first; with several queues blk_mq_dispatch_plug_list()
+// restored submission order.
 void BlockLayer::flush_plug(PlugList& plug) {
+    bool newest_first = plug_order_ == PlugOrder::Lifo && !plug.multiple_queues;
     Request* list = plug.take_all();
+    if (newest_first) {
+        Request* reversed = nullptr;
+        while (list) {
+            Request* next = list->next;
+            list->next = reversed;
+            reversed = list;
+            list = next;
+        }
+        list = reversed;
+    }
     while (list) {
         MemberQueue* q = list->queue;
         // Collect this queue's requests, keep the others in order.

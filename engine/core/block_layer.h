@@ -3,6 +3,7 @@
 // into it; it knows nothing of fio.
 #pragma once
 
+#include "config/stack_config.h"
 #include "core/bio_pool.h"
 #include "core/block_device.h"
 #include "core/event_loop.h"
@@ -27,6 +28,8 @@ public:
     BioPool& bios() { return bios_; }
     ObjectPool<Request>& requests() { return requests_; }
     SplitInsert split_insert() const { return split_insert_; }
+    void set_plug_order(PlugOrder order) { plug_order_ = order; }
+    PlugOrder plug_order() const { return plug_order_; }
 
     // The task whose context submissions run in (set by the stack).
     TaskContext* current() { return current_; }
@@ -56,6 +59,7 @@ private:
     EventLoop& loop_;
     Tracer& tracer_;
     SplitInsert split_insert_;
+    PlugOrder plug_order_ = PlugOrder::Fifo;
     TaskContext* current_ = nullptr;
     TaskContext default_task_;
     BioPool bios_;

@@ -129,6 +129,7 @@ void MemberQueue::issue(Request* rq) {
     rq->issue_ns = layer_.loop().now();
     layer_.trace_rq(TraceAction::Issue, this, rq);
     seeks_.record_issue(rq->sector, rq->nr_sectors);
+    request_sizes_.record(rq->nr_sectors);
     rq->build_iov();
     backend_->submit(rq);
 }

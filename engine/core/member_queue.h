@@ -9,6 +9,7 @@
 #include "core/block_device.h"
 #include "core/block_layer.h"
 #include "core/seek_histogram.h"
+#include "core/size_histogram.h"
 
 namespace mdsplit {
 
@@ -35,6 +36,7 @@ public:
     uint32_t in_flight() const { return in_flight_; }
     uint32_t queue_depth() const { return limits_.queue_depth; }
     const SeekHistogram& seeks() const { return seeks_; }
+    const SizeHistogram& request_sizes() const { return request_sizes_; }
     const MemberQueueLimits& limits() const { return limits_; }
 
 private:
@@ -52,6 +54,7 @@ private:
     MemberQueueLimits limits_;
     uint32_t in_flight_ = 0;
     SeekHistogram seeks_;
+    SizeHistogram request_sizes_;  // at issue (D)
     Request* waiting_head_ = nullptr;
     Request* waiting_tail_ = nullptr;
 };

@@ -13,6 +13,7 @@
 #include "backends/timed_backend.h"
 #include "core/blktrace_writer.h"
 #include "core/passthrough_device.h"
+#include "core/raid5_device.h"
 
 namespace mdsplit {
 
@@ -29,6 +30,7 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
     layer_ = std::make_unique<BlockLayer>(
         loop_, tracer_,
         config.device.split_order == SplitOrder::Fixed ? SplitInsert::Head : SplitInsert::Tail);
+    layer_->set_plug_order(config.device.plug_order);
 
     for (size_t i = 0; i < config.members.size(); i++) {
         const MemberConfig& m = config.members[i];
@@ -64,9 +66,14 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         top_ = std::make_unique<PassthroughDevice>(*layer_, options.label, make_devt(kMdMajor, 0),
                                                    *members_.at(0));
         break;
-    case DeviceKind::Raid5:
-        throw std::runtime_error("mdsplit: device.kind: \"raid5\" is not built into this engine yet; "
-                                 "allowed: \"passthrough\"");
+    case DeviceKind::Raid5: {
+        // Every member is opened; a failed one is never submitted to.
+        std::vector<bool> failed;
+        for (const MemberConfig& m : config.members) failed.push_back(m.failed);
+        top_ = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
+                                             members(), failed, config.device);
+        break;
+    }
     }
 
     if (!options.trace_dir.empty()) {
@@ -151,6 +158,7 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
         bio->flags = kBioSync;
         bio->sector = (offset + p.offset) >> kSectorShift;
         bio->nr_sectors = uint32_t(p.length >> kSectorShift);
+        bio_sizes_.record(bio->nr_sectors);
         bio->data = static_cast<uint8_t*>(buffer) + p.offset;
         bio->dev = top_.get();
         bio->pid = task.pid;
@@ -197,7 +205,7 @@ void Stack::drain() {
 
 namespace {
 void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, uint64_t now,
-                 uint64_t elapsed_ns, const MemberQueue* member) {
+                 uint64_t elapsed_ns, const MemberQueue* member, const SizeHistogram* bio_sizes) {
     const DiskStats& s = d.stats();
     double secs = elapsed_ns ? double(elapsed_ns) / 1e9 : 0;
     auto per_s = [&](double v) { return secs > 0 ? v / secs : 0.0; };
@@ -226,7 +234,14 @@ void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, 
           << ", \"buckets_kb\": [";
         for (int i = 0; i < SeekHistogram::kBuckets; i++)
             o << (i ? ", " : "") << h.buckets()[size_t(i)];
-        o << "]}, ";
+        o << "]}, \"request_sizes\": ";
+        member->request_sizes().write_json(o);
+        o << ", ";
+    }
+    if (bio_sizes) {
+        o << "\"bio_sizes\": ";
+        bio_sizes->write_json(o);
+        o << ", ";
     }
     dir(0, "read");
     dir(1, "write");
@@ -247,10 +262,10 @@ std::string Stack::stats_json() const {
     uint64_t now = loop_.now();
     uint64_t elapsed = now - (have_first_io_ ? first_io_ns_ : start_ns_);
     o << "{\"version\": 1, \"elapsed_ns\": " << elapsed << ", \"devices\": [";
-    json_device(o, *top_, "virtual", now, elapsed, nullptr);
+    json_device(o, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
     for (auto& m : members_) {
         o << ", ";
-        json_device(o, *m, "member", now, elapsed, m.get());
+        json_device(o, *m, "member", now, elapsed, m.get(), nullptr);
     }
     o << "]}";
     return o.str();

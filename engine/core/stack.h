@@ -12,6 +12,7 @@
 #include "core/bio_builder.h"
 #include "core/block_layer.h"
 #include "core/member_queue.h"
+#include "core/size_histogram.h"
 #include "core/tracer.h"
 
 namespace mdsplit {
@@ -74,6 +75,7 @@ private:
     std::vector<std::unique_ptr<TraceSink>> trace_sinks_;
     std::unique_ptr<BioBuilder> builder_;
     std::vector<BioPiece> pieces_;
+    SizeHistogram bio_sizes_;  // bios the bio builder made (seed 001)
     uint64_t start_ns_ = 0;
     uint64_t first_io_ns_ = 0;
     bool have_first_io_ = false;

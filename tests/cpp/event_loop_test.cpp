@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <ostream>
-#include <string>
 #include <vector>
 
 #include "core/clock.h"
@@ -24,7 +23,9 @@ struct Firing {
     bool operator==(const Firing&) const = default;
 };
 
-void PrintTo(const Firing& f, std::ostream* os) { *os << "{tag " << f.tag << " at " << f.at_ns << "}"; }
+void PrintTo(const Firing& f, std::ostream* os) {
+    *os << "{tag " << f.tag << " at " << f.at_ns << "}";
+}
 
 struct FiringLog {
     EventLoop* loop = nullptr;
@@ -178,6 +179,22 @@ TEST(EventLoopTest, DISABLED_CancelAfterFireDoesNotHideLaterTimers) {
     EXPECT_TRUE(loop.has_pending());
     run_until_idle(loop);
     EXPECT_EQ(log.firings, (std::vector<Firing>{{1, 100}, {2, 200}}));
+}
+
+// A cancelled timer must not move virtual time: with only a cancelled timer
+// left, waiting has nothing to wait for. Today wait_for_next() advances the
+// clock to timers_.front().deadline even when that timer is cancelled, so a
+// virtual run's elapsed time can end at a disarmed timer's deadline (e.g. an
+// idle timer cancelled by the last request). Disabled until
+// engine/core/event_loop.cpp skips cancelled timers (see the report).
+TEST(EventLoopTest, DISABLED_CancelledTimerDoesNotMoveVirtualTime) {
+    VirtualClock clock;
+    EventLoop loop(clock);
+    FiringLog log{&loop, {}};
+    uint64_t id = loop.schedule_at(8'000'000, &record_firing, &log, 1);
+    loop.cancel(id);
+    EXPECT_FALSE(loop.wait_for_next());
+    EXPECT_EQ(clock.now_ns(), 0u);
 }
 
 // Deferred work runs on the next turn, in FIFO order, and before timers that

@@ -324,9 +324,11 @@ TEST(SubmitOrderTest, StackedSplitsAreTracedOnTheStackedDevice) {
     for (SplitInsert insert : {SplitInsert::Tail, SplitInsert::Head}) {
         OrderRun run = run_two_mib_read(insert, 1);
         std::vector<Split> splits;
-        for (const TraceEvent& e : run.md_splits) splits.emplace_back(e.sector, e.bytes, e.new_sector);
+        for (const TraceEvent& e : run.md_splits)
+            splits.emplace_back(e.sector, e.bytes, e.new_sector);
         ASSERT_EQ(splits.size(), 3u);
-        EXPECT_EQ(splits.front(), (Split{0, 1 * kMiB, sectors_of(1 * kMiB)}));  // md's own limit first
+        // md's own limit first, counted from the bio start.
+        EXPECT_EQ(splits.front(), (Split{0, 1 * kMiB, sectors_of(1 * kMiB)}));
         std::sort(splits.begin(), splits.end());
         EXPECT_EQ(splits, expected);
     }
@@ -350,12 +352,17 @@ TEST(SubmitOrderTest, StripedReadReturnsEachMembersChunk) {
     StackHarness h(SplitInsert::Head, 3, member_limits(512 * kKiB));
     ChunkStripedDevice md(h.layer(), h.member_pointers(), sectors_of(1 * kMiB),
                           sectors_of(512 * kKiB));
-    // Fill each member with its own byte pattern.
+    // Each 512 KiB of each member holds its own byte: 0x10 * (member + 1) + piece.
+    auto byte_at = [](size_t member, sector_t member_sector) {
+        return uint8_t(0x10 * (member + 1) + member_sector / sectors_of(512 * kKiB));
+    };
     for (size_t i = 0; i < 3; i++) {
-        std::vector<uint8_t> pattern(kMemberBytes / 16, uint8_t(0x10 * (i + 1)));
         auto& ram = static_cast<RamBackend&>(h.member(i).backend());
-        for (uint64_t off = 0; off < 2 * kMiB; off += pattern.size())
-            ram.write_bytes(off, pattern.data(), std::min<uint64_t>(pattern.size(), 2 * kMiB - off));
+        for (sector_t piece = 0; piece < 4; piece++) {
+            sector_t member_sector = piece * sectors_of(512 * kKiB);
+            std::vector<uint8_t> fill(512 * kKiB, byte_at(i, member_sector));
+            ram.write_bytes(member_sector << kSectorShift, fill.data(), fill.size());
+        }
     }
     std::vector<uint8_t> buffer(2 * kMiB, 0);
     TopCompletion done;
@@ -366,9 +373,10 @@ TEST(SubmitOrderTest, StripedReadReturnsEachMembersChunk) {
     ASSERT_EQ(done.times, 1);
     for (uint64_t chunk = 0; chunk < 4; chunk++) {
         auto [member, member_sector] = md.locate(sectors_of(chunk * 512 * kKiB));
-        uint8_t expected = uint8_t(0x10 * (member + 1));
+        uint8_t expected = byte_at(member, member_sector);
         uint64_t begin = chunk * 512 * kKiB;
-        EXPECT_TRUE(std::all_of(buffer.begin() + long(begin), buffer.begin() + long(begin + 512 * kKiB),
+        auto first = buffer.begin() + long(begin);
+        EXPECT_TRUE(std::all_of(first, first + long(512 * kKiB),
                                 [&](uint8_t b) { return b == expected; }))
             << "chunk " << chunk << " from member " << member;
     }

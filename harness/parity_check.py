@@ -1,0 +1,220 @@
+"""RAID5 parity checker for the member files of an mdsplit raid5 stack.
+
+    python3 -m harness.parity_check STACK.toml
+
+Reads every member, 4 KiB stripe-unit row by row (md's stripe heads), and
+prints each row whose XOR across the members is not zero; exits 1 if there
+is one, 0 otherwise. The XOR test does not depend on the layout; the layout
+only names the parity member and the data units' virtual offsets in the
+report (drivers/md/raid5.c raid5_compute_sector / raid5_compute_blocknr).
+
+    from harness.parity_check import check_parity
+    bad = check_parity(["m0.img", "m1.img", "m2.img"], 64 * 1024, "left-symmetric")
+
+A failed member is never read: with it missing every row is consistent by
+construction (its unit is whatever the others XOR to), so a degraded array
+has nothing to check and no stripe is reported.
+"""
+import argparse
+import os
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STRIPE_BYTES = 4096          # RAID5_STRIPE_SIZE: one page per member
+READ_ROWS = 256              # rows read per pass (1 MiB per member)
+
+# md's ALGORITHM_* numbers (drivers/md/raid5.h), by the TOML's names.
+LAYOUTS = {
+    "left-asymmetric": 0,
+    "right-asymmetric": 1,
+    "left-symmetric": 2,
+    "right-symmetric": 3,
+}
+
+
+@dataclass
+class BadStripe:
+    row: int                  # 4 KiB row index on every member
+    member_offset: int        # byte offset of the row on every member
+    stripe: int               # chunk-stripe number
+    parity_member: int
+    data_offsets: dict = field(default_factory=dict)  # member -> virtual byte offset
+
+    def __str__(self):
+        data = ", ".join(f"m{m}@{off}" for m, off in sorted(self.data_offsets.items()))
+        return (f"bad parity: row {self.row} (member offset {self.member_offset}), "
+                f"stripe {self.stripe}, parity on m{self.parity_member}, data {data}")
+
+
+def layout_number(layout) -> int:
+    """A layout given as md's number or the TOML's name."""
+    if isinstance(layout, int):
+        if layout not in LAYOUTS.values():
+            raise ValueError(f"layout {layout}: allowed 0-3")
+        return layout
+    name = str(layout).strip().lower().replace("_", "-")
+    if name.isdigit():
+        return layout_number(int(name))
+    if name not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: allowed {', '.join(LAYOUTS)}")
+    return LAYOUTS[name]
+
+
+def parity_disk(stripe: int, raid_disks: int, layout: int) -> int:
+    """pd_idx of raid5_compute_sector() for a chunk-stripe."""
+    r = stripe % raid_disks
+    return (raid_disks - 1) - r if layout in (0, 2) else r
+
+
+def compute_blocknr(stripe: int, chunk_offset: int, disk: int, raid_disks: int,
+                    chunk_sectors: int, layout: int):
+    """raid5_compute_blocknr(): the virtual sector a member's unit holds,
+    None for the parity member."""
+    pd = parity_disk(stripe, raid_disks, layout)
+    if disk == pd:
+        return None
+    i = disk
+    if layout in (0, 1):
+        if i > pd:
+            i -= 1
+    else:
+        if i < pd:
+            i += raid_disks
+        i -= pd + 1
+    return (stripe * (raid_disks - 1) + i) * chunk_sectors + chunk_offset
+
+
+def _device_size(path) -> int:
+    with open(path, "rb") as f:
+        return f.seek(0, os.SEEK_END)
+
+
+def _failed_set(failed, count):
+    if failed is None:
+        return set()
+    if isinstance(failed, int):
+        failed = [failed]
+    out = set(int(i) for i in failed)
+    for i in out:
+        if not 0 <= i < count:
+            raise ValueError(f"failed member {i}: there are {count} members")
+    return out
+
+
+def check_parity(member_paths, chunk_bytes, layout, failed=None) -> list:
+    """Every 4 KiB row (of md's usable area) whose XOR across the members is
+    not zero, as BadStripe objects."""
+    paths = [Path(p) for p in member_paths]
+    n = len(paths)
+    if n < 3:
+        raise ValueError(f"raid5 needs at least 3 members, got {n}")
+    if chunk_bytes < STRIPE_BYTES or chunk_bytes & (chunk_bytes - 1):
+        raise ValueError(f"chunk {chunk_bytes}: a power of two of at least 4k")
+    algorithm = layout_number(layout)
+    if _failed_set(failed, n):
+        return []
+    smallest = min(_device_size(p) for p in paths)
+    usable = smallest - smallest % chunk_bytes
+    rows = usable // STRIPE_BYTES
+    chunk_sectors = chunk_bytes // 512
+    bad = []
+    files = [open(p, "rb", buffering=0) for p in paths]
+    try:
+        for first in range(0, rows, READ_ROWS):
+            count = min(READ_ROWS, rows - first)
+            length = count * STRIPE_BYTES
+            blocks = []
+            for f in files:
+                f.seek(first * STRIPE_BYTES)
+                data = f.read(length)
+                blocks.append(data.ljust(length, b"\0"))
+            acc = 0
+            for b in blocks:
+                acc ^= int.from_bytes(b, "little")
+            if not acc:
+                continue
+            folded = acc.to_bytes(length, "little")
+            for k in range(count):
+                if not any(folded[k * STRIPE_BYTES:(k + 1) * STRIPE_BYTES]):
+                    continue
+                row = first + k
+                member_sector = row * (STRIPE_BYTES // 512)
+                stripe, chunk_offset = divmod(member_sector, chunk_sectors)
+                data = {}
+                for disk in range(n):
+                    v = compute_blocknr(stripe, chunk_offset, disk, n, chunk_sectors, algorithm)
+                    if v is not None:
+                        data[disk] = v * 512
+                bad.append(BadStripe(row, row * STRIPE_BYTES, stripe,
+                                     parity_disk(stripe, n, algorithm), data))
+    finally:
+        for f in files:
+            f.close()
+    return bad
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(value) -> int:
+    """The stack file's sizes: bytes, or k/m/g/t (binary) suffixes."""
+    if isinstance(value, int):
+        return value
+    m = _SIZE.match(str(value))
+    if not m or (m.group(3) and m.group(3).lower() == "ib" and not m.group(2)):
+        raise ValueError(f"size {value!r}: e.g. 65536, \"64k\", \"1m\"")
+    scale = 1024 ** (" kmgt".index(m.group(2).lower() or " "))
+    size = float(m.group(1)) * scale
+    if size != int(size):
+        raise ValueError(f"size {value!r} is not a whole number of bytes")
+    return int(size)
+
+
+def load_stack(path):
+    """(member paths, chunk bytes, layout number, failed indices) of a raid5
+    stack file; relative member paths resolve against its directory."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        doc = tomllib.load(f)
+    device = doc.get("device", {})
+    kind = device.get("kind", "passthrough")
+    if kind != "raid5":
+        raise ValueError(f"{path}: device.kind is {kind!r}, not \"raid5\"")
+    chunk = parse_size(device.get("chunk", "64k"))
+    layout = layout_number(device.get("layout", "left-symmetric"))
+    members, failed = [], []
+    for i, m in enumerate(doc.get("members", [])):
+        p = Path(m["path"])
+        members.append(p if p.is_absolute() else path.parent / p)
+        if m.get("failed", False):
+            failed.append(i)
+    return members, chunk, layout, failed
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m harness.parity_check",
+                                 description="Checks RAID5 parity of a stack's member files.")
+    ap.add_argument("stack", help="the raid5 stack TOML")
+    args = ap.parse_args(argv)
+    try:
+        members, chunk, layout, failed = load_stack(args.stack)
+        if failed:
+            print(f"{args.stack}: member(s) {', '.join(map(str, failed))} failed: "
+                  "a degraded array has no parity to check", file=sys.stderr)
+        bad = check_parity(members, chunk, layout, failed)
+    except (OSError, ValueError, KeyError, tomllib.TOMLDecodeError) as e:
+        print(f"parity_check: {e}", file=sys.stderr)
+        return 2
+    for b in bad:
+        print(b)
+    if bad:
+        print(f"{len(bad)} bad stripe(s)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
