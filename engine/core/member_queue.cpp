@@ -54,9 +54,13 @@ Request* MemberQueue::alloc_request(Bio* bio) {
     return rq;
 }
 
-// blk_add_rq_to_plug()
+// blk_add_rq_to_plug(). `last` is rq_list_peek(): the head of the kernel's
+// list, which is the newest request while the plug was LIFO (< 6.13) and
+// the oldest since it became FIFO. So on current kernels the plug flushes
+// once its first request has grown to BLK_PLUG_FLUSH_SIZE, which is what
+// caps md's merged member requests near 128 KiB (seed 000).
 void MemberQueue::add_rq_to_plug(PlugList& plug, Request* rq) {
-    Request* last = plug.tail;
+    Request* last = layer_.plug_order() == PlugOrder::Lifo ? plug.tail : plug.head;
     if (!plug.rq_count) {
         layer_.trace_rq(TraceAction::Plug, this, rq);
     } else if (plug.rq_count >= plug.max_rq_count() || last->bytes() >= kBlkPlugFlushSize) {
