@@ -8,7 +8,11 @@ TimingModel::TimingModel(const TimingModelConfig& config)
     : config_(config), channel_free_ns_(std::max<uint32_t>(1, config.parallelism), 0) {}
 
 uint64_t TimingModel::service_ns(Op op, uint64_t bytes, bool sequential) const {
-    return command_ns(op) + media_ns(op, bytes, sequential);
+    return command_ns(op, sequential) + media_ns(op, bytes, sequential);
+}
+
+uint64_t TimingModel::command_ns(Op op, bool sequential) const {
+    return command_ns(op) + (sequential ? 0 : config_.random_command_ns);
 }
 
 uint64_t TimingModel::command_ns(Op op) const {
@@ -24,11 +28,14 @@ uint64_t TimingModel::media_ns(Op op, uint64_t bytes, bool sequential) const {
 
 uint64_t TimingModel::schedule(uint64_t now, Op op, sector_t sector, uint32_t nr_sectors) {
     bool sequential = sector == last_end_;
+    bool streaming = last_bytes_ >= config_.prefetch_threshold_bytes;
+    uint64_t bytes = uint64_t(nr_sectors) << kSectorShift;
     last_end_ = sector + nr_sectors;
+    last_bytes_ = bytes;
     auto channel = std::min_element(channel_free_ns_.begin(), channel_free_ns_.end());
-    uint64_t command_done = std::max(now, *channel) + command_ns(op);
+    uint64_t command_done = std::max(now, *channel) + command_ns(op, sequential);
     uint64_t media_start = std::max(command_done, media_free_ns_);
-    uint64_t done = media_start + media_ns(op, uint64_t(nr_sectors) << kSectorShift, sequential);
+    uint64_t done = media_start + media_ns(op, bytes, sequential || !streaming);
     media_free_ns_ = done;
     *channel = done;
     return done;

@@ -5,6 +5,10 @@
 //      previous one ended) plus bytes / bandwidth, on the device-wide data
 //      path, which serves one request at a time.
 //   done = max(channel_start + command, media_free) + penalty + bytes / bandwidth
+// A non-sequential request also spends `random_command` in its command phase
+// (a flash read, overlapped across dies); `random_penalty` (serialized) is
+// paid only when the previous request was at least `prefetch_threshold`
+// bytes: a stream whose prefetch is wasted, not small random I/O.
 // So at queue depth 1 a request takes command + penalty + bytes/bandwidth;
 // at depth >= parallelism a stream of B-byte requests runs at
 //   min(parallelism / (command + penalty + B/bw), 1 / (penalty + B/bw)) requests/s,
@@ -29,6 +33,7 @@ public:
     // Service time of one request (no queueing), and its two phases.
     uint64_t service_ns(Op op, uint64_t bytes, bool sequential) const;
     uint64_t command_ns(Op op) const;
+    uint64_t command_ns(Op op, bool sequential) const;
     uint64_t media_ns(Op op, uint64_t bytes, bool sequential) const;
     const TimingModelConfig& config() const { return config_; }
 
@@ -37,6 +42,7 @@ private:
     std::vector<uint64_t> channel_free_ns_;
     uint64_t media_free_ns_ = 0;
     sector_t last_end_ = ~sector_t(0);
+    uint64_t last_bytes_ = ~uint64_t(0);
 };
 
 }  // namespace mdsplit

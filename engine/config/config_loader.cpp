@@ -347,13 +347,17 @@ private:
 TimingModelConfig read_model(const Reader& reader, const toml::table& table,
                              const std::string& path, const std::string& name) {
     reader.check_keys(table, path,
-                      {"command", "bandwidth", "random_penalty", "parallelism",
-                       "write_command", "write_bandwidth", "description"});
+                      {"command", "bandwidth", "random_penalty", "random_command",
+                       "prefetch_threshold", "parallelism", "write_command", "write_bandwidth",
+                       "description"});
     TimingModelConfig model;
     model.name = name;
     model.command_ns = reader.duration(table, "command", path).value_or(0);
     model.bandwidth_bps = reader.size(table, "bandwidth", path).value_or(0);
     model.random_penalty_ns = reader.duration(table, "random_penalty", path).value_or(0);
+    model.random_command_ns = reader.duration(table, "random_command", path).value_or(0);
+    if (table.get("prefetch_threshold"))
+        model.prefetch_threshold_bytes = reader.size(table, "prefetch_threshold", path).value_or(0);
     model.parallelism =
         uint32_t(reader.integer(table, "parallelism", path, 1, 65536).value_or(1));
     model.write_command_ns = reader.duration(table, "write_command", path).value_or(0);

@@ -31,7 +31,11 @@ struct TimingModelConfig {
     std::string name;
     uint64_t command_ns = 0;         // fixed cost per command
     uint64_t bandwidth_bps = 0;      // transfer bandwidth, bytes/s (0 = infinite)
-    uint64_t random_penalty_ns = 0;  // extra cost when a request does not start where the previous ended
+    uint64_t random_penalty_ns = 0;  // media time lost when a request breaks a sequential stream
+    uint64_t random_command_ns = 0;  // extra command time (overlapped) for a non-sequential request
+    // random_penalty applies only after a request of at least this size (the
+    // drive was prefetching behind a large read); 0 = after any request.
+    uint64_t prefetch_threshold_bytes = 0;
     uint32_t parallelism = 1;        // requests served at once (channels / NCQ)
     uint64_t write_command_ns = 0;   // optional: per-command cost for writes (0 = command_ns)
     uint64_t write_bandwidth_bps = 0;  // optional: write bandwidth (0 = bandwidth_bps)
