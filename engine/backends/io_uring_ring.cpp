@@ -1,5 +1,9 @@
 #include "backends/io_uring_ring.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -14,7 +18,20 @@ IoUringRing::IoUringRing(unsigned entries) {
         throw std::runtime_error(std::string("mdsplit: io_uring_queue_init: ") + strerror(-ret));
 }
 
-IoUringRing::~IoUringRing() { io_uring_queue_exit(&ring_); }
+IoUringRing::~IoUringRing() {
+    io_uring_queue_exit(&ring_);
+    if (eventfd_ >= 0) close(eventfd_);
+}
+
+int IoUringRing::completion_eventfd() {
+    if (eventfd_ < 0) {
+        eventfd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (eventfd_ < 0 || io_uring_register_eventfd(&ring_, eventfd_) < 0)
+            throw std::runtime_error(std::string("mdsplit: io_uring_register_eventfd: ") +
+                                     strerror(errno));
+    }
+    return eventfd_;
+}
 
 io_uring_sqe* IoUringRing::get_sqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);

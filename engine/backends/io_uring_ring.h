@@ -23,6 +23,9 @@ public:
     size_t poll() override;
     void wait(uint64_t timeout_ns) override;
     size_t in_flight() const override { return in_flight_; }
+    // An eventfd signalled on every completion, for threads that wait on the
+    // ring without touching it (io_uring_register_eventfd). Created on first use.
+    int completion_eventfd();
     void note_prepared() {
         in_flight_++;
         pending_++;
@@ -31,6 +34,7 @@ public:
 private:
     size_t reap();
     io_uring ring_;
+    int eventfd_ = -1;
     size_t in_flight_ = 0;
     unsigned pending_ = 0;
 };

@@ -45,6 +45,8 @@ public:
     // virtual clock to the next timer. Returns false when nothing is pending.
     bool wait_for_next(uint64_t max_wait_ns = 1'000'000'000);
     bool has_pending() const;
+    uint64_t next_deadline() const;
+    bool has_deferred() const { return !deferred_.empty(); }
 
 private:
     struct Timer {
@@ -63,7 +65,6 @@ private:
         uint64_t tag;
     };
     size_t run_due_timers();
-    uint64_t next_deadline() const;
 
     Clock& clock_;
     std::vector<Timer> timers_;  // min-heap on (deadline, id)

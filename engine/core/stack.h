@@ -56,6 +56,10 @@ public:
     // Runs until nothing is pending.
     void drain();
 
+    // An fd that becomes readable when a backend completes something (-1
+    // when no member uses io_uring): SharedStack waits on it unlocked.
+    int completion_fd() { return ring_ ? ring_->completion_eventfd() : -1; }
+
     // Sidecar statistics as JSON text.
     std::string stats_json() const;
     void flush_traces() { tracer_.flush(); }

@@ -12,13 +12,16 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 // The core and the C++ library come first: fio's headers define min/max
 // macros that break them.
 #include "config/config_loader.h"
+#include "core/shared_stack.h"
 #include "core/stack.h"
 
 extern "C" {
@@ -46,11 +49,11 @@ struct EngineOptions {
 };
 
 struct EngineData {
-    RealClock clock;
-    std::unique_ptr<Stack> stack;
+    std::shared_ptr<SharedStack> stack;
     TaskContext task;
     std::vector<io_u*> batch;   // queued since the last commit
     std::vector<io_u*> events;  // reaped, handed out by event()
+    std::vector<IoCompletion> reaped;  // completed, not yet handed to fio
     unsigned in_flight = 0;     // queued or submitted, not yet reaped
     unsigned depth = 0;
     std::string stats_path;
@@ -100,6 +103,49 @@ void report_error(thread_data* td, const std::string& message) {
 
 EngineData* data_of(thread_data* td) { return static_cast<EngineData*>(td->io_ops_data); }
 
+// One device, one owner: jobs of one process (thread=1) that name the same
+// stack file and device label share one stack. The registry holds them
+// while a job uses them.
+RealClock registry_clock;
+std::mutex registry_mutex;
+std::map<std::string, std::weak_ptr<SharedStack>> registry;
+
+std::string canonical(const char* path) {
+    std::error_code ec;
+    auto p = std::filesystem::weakly_canonical(path, ec);
+    return ec ? std::string(path) : p.string();
+}
+
+// The jobs of this fio run (all of them, not only running ones) that load
+// this engine with the same stack file.
+std::vector<std::string> jobs_sharing(thread_data* self, const std::string& config) {
+    std::vector<std::string> names;
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (!td->eo || !td->o.ioengine_so_path || !self->o.ioengine_so_path ||
+            strcmp(td->o.ioengine_so_path, self->o.ioengine_so_path) != 0)
+            continue;
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        if (o->config && canonical(o->config) == config)
+            names.push_back(td->o.name ? td->o.name : "?");
+    }
+    return names;
+}
+
+std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const StackConfig& config,
+                                               const StackOptions& so) {
+    std::lock_guard<std::mutex> l(registry_mutex);
+    auto& slot = registry[key];
+    std::shared_ptr<SharedStack> stack = slot.lock();
+    if (!stack) {
+        stack = std::make_shared<SharedStack>(std::make_unique<Stack>(config, registry_clock, so));
+        slot = stack;
+    }
+    stack->attach();
+    return stack;
+}
+
 int mdsplit_setup(thread_data* td) {
     if (strcmp(fio_version_string, MDSPLIT_FIO_VERSION) != 0) {
         report_error(td, std::string("mdsplit: built against ") + MDSPLIT_FIO_VERSION +
@@ -128,6 +174,15 @@ int mdsplit_setup(thread_data* td) {
         if (o->group && *o->group && config.device.scheduler != SchedulerKind::Bfq)
             throw std::runtime_error("mdsplit: mdsplit_group=" + std::string(o->group) +
                                      " needs device.scheduler = \"bfq\" in " + o->config);
+        std::string config_path = canonical(o->config);
+        std::vector<std::string> sharing = jobs_sharing(td, config_path);
+        bool needs_one_owner = config.device.kind == DeviceKind::Raid5 ||
+                               config.device.scheduler == SchedulerKind::Bfq;
+        if (sharing.size() > 1 && needs_one_owner && !td->o.use_thread)
+            throw std::runtime_error(
+                "mdsplit: jobs " + sharing[0] + " and " + sharing[1] + " share the device of " +
+                o->config + " (" + (config.device.kind == DeviceKind::Raid5 ? "raid5" : "bfq") +
+                "), which needs one owner: add thread=1 so they share it in one process");
         auto data = std::make_unique<EngineData>();
         StackOptions so;
         fio_file* f = td->files[0];
@@ -135,9 +190,12 @@ int mdsplit_setup(thread_data* td) {
         so.open_direct = td->o.odirect != 0;
         so.writable = td_write(td) || td->o.verify != 0 /* VERIFY_NONE */;
         if (o->trace && *o->trace) so.trace_dir = o->trace;
-        data->depth = td->o.iodepth ? td->o.iodepth : 1;
         so.ring_entries = 256;
-        data->stack = std::make_unique<Stack>(config, data->clock, so);
+        data->depth = td->o.iodepth ? td->o.iodepth : 1;
+        // Threads of one process share a stack; forked jobs each have their own.
+        std::string key = config_path + "\n" + so.label + "\n" + (so.open_direct ? "d" : "b") +
+                          (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
+        data->stack = open_shared_stack(key, config, so);
         data->task.pid = uint32_t(syscall(SYS_gettid));
         data->batch.reserve(data->depth);
         data->events.reserve(data->depth);
@@ -167,7 +225,7 @@ void mdsplit_cleanup(thread_data* td) {
     EngineData* d = data_of(td);
     if (!d) return;
     try {
-        d->stack->drain();
+        d->stack->drain(d->task);
         d->stack->flush_traces();
         if (!d->stats_path.empty()) {
             std::filesystem::path p(d->stats_path);
@@ -179,6 +237,11 @@ void mdsplit_cleanup(thread_data* td) {
         }
     } catch (const std::exception& e) {
         log_err("mdsplit: %s\n", e.what());
+    }
+    {
+        std::lock_guard<std::mutex> l(registry_mutex);
+        d->stack->detach();
+        d->stack.reset();  // the last job out destroys the stack
     }
     delete d;
     td->io_ops_data = nullptr;
@@ -207,7 +270,6 @@ fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
         return FIO_Q_COMPLETED;
     }
     try {
-        d->stack->begin_batch(d->task);
         d->stack->queue(d->task, op, u->offset, u->xfer_buflen, u->xfer_buf,
                         reinterpret_cast<uint64_t>(u));
     } catch (const std::exception& e) {
@@ -247,10 +309,9 @@ int mdsplit_getevents(thread_data* td, unsigned int min, unsigned int max, const
     d->events.clear();
     uint64_t timeout = t ? uint64_t(t->tv_sec) * 1'000'000'000ull + uint64_t(t->tv_nsec)
                          : ~uint64_t(0) / 2;
-    std::vector<IoCompletion>& done = d->task.completions;
+    std::vector<IoCompletion>& done = d->reaped;
     try {
-        if (done.size() < min) d->stack->reap(d->task, min, timeout);
-        else d->stack->reap(d->task, 0, 0);
+        d->stack->reap(d->task, min, done.size() < min ? timeout : 0, done);
     } catch (const std::exception& e) {
         log_err("mdsplit: %s\n", e.what());
         return -EIO;

@@ -1,0 +1,59 @@
+// One stack driven by several submitter threads (fio jobs with thread=1 on
+// the same device, e.g. the BFQ experiment). The stack stays single-owner:
+// every call runs under one mutex. A thread that must wait for completions
+// either becomes the poller (it sleeps, unlocked, on the ring's completion
+// eventfd or until the next timer, then runs the loop for everyone) or waits
+// on a condition variable for the poller to deliver. A stack with one user
+// bypasses all of this and blocks in the ring directly.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/stack.h"
+
+namespace mdsplit {
+
+class SharedStack {
+public:
+    explicit SharedStack(std::unique_ptr<Stack> stack) : stack_(std::move(stack)) {}
+
+    void attach() {
+        std::lock_guard<std::mutex> l(mu_);
+        users_++;
+    }
+    // Returns true when the caller was the last user.
+    bool detach() {
+        std::lock_guard<std::mutex> l(mu_);
+        return --users_ == 0;
+    }
+
+    void queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+               uint64_t cookie);
+    void commit(TaskContext& task);
+    // Waits until `out` plus the task's new completions hold `min` or
+    // timeout_ns passes, then moves the task's completions into `out`.
+    void reap(TaskContext& task, size_t min, uint64_t timeout_ns, std::vector<IoCompletion>& out);
+    // Waits until the task has nothing in flight.
+    void drain(TaskContext& task);
+    std::string stats_json();
+    void flush_traces();
+    uint64_t size_bytes() const { return stack_->size_bytes(); }
+    Stack& stack() { return *stack_; }
+
+private:
+    void reap_locked(std::unique_lock<std::mutex>& lock, TaskContext& task, size_t min,
+                     uint64_t timeout_ns);
+    void wait_unlocked(std::unique_lock<std::mutex>& lock, uint64_t deadline);
+
+    std::unique_ptr<Stack> stack_;
+    std::mutex mu_;
+    std::condition_variable delivered_;
+    bool polling_ = false;
+    int users_ = 0;
+};
+
+}  // namespace mdsplit

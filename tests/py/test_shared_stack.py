@@ -1,0 +1,74 @@
+"""Several fio jobs on one device: one stack, one owner (thread=1)."""
+from conftest import write_job
+from harness import run_fio
+
+RAID5 = """
+[device]
+kind = "raid5"
+chunk = "64k"
+""" + "".join(f"""
+[[members]]
+path = "m{i}.img"
+size = "64m"
+""" for i in range(4))
+
+PASSTHROUGH = """
+[device]
+kind = "passthrough"
+
+[[members]]
+path = "p0.img"
+size = "128m"
+"""
+
+
+def two_writers(engine, thread):
+    return f"""
+[global]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+rw=randwrite
+bsrange=4k-128k
+iodepth=8
+size=32m
+verify=crc32c
+{"thread=1" if thread else ""}
+
+[a]
+offset=0
+mdsplit_stats=stats/a.json
+
+[b]
+offset=64m
+mdsplit_stats=stats/b.json
+"""
+
+
+def test_raid5_shared_by_jobs_needs_thread_mode(engine, workdir):
+    (workdir / "stack.toml").write_text(RAID5)
+    job = write_job(workdir, "two.fio", two_writers(engine, thread=False))
+    result = run_fio(job, check=False, timeout=60)
+    assert result.returncode != 0
+    errors = result.mdsplit_errors()
+    assert errors and all("thread=1" in e for e in errors), result.stderr
+
+
+def test_raid5_shared_by_two_threads_verifies(engine, workdir):
+    (workdir / "stack.toml").write_text(RAID5)
+    job = write_job(workdir, "two.fio", two_writers(engine, thread=True))
+    result = run_fio(job, timeout=120)
+    assert [j["error"] for j in result.jobs] == [0, 0]
+    # One stack: both sidecars describe the same device, which saw both jobs' writes.
+    a = result.sidecars["stats/a.json"].virtual
+    b = result.sidecars["stats/b.json"].virtual
+    total = sum(j["write"]["io_bytes"] for j in result.jobs)
+    assert max(a["write"]["sectors"], b["write"]["sectors"]) * 512 == total
+
+
+def test_passthrough_shared_by_threads_verifies(engine, workdir):
+    (workdir / "stack.toml").write_text(PASSTHROUGH)
+    job = write_job(workdir, "two.fio", two_writers(engine, thread=True))
+    result = run_fio(job, timeout=120)
+    assert [j["error"] for j in result.jobs] == [0, 0]
