@@ -1,24 +1,52 @@
-"""`python3 -m harness reproduce`: runs the experiments' job files on the
-default file-backed members and prints their tables.
+"""`python3 -m harness reproduce [EXPERIMENT|all]`: runs the reproductions and
+writes a report.
 
-Each experiment runs from a copy of jobs/ in the report directory, as a user
-would run it (plain `fio <job>.fio` with relative paths), and leaves there the
-raw fio JSON, the sidecars, the traces and a Markdown summary."""
+Each experiment is a module in harness/experiments/ (see experiment.py for
+the interface). It runs from a fresh copy of jobs/ inside its part of the
+report directory (plain `fio <job>.fio` with relative paths, as a user would
+run it), and leaves there its fio JSON, sidecars, traces and figures. The
+report directory (default reports/<timestamp>, with reports/latest pointing
+at it) gets summary.md (tables, the thread's figures beside ours, figures,
+checks with PASS/FAIL, the commit and the machine), metrics.json and each
+experiment's result.json; every run is recorded in the history database.
+"""
+from __future__ import annotations
+
+import importlib
 import json
+import os
+import pkgutil
 import shutil
 import sys
 import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.fio_runner import FioError, run_fio
+from harness import expectations as exp_mod
+from harness.experiment import ExperimentResult
+from harness.expectations import fmt
+from harness.fio_runner import FioError
+from harness.history import History, expected_duration, git_commit, machine_info
 from harness.paths import ROOT
+from harness.progress import Progress, fmt_duration
 from harness.sidecar import Sidecar
+
+# The command-line names, in the order `all` runs them (the quick foundation
+# demo first: it shows in seconds whether the engine works at all).
+KNOWN = ["passthrough", "raid5", "bio-size", "bfq", "buffered"]
+PACKAGE = "harness.experiments"
+REPORTS = ROOT / "reports"
 
 IOSTAT_COLUMNS = ["r_s", "rkB_s", "rrqm_s", "pct_rrqm", "r_await_ms", "rareq_sz_kb",
                   "w_s", "wkB_s", "w_await_ms", "aqu_sz", "pct_util"]
 
 
+# --- table helpers the experiments use ------------------------------------------
+
 def iostat_table(sidecar: Sidecar) -> str:
+    """The sidecar's devices as `iostat -x` rows."""
     head = f"{'Device':<8}" + "".join(f"{c:>12}" for c in IOSTAT_COLUMNS)
     rows = [head]
     for d in sidecar.devices:
@@ -27,6 +55,7 @@ def iostat_table(sidecar: Sidecar) -> str:
 
 
 def job_table(result) -> str:
+    """One row per fio job: IOPS, MiB/s, mean completion latency, errors."""
     rows = [f"{'job':<32}{'read IOPS':>12}{'read MiB/s':>12}{'write IOPS':>12}"
             f"{'write MiB/s':>12}{'clat mean us':>14}{'errors':>8}"]
     for j in result.jobs:
@@ -37,54 +66,407 @@ def job_table(result) -> str:
     return "\n".join(rows)
 
 
-def prepare_jobs(report_dir: Path) -> Path:
-    """A fresh copy of jobs/ (without member images) to run from."""
-    dest = report_dir / "jobs"
+def thread_table(name: str, metrics: dict, expectations=None) -> str:
+    """The thread's published figures beside ours ('' when the thread has none)."""
+    expectations = expectations if expectations is not None else exp_mod.load()
+    e = expectations.get(name)
+    if e is None:
+        return ""
+    figs = [(n, m) for n, m in e.metrics.items() if m.thread is not None]
+    if not figs:
+        return ""
+    w = max(len(n) for n, _ in figs) + 2
+    rows = [f"{'metric':<{w}}{'unit':<8}{'thread':>12}{'mdsplit':>12}{'mdsplit/thread':>16}"]
+    for n, m in figs:
+        ours = metrics.get(n)
+        ratio = f"{ours / m.thread:.3f}" if ours is not None and m.thread else "-"
+        rows.append(f"{n:<{w}}{m.unit:<8}{fmt(m.thread):>12}"
+                    f"{fmt(ours) if ours is not None else '-':>12}{ratio:>16}")
+    return "\n".join(rows)
+
+
+# --- discovery ------------------------------------------------------------------
+
+def module_name(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def load_experiment(name: str, package: str = PACKAGE):
+    """The experiment's module, or None when it does not exist yet. Errors
+    inside an existing module propagate."""
+    full = f"{package}.{module_name(name)}"
+    try:
+        mod = importlib.import_module(full)
+    except ModuleNotFoundError as e:
+        if e.name in (full, package):
+            return None
+        raise
+    for attr in ("NAME", "run"):
+        if not hasattr(mod, attr):
+            raise AttributeError(f"{full} has no {attr} (see harness/experiment.py)")
+    return mod
+
+
+def available(package: str = PACKAGE) -> list:
+    """KNOWN plus any other experiment modules found in the package."""
+    names = list(KNOWN)
+    try:
+        pkg = importlib.import_module(package)
+        for info in pkgutil.iter_modules(pkg.__path__):
+            n = info.name.replace("_", "-")
+            if not info.name.startswith("_") and n not in names:
+                names.append(n)
+    except ModuleNotFoundError:
+        pass
+    return names
+
+
+# --- running --------------------------------------------------------------------
+
+def _ignore_factory(src: Path):
+    transient = {"stats", "traces", "work"}
+
+    def ignore(directory, names):
+        rel = Path(directory).resolve().relative_to(src)
+        if rel.parts and rel.parts[0] in transient:
+            return [n for n in names if not (Path(directory) / n).is_dir()]
+        return [n for n in names if n.endswith((".img", ".state")) or n == "__pycache__"]
+    return ignore
+
+
+def prepare_jobs(out_dir: Path, src: Path = None) -> Path:
+    """A fresh copy of jobs/ in out_dir/jobs, without member images, verify
+    state or earlier stats and traces."""
+    src = (src or ROOT / "jobs").resolve()
+    dest = out_dir / "jobs"
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(ROOT / "jobs", dest, ignore=shutil.ignore_patterns("*.img", "*.state"))
+    shutil.copytree(src, dest, ignore=_ignore_factory(src), symlinks=True)
     return dest
 
 
-def run_passthrough(jobs: Path, out) -> dict:
-    result = run_fio(jobs / "passthrough-demo.fio")
-    print("== passthrough: the foundation demo (randwrite + crc32c verify, 4k randread QD32)", file=out)
-    print(job_table(result), file=out)
-    for path, sidecar in sorted(result.sidecars.items()):
-        print(f"\n{path}:", file=out)
-        print(iostat_table(sidecar), file=out)
-    return {"fio": result.fio, "sidecars": {p: s.devices for p, s in result.sidecars.items()}}
+def _remove_images(directory: Path) -> None:
+    for p in directory.rglob("*.img"):
+        if p.is_file() and not p.is_symlink():
+            p.unlink()
 
 
-EXPERIMENTS = {
-    "passthrough": run_passthrough,
-}
+@dataclass
+class Outcome:
+    name: str
+    title: str = ""
+    seeds: list = field(default_factory=list)
+    status: str = "ok"                  # ok | failed | not built
+    result: ExperimentResult | None = None
+    checks: list = field(default_factory=list)   # [(description, passed, detail)]
+    duration: float = 0.0
+    error: str = ""
+    run_id: int | None = None
+    out_dir: Path | None = None
+
+    @property
+    def failed_checks(self) -> int:
+        return sum(1 for _, ok, _ in self.checks if not ok)
 
 
-def main(which: str, report_dir: str) -> int:
-    report = Path(report_dir).resolve()
-    report.mkdir(parents=True, exist_ok=True)
-    jobs = prepare_jobs(report)
-    names = list(EXPERIMENTS) if which == "all" else [which]
-    missing = [n for n in names if n not in EXPERIMENTS]
-    if missing:
-        print(f"reproduce: {', '.join(missing)} is not built yet; available: "
-              f"{', '.join(EXPERIMENTS)}", file=sys.stderr)
-        return 2
-    summary = []
-    status = 0
-    for i, name in enumerate(names, 1):
-        print(f"[{i}/{len(names)}] {name} ...", file=sys.stderr, flush=True)
-        t0 = time.monotonic()
-        try:
-            raw = EXPERIMENTS[name](jobs, sys.stdout)
-        except FioError as e:
-            print(f"reproduce {name}: {e}\n{e.stderr}", file=sys.stderr)
-            status = 1
+def _validate(name: str, result) -> ExperimentResult:
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"{name}.run() returned {type(result).__name__}, not ExperimentResult")
+    for k, v in result.metrics.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{name}: metric {k!r} = {v!r} is not a number")
+    for c in result.checks:
+        if len(c) != 3:
+            raise TypeError(f"{name}: check {c!r} is not (description, passed, detail)")
+    return result
+
+
+def _jsonable(obj):
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    return repr(obj)
+
+
+def print_outcome(o: Outcome, out, expectations) -> None:
+    r = o.result
+    print(f"== {o.name}: {o.title}" if o.title else f"== {o.name}", file=out)
+    tt = thread_table(o.name, r.metrics, expectations)
+    if tt:
+        print("the thread's figures beside ours:", file=out)
+        print(tt, file=out)
+    for t in r.tables:
+        print(file=out)
+        print(t, file=out)
+    if o.checks:
+        print(file=out)
+        for desc, ok, detail in o.checks:
+            print(f"  {'PASS' if ok else 'FAIL'}  {desc}: {detail}", file=out)
+    if r.figures:
+        print(f"figures: {', '.join(str(o.out_dir / f) for f in r.figures)}", file=out)
+    print(file=out)
+    out.flush()
+
+
+def run_one(name: str, module, report: Path, progress: Progress, label: str = None,
+            history: History = None, batch: str = None, keep_images=False,
+            expectations=None) -> Outcome:
+    """Runs one experiment into report/<name>/ and records it."""
+    expectations = expectations if expectations is not None else exp_mod.load()
+    o = Outcome(name, title=getattr(module, "TITLE", ""), seeds=list(getattr(module, "SEEDS", [])))
+    out_dir = report / name
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    o.out_dir = out_dir
+    jobs_dir = prepare_jobs(out_dir)
+    progress.start(label or name)
+    t0 = time.monotonic()
+    try:
+        result = _validate(name, module.run(jobs_dir, out_dir, progress))
+    except FioError as e:
+        o.status, o.error = "failed", str(e)
+        mds = [l for l in (e.stderr or "").splitlines() if l.startswith("mdsplit:")]
+        if mds:
+            o.error += f" ({mds[0]})"
+        (out_dir / "error.txt").write_text(f"{e}\n\n{e.stderr}")
+    except Exception as e:  # an experiment's bug must not lose the other experiments
+        o.status, o.error = "failed", f"{type(e).__name__}: {e}"
+        (out_dir / "error.txt").write_text(traceback.format_exc())
+    else:
+        o.result = result
+    o.duration = time.monotonic() - t0
+    steps = progress.step_no
+    progress.finish("done" if o.status == "ok" else "FAILED")
+    if not keep_images:
+        _remove_images(jobs_dir)
+    if o.status != "ok":
+        return o
+    r = o.result
+    checks = exp_mod.evaluate_checks(name, r.metrics, expectations)
+    seen = {c[0] for c in checks}
+    o.checks = checks + [tuple(c) for c in r.checks if c[0] not in seen]
+    doc = {"name": name, "title": o.title, "seeds": o.seeds, "duration_s": round(o.duration, 3),
+           "metrics": r.metrics, "checks": [list(c) for c in o.checks], "tables": r.tables,
+           "figures": r.figures, "raw": r.raw}
+    (out_dir / "result.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
+    if history is not None:
+        o.run_id = history.record(name, r.metrics, batch=batch, duration_s=o.duration,
+                                  steps=steps or None, report_dir=out_dir)
+    return o
+
+
+def _md_table(text: str) -> str:
+    return "```text\n" + text.rstrip("\n") + "\n```\n"
+
+
+def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, started: str,
+                  command: str, history_path=None, batch=None, expectations=None) -> Path:
+    expectations = expectations if expectations is not None else exp_mod.load()
+    lines = [f"# mdsplit reproduction, {started}", "",
+             f"- command: `{command}`",
+             f"- commit: `{commit}`",
+             f"- machine: {machine['hostname']}: {machine['cpu_model']}, {machine.get('cpus', '?')} CPUs, "
+             f"kernel {machine['kernel']}"]
+    if history_path:
+        ids = [str(o.run_id) for o in outcomes if o.run_id is not None]
+        lines.append(f"- history: `{history_path}`, batch `{batch}`"
+                     + (f", runs {', '.join(ids)}" if ids else ""))
+    lines += ["", "| experiment | status | checks | time |", "|---|---|---|---|"]
+    for o in outcomes:
+        if o.status == "ok":
+            n = len(o.checks)
+            checks = f"{n - o.failed_checks}/{n} PASS" if n else "none"
+            if o.failed_checks:
+                checks += f", **{o.failed_checks} FAIL**"
+        else:
+            checks = ""
+        status = o.status if o.status != "failed" else f"**failed**: {o.error}"
+        lines.append(f"| {o.name} | {status} | {checks} | "
+                     f"{fmt_duration(o.duration) if o.status != 'not built' else ''} |")
+    for o in outcomes:
+        if o.status == "not built":
             continue
-        (report / f"{name}.json").write_text(json.dumps(raw, indent=1))
-        summary.append(f"- {name}: {time.monotonic() - t0:.1f} s, raw results in {name}.json")
-        print(file=sys.stdout)
-    (report / "summary.md").write_text("# mdsplit reproduction\n\n" + "\n".join(summary) + "\n")
-    print(f"report: {report}", file=sys.stderr)
+        lines += ["", f"## {o.name}" + (f": {o.title}" if o.title else ""), ""]
+        if o.seeds:
+            lines += ["Seeds: " + ", ".join(f"`{s}`" for s in o.seeds), ""]
+        if o.status != "ok":
+            lines += [f"**Failed** after {fmt_duration(o.duration)}: {o.error}",
+                      "", f"Details: [{o.name}/error.txt]({o.name}/error.txt)"]
+            continue
+        r = o.result
+        e = expectations.get(o.name)
+        if e and e.note:
+            lines += [e.note.strip(), ""]
+        tt = thread_table(o.name, r.metrics, expectations)
+        if tt:
+            lines += ["### The thread's figures beside ours", "", _md_table(tt)]
+        if r.tables:
+            lines += ["### Tables", ""]
+            for t in r.tables:
+                lines.append(_md_table(t))
+        if r.figures:
+            lines += ["### Figures", ""]
+            for f in r.figures:
+                lines += [f"![{Path(f).stem}]({o.name}/{f})", ""]
+        if o.checks:
+            lines += ["### Checks", ""]
+            for desc, ok, detail in o.checks:
+                lines.append(f"- **{'PASS' if ok else 'FAIL'}** `{desc}`: {detail}")
+            lines.append("")
+        raw = [f"[result.json]({o.name}/result.json)"]
+        for key, val in (r.raw or {}).items():
+            for v in (val if isinstance(val, (list, tuple)) else [val]):
+                if isinstance(v, (str, Path)):
+                    raw.append(f"[{key}: {v}]({o.name}/{v})")
+        lines += ["### Raw results", "", ", ".join(raw), ""]
+    path = report / "summary.md"
+    path.write_text("\n".join(lines).rstrip("\n") + "\n")
+    return path
+
+
+def _stamp() -> str:
+    return datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def new_report_dir(root: Path = None) -> Path:
+    """reports/<timestamp> (with -2, -3 ... when that exists)."""
+    root = Path(root or REPORTS)
+    base = _stamp()
+    p, i = root / base, 2
+    while p.exists():
+        p, i = root / f"{base}-{i}", i + 1
+    p.mkdir(parents=True)
+    return p
+
+
+def point_latest(report: Path) -> None:
+    """reports/latest -> <timestamp>, replaced atomically. An old real
+    directory named latest (earlier harness versions) is moved aside."""
+    link = report.parent / "latest"
+    if link.exists() and not link.is_symlink():
+        aside = report.parent / f"latest-old-{_stamp()}"
+        link.rename(aside)
+    tmp = report.parent / f".latest-{os.getpid()}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(report.name)
+    os.replace(tmp, link)
+
+
+def resolve_names(which: str, package: str = PACKAGE):
+    """(names to run, explicit): 'all' or one name; ValueError if unknown."""
+    names = available(package)
+    if which == "all":
+        return names, False
+    if which not in names:
+        raise ValueError(f"unknown experiment {which!r}; known: {', '.join(names)}, all")
+    return [which], True
+
+
+def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=False,
+              keep_images=False, quiet=False, repeat=1, package=PACKAGE, out=None, err=None,
+              command=None, tty=None) -> int:
+    """The `reproduce` command; returns the exit status:
+    0 every experiment that exists ran (and, with strict, every check passed);
+    1 an experiment failed (or, with strict, a check failed);
+    2 the experiment asked for by name is not built yet or unknown."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        names, explicit = resolve_names(which, package)
+    except ValueError as e:
+        print(f"reproduce: {e}", file=err)
+        return 2
+    try:
+        expectations = exp_mod.load()
+    except (OSError, ValueError) as e:
+        print(f"reproduce: {e}", file=err)
+        return 1
+    modules, status = {}, 0
+    for n in names:
+        try:
+            modules[n] = load_experiment(n, package)
+        except Exception as e:
+            print(f"reproduce: {n}: cannot load its module: {type(e).__name__}: {e}", file=err)
+            modules[n] = False
+            status = 1
+    history = None
+    if record:
+        try:
+            history = History(db)
+        except Exception as e:
+            print(f"reproduce: history database: {e}", file=err)
+            return 1
+    machine = machine_info()
+    runnable = [n for n in names if modules[n]]
+    labels = []
+    for i in range(repeat):
+        for n in runnable:
+            labels.append(n if repeat == 1 else f"{n} #{i + 1}")
+    estimates = {}
+    for n in runnable:
+        est = expected_duration(history, n, machine["hostname"])
+        for lbl in labels:
+            if lbl == n or lbl.startswith(n + " #"):
+                estimates[lbl] = est
+    progress = Progress(labels, estimates=estimates, stream=err, tty=tty)
+    for n in names:
+        if modules[n] is None:
+            print(f"reproduce: {n}: not built yet (no {package}.{module_name(n)} module)",
+                  file=err)
+            if explicit:
+                status = 2
+    commit = git_commit()
+    reports = []
+    try:
+        for i in range(repeat):
+            if report_dir and repeat == 1:
+                report = Path(report_dir).resolve()
+                report.mkdir(parents=True, exist_ok=True)
+            else:
+                report = new_report_dir(Path(report_dir) if report_dir else None).resolve()
+            batch = report.name
+            started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            outcomes = []
+            for n in names:
+                if not modules[n]:
+                    if modules[n] is None:
+                        outcomes.append(Outcome(n, status="not built"))
+                    continue
+                label = n if repeat == 1 else f"{n} #{i + 1}"
+                o = run_one(n, modules[n], report, progress, label=label, history=history,
+                            batch=batch, keep_images=keep_images, expectations=expectations)
+                outcomes.append(o)
+                progress.clear()
+                if o.status != "ok":
+                    print(f"reproduce {n}: {o.error}", file=err)
+                    status = max(status, 1)
+                elif not quiet:
+                    print_outcome(o, out, expectations)
+                if o.status == "ok" and strict and o.failed_checks:
+                    status = max(status, 1)
+            (report / "metrics.json").write_text(json.dumps(
+                {o.name: o.result.metrics for o in outcomes if o.result is not None}, indent=1))
+            write_summary(report, outcomes, commit=commit, machine=machine, started=started,
+                          command=command or f"python3 -m harness reproduce {which}",
+                          history_path=history.path if history else None, batch=batch,
+                          expectations=expectations)
+            if report_dir is None or report.parent.resolve() == REPORTS.resolve():
+                try:
+                    point_latest(report)
+                except OSError as e:
+                    print(f"reproduce: could not point {report.parent / 'latest'}: {e}", file=err)
+            reports.append(report)
+            print(f"report: {report / 'summary.md'}", file=err)
+    finally:
+        progress.close()
+        if history is not None:
+            history.close()
     return status
+
+
+def main(which: str = "all", report_dir: str = None, **kw) -> int:
+    """Kept for callers of the old interface."""
+    return reproduce(which, report_dir, **kw)

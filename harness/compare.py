@@ -1,0 +1,102 @@
+"""`python3 -m harness compare A B`: two result sets side by side.
+
+A and B may each be
+  - a report directory (its metrics.json, or an experiment's result.json),
+  - a run id from the history (`history` lists them),
+  - a batch name (a report directory's name, e.g. 20251129-231500: all its runs),
+  - `thread` or `thread:EXPERIMENT`: the thread's published figures
+    (jobs/expectations.toml),
+  - `latest` / `latest:EXPERIMENT`: the newest recorded run of each experiment.
+Metrics are keyed "experiment:variant.metric"; the ratio column is B / A.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness import expectations as exp_mod
+from harness.expectations import fmt
+
+
+class CompareError(ValueError):
+    pass
+
+
+def _from_dir(path: Path) -> dict:
+    out = {}
+    if (path / "metrics.json").is_file():
+        data = json.loads((path / "metrics.json").read_text())
+        for exp, metrics in data.items():
+            for k, v in metrics.items():
+                out[f"{exp}:{k}"] = v
+        return out
+    if (path / "result.json").is_file():
+        data = json.loads((path / "result.json").read_text())
+        return {f"{data['name']}:{k}": v for k, v in data.get("metrics", {}).items()}
+    for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+        if (sub / "result.json").is_file():
+            out.update(_from_dir(sub))
+    if not out:
+        raise CompareError(f"{path}: no metrics.json or */result.json (not a report directory)")
+    return out
+
+
+def load_side(spec: str, history=None, expectations=None):
+    """(label, {experiment:metric: value}) for one side of the comparison."""
+    p = Path(spec)
+    if p.is_dir():
+        return str(p), _from_dir(p)
+    if spec == "thread" or spec.startswith("thread:"):
+        expectations = expectations if expectations is not None else exp_mod.load()
+        names = [spec.split(":", 1)[1]] if ":" in spec else list(expectations)
+        out = {}
+        for n in names:
+            if n not in expectations:
+                raise CompareError(f"{spec}: no experiment {n!r} in expectations.toml")
+            for k, v in exp_mod.thread_figures(n, expectations).items():
+                out[f"{n}:{k}"] = v
+        return spec, out
+    if history is None:
+        raise CompareError(f"{spec}: not a directory, and no history database to look it up in")
+    if spec == "latest" or spec.startswith("latest:"):
+        names = [spec.split(":", 1)[1]] if ":" in spec else history.experiments()
+        out, ids = {}, []
+        for n in names:
+            runs = history.runs(n, limit=1)
+            if runs:
+                ids.append(str(runs[0].run_id))
+                out.update({f"{n}:{k}": v for k, v in runs[0].metrics.items()})
+        if not out:
+            raise CompareError(f"{spec}: no runs recorded")
+        return f"{spec} (runs {','.join(ids)})", out
+    runs = history.resolve(spec)
+    if not runs:
+        raise CompareError(f"{spec}: not a report directory, run id or batch in {history.path}")
+    out = {}
+    for r in runs:
+        for k, v in r.metrics.items():
+            out[f"{r.experiment}:{k}"] = v
+    label = f"run {spec}" if len(runs) == 1 and spec.isdigit() else f"batch {spec}"
+    return label, out
+
+
+def compare(a: dict, b: dict) -> list:
+    """[(key, value in A or None, value in B or None, B/A or None)], A's
+    order first, then what only B has."""
+    rows = []
+    for key in list(dict.fromkeys(list(a) + list(b))):
+        va, vb = a.get(key), b.get(key)
+        ratio = vb / va if va not in (None, 0) and vb is not None else None
+        rows.append((key, va, vb, ratio))
+    return rows
+
+
+def format_table(label_a: str, label_b: str, rows) -> str:
+    w = max([len(r[0]) for r in rows] + [6])
+    out = [f"A = {label_a}", f"B = {label_b}",
+           f"{'metric':<{w}}  {'A':>14}  {'B':>14}  {'B/A':>8}"]
+    for key, va, vb, ratio in rows:
+        out.append(f"{key:<{w}}  {fmt(va) if va is not None else '-':>14}  "
+                   f"{fmt(vb) if vb is not None else '-':>14}  "
+                   f"{f'{ratio:.3f}' if ratio is not None else '-':>8}")
+    return "\n".join(out)

@@ -1,0 +1,83 @@
+"""The foundation demo (jobs/passthrough-demo.fio): data written through the
+engine is read back and verified (crc32c), then a 4k random-read job at
+iodepth 32 measures the stack. No thread: this is the example of the
+experiment interface (harness/experiment.py) the reproductions follow:
+
+  - run the job files from jobs_dir (a fresh copy of jobs/) with run_fio,
+    calling progress(step) before each fio run;
+  - keep fio's JSON in out_dir and name it (and the sidecars) in `raw`;
+  - return flat "variant.metric" numbers (the names jobs/expectations.toml
+    uses), the printed tables and the figures written into out_dir.
+The expectations' checks are evaluated by `reproduce` itself; `checks` here
+are only the experiment's own extra verdicts.
+"""
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+from harness import plots
+from harness.blktrace import read_trace_dir
+from harness.experiment import ExperimentResult
+from harness.fio_runner import run_fio
+
+NAME = "passthrough"
+TITLE = "foundation demo: randwrite + crc32c verify, then 4k randread QD32"
+SEEDS = []
+
+JOB = "passthrough-demo.fio"
+
+
+def _rel(path, out_dir) -> str:
+    return os.path.relpath(path, out_dir)
+
+
+def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
+    from harness.reproduce import iostat_table, job_table   # table helpers shared by experiments
+
+    progress("passthrough-demo.fio: randwrite + verify, 4k randread QD32")
+    result = run_fio(jobs_dir / JOB)
+    (out_dir / "passthrough-demo.fio.json").write_text(json.dumps(result.fio, indent=1))
+
+    verify = result.job("passthrough-verify")
+    randread = result.job("passthrough-randread-qd32")
+    side_verify = result.sidecars["stats/passthrough-verify.json"]
+    side_read = result.sidecars["stats/passthrough-randread-qd32.json"]
+
+    def device_errors(sidecar):
+        return sum(d[direction]["errors"] for d in sidecar.devices for direction in ("read", "write"))
+
+    metrics = {
+        "verify.write_MiBps": verify["write"]["bw"] / 1024,
+        "verify.errors": verify["error"] + device_errors(side_verify),
+        "randread.read_iops": randread["read"]["iops"],
+        "randread.read_MiBps": randread["read"]["bw"] / 1024,
+        "randread.clat_mean_us": randread["read"]["clat_ns"]["mean"] / 1000,
+        "randread.clat_p99_us": randread["read"]["clat_ns"]["percentile"]["99.000000"] / 1000,
+        "randread.errors": randread["error"] + device_errors(side_read),
+        "randread.m0_r_await_ms": side_read.device("m0")["r_await_ms"],
+    }
+
+    tables = [job_table(result)]
+    for path, sidecar in sorted(result.sidecars.items()):
+        tables.append(f"{path} (iostat -x of each device):\n{iostat_table(sidecar)}")
+
+    # One question, one figure: does the stack pass fio's write sizes through
+    # unchanged? Bios queued on md0 (Q) against requests issued to m0 (D).
+    figures = []
+    trace_dir = jobs_dir / "traces" / "passthrough-verify"
+    if trace_dir.is_dir():
+        traces = read_trace_dir(trace_dir)
+        bios = Counter(r.nr_sectors for r in traces.get("md0", []) if r.action == "Q" and r.op == "W")
+        reqs = Counter(r.nr_sectors for r in traces.get("m0", []) if r.action == "D" and r.op == "W")
+        if bios or reqs:
+            plots.size_distribution(out_dir / "write-sizes.png",
+                                    {"bios queued on md0 (Q)": bios, "requests issued to m0 (D)": reqs},
+                                    unit="sectors", bins="log2",
+                                    title="randwrite bsrange=4k-256k through the passthrough device")
+            figures.append("write-sizes.png")
+
+    raw = {"fio": "passthrough-demo.fio.json",
+           "sidecars": [_rel(jobs_dir / p, out_dir) for p in sorted(result.sidecars)],
+           "traces": [_rel(trace_dir, out_dir)] if trace_dir.is_dir() else []}
+    return ExperimentResult(name=NAME, tables=tables, metrics=metrics, figures=figures, raw=raw)

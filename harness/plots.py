@@ -1,0 +1,265 @@
+"""PNG figures for the reports (matplotlib, Agg backend: no display needed).
+
+One figure per question; every axis says its unit. Each helper takes plain
+dicts/lists and a path, writes the PNG (creating its directory) and returns
+the path.
+
+    bar_chart("bw.png", {"legacy": 3300, "fixed": 5200}, ylabel="md0 throughput (MB/s)",
+              reference={"legacy": 3276.87, "fixed": 5271.88})
+    histogram_compare("seek.png", {"legacy": seek_buckets(m0["seek"]["buckets_kb"]), ...})
+    size_distribution("sizes.png", {"original": {1024: 60, 512: 3}, ...})
+    line_plot("iops.png", {"forced-ra rasync on": {1: 10.8, 2: 21.2}}, xlabel="iodepth", ...)
+    time_series("bw.png", {"test1": bw_log_series("test1_bw.1.log")}, ylabel="MiB/s")
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+
+__all__ = ["SEEK_BUCKET_LABELS", "seek_buckets", "bar_chart", "histogram_compare",
+           "size_distribution", "line_plot", "time_series", "read_fio_log", "bw_log_series",
+           "histogram_comparison", "size_distributions"]
+
+# The sidecar's seek histogram (buckets_kb): |next - (prev + len)| in KiB,
+# as in the thread's table (seed 000 lines 86-97).
+SEEK_BUCKET_LABELS = ["0..1", "1..2", "2..4", "4..8", "8..16", "16..32", "32..64", "64..128",
+                      "128..256", "256..512", "512..1024", ">=1024"]
+
+_DPI = 110
+
+
+def seek_buckets(buckets_kb) -> dict:
+    """{label: count} from a sidecar's seek['buckets_kb'] list."""
+    return {SEEK_BUCKET_LABELS[i] if i < len(SEEK_BUCKET_LABELS) else str(i): c
+            for i, c in enumerate(buckets_kb)}
+
+
+def _save(fig, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=_DPI, format="png")
+    plt.close(fig)
+    return path
+
+
+def bar_chart(path, values: dict, *, ylabel: str, title: str = "", reference: dict = None,
+              reference_label: str = "thread", ours_label: str = "mdsplit") -> Path:
+    """One bar per variant; with `reference` (e.g. the thread's figures), a
+    second bar beside each."""
+    labels = list(values)
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(labels) + 2), 4))
+    x = range(len(labels))
+    if reference:
+        w = 0.38
+        ax.bar([i - w / 2 for i in x], [values[k] for k in labels], w, label=ours_label)
+        ax.bar([i + w / 2 for i in x], [reference.get(k, 0) or 0 for k in labels], w,
+               label=reference_label, alpha=0.7)
+        ax.legend()
+    else:
+        ax.bar(list(x), [values[k] for k in labels], 0.6)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=20 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("variant")
+    if title:
+        ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def _ordered_keys(dicts) -> list:
+    keys = []
+    for d in dicts:
+        for k in d:
+            if k not in keys:
+                keys.append(k)
+    try:
+        return sorted(keys, key=float)
+    except (TypeError, ValueError):
+        return keys          # labels such as "0..1": keep the given order
+
+
+def histogram_compare(path, hists: dict, *, xlabel: str = "seek distance (KiB)",
+                      ylabel: str = None, title: str = "", normalize: bool = True) -> Path:
+    """Grouped bars of several {bucket: count} histograms (e.g. member seek
+    histograms legacy vs fixed). normalize=True plots percentages."""
+    keys = _ordered_keys(hists.values())
+    n = max(len(hists), 1)
+    fig, ax = plt.subplots(figsize=(min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
+    w = 0.8 / n
+    for j, (name, h) in enumerate(hists.items()):
+        total = sum(h.values()) or 1
+        ys = [h.get(k, 0) * (100.0 / total if normalize else 1) for k in keys]
+        ax.bar([i - 0.4 + w * (j + 0.5) for i in range(len(keys))], ys, w, label=str(name))
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([str(k) for k in keys], rotation=45, ha="right")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel or ("share of requests (%)" if normalize else "requests (count)"))
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def size_distribution(path, dists: dict, *, unit: str = "sectors", xlabel: str = None,
+                      ylabel: str = None, title: str = "", normalize: bool = True,
+                      bins: str = "exact") -> Path:
+    """Request or bio size distributions, one series per policy, from
+    {size: count} dicts with sizes in 512-byte sectors (unit="sectors"),
+    bytes ("bytes") or KiB ("kib"); plotted in KiB. unit="raw" plots the
+    sizes as given (then say the unit in xlabel). bins="exact" gives a bar
+    per size, bins="log2" groups sizes into power-of-two ranges."""
+    div = {"sectors": 2.0, "bytes": 1024.0, "kib": 1.0, "raw": 1.0}[unit.lower()]
+    conv = {name: {} for name in dists}
+    for name, d in dists.items():
+        for size, count in d.items():
+            kib = float(size) / div
+            if bins == "log2" and kib > 0:
+                kib = float(2 ** math.floor(math.log2(kib)))
+            conv[name][kib] = conv[name].get(kib, 0) + count
+    keys = sorted({k for d in conv.values() for k in d})
+    n = max(len(conv), 1)
+    fig, ax = plt.subplots(figsize=(min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
+    w = 0.8 / n
+    for j, (name, d) in enumerate(conv.items()):
+        total = sum(d.values()) or 1
+        ys = [d.get(k, 0) * (100.0 / total if normalize else 1) for k in keys]
+        ax.bar([i - 0.4 + w * (j + 0.5) for i in range(len(keys))], ys, w, label=str(name))
+    ax.set_xticks(range(len(keys)))
+    if bins == "log2":
+        ax.set_xticklabels([f"{k:g}..{2 * k:g}" for k in keys], rotation=45, ha="right")
+    else:
+        ax.set_xticklabels([f"{k:g}" for k in keys], rotation=45, ha="right")
+    ax.set_xlabel(xlabel or ("size (KiB, power-of-two ranges)" if bins == "log2" else "size (KiB)"))
+    ax.set_ylabel(ylabel or ("share of I/Os (%)" if normalize else "I/Os (count)"))
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def _xy(points):
+    if isinstance(points, dict):
+        pairs = sorted(points.items(), key=lambda kv: float(kv[0]))
+    else:
+        pairs = list(points)
+    return [float(p[0]) for p in pairs], [float(p[1]) for p in pairs]
+
+
+def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
+              logx: bool = False, reference: dict = None) -> Path:
+    """y against x per series ({name: {x: y}} or {name: [(x, y), ...]}), e.g.
+    IOPS against iodepth; `reference` series are drawn dashed (the thread's)."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    colors = {}
+    for name, pts in series.items():
+        xs, ys = _xy(pts)
+        (line,) = ax.plot(xs, ys, marker="o", label=str(name))
+        colors[name] = line.get_color()
+    for name, pts in (reference or {}).items():
+        xs, ys = _xy(pts)
+        ax.plot(xs, ys, linestyle="--", marker="x", alpha=0.7, label=f"{name} (thread)",
+                color=colors.get(name))
+    if logx:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def time_series(path, series: dict, *, ylabel: str = "bandwidth (MiB/s)",
+                xlabel: str = "time (s)", title: str = "") -> Path:
+    """Per-job (or per-group) values over time: {name: [(t_seconds, value)]}."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, pts in series.items():
+        xs, ys = _xy(pts)
+        ax.plot(xs, ys, label=str(name), linewidth=1.2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if series:
+        ax.legend(fontsize="small", ncol=2 if len(series) > 4 else 1)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def read_fio_log(path) -> list:
+    """Rows of a fio log (write_bw_log / write_iops_log / write_lat_log):
+    [(time_ms, value, ddir, bs)]. ddir: 0 read, 1 write, 2 trim."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) < 2 or not parts[0]:
+                continue
+            try:
+                t, v = int(parts[0]), float(parts[1])
+            except ValueError:
+                continue
+            ddir = int(parts[2]) if len(parts) > 2 and parts[2].lstrip("-").isdigit() else 0
+            bs = int(parts[3]) if len(parts) > 3 and parts[3].isdigit() else 0
+            rows.append((t, v, ddir, bs))
+    return rows
+
+
+def bw_log_series(path, ddir=None, scale: float = 1 / 1024.0) -> list:
+    """[(t_seconds, MiB/s)] from a fio bandwidth log (values in KiB/s), one
+    direction (0 read, 1 write) or all of them summed per timestamp."""
+    acc = {}
+    for t, v, d, _ in read_fio_log(path):
+        if ddir is None or d == ddir:
+            acc[t] = acc.get(t, 0.0) + v
+    return [(t / 1000.0, v * scale) for t, v in sorted(acc.items())]
+
+
+def relpath(path, start) -> str:
+    return os.path.relpath(path, start)
+
+
+# Data-first spellings (hists, path, ...), for callers written that way. A
+# ylabel mentioning "count" plots counts, otherwise percentages.
+
+def _counts(ylabel, normalize):
+    if normalize is not None:
+        return normalize
+    return not (ylabel and "count" in ylabel.lower())
+
+
+def histogram_comparison(hists: dict, path, *, title: str = "", xlabel: str = "seek distance (KiB)",
+                         ylabel: str = None, normalize: bool = None) -> Path:
+    """histogram_compare(path, hists, ...) with the data first."""
+    normalize = _counts(ylabel, normalize)
+    if ylabel and ylabel.strip().lower() == "count":
+        ylabel = "requests (count)"
+    return histogram_compare(path, hists, xlabel=xlabel, ylabel=ylabel, title=title,
+                             normalize=normalize)
+
+
+def size_distributions(dists: dict, path, *, title: str = "", xlabel: str = None,
+                       ylabel: str = None, unit: str = None, bins: str = "exact",
+                       normalize: bool = None) -> Path:
+    """size_distribution(path, dists, ...) with the data first; sizes are
+    plotted as given when xlabel names their unit (e.g. "size (sectors)")."""
+    normalize = _counts(ylabel, normalize)
+    if ylabel and ylabel.strip().lower() == "count":
+        ylabel = "I/Os (count)"
+    if unit is None:
+        unit = "raw" if xlabel else "sectors"
+    return size_distribution(path, dists, unit=unit, xlabel=xlabel, ylabel=ylabel, title=title,
+                             normalize=normalize, bins=bins)

@@ -1,0 +1,223 @@
+"""`reproduce` with stand-in experiment modules (no fio): discovery, "not
+built yet", the report (summary.md with tables, figures and PASS/FAIL),
+metrics.json, history records, reports/latest; and the real experiment
+modules follow the interface."""
+import importlib
+import inspect
+import io
+import json
+import sys
+import uuid
+
+import pytest
+
+from harness import reproduce as R
+from harness.history import History
+from harness.paths import ROOT
+
+RAID5 = '''
+from harness import plots
+from harness.experiment import ExperimentResult
+NAME = "raid5"
+TITLE = "stand-in raid5"
+SEEDS = ["000_fa5278d1f568ad45.txt"]
+def run(jobs_dir, out_dir, progress):
+    assert (jobs_dir / "passthrough-demo.fio").is_file()
+    assert not list(jobs_dir.rglob("*.img"))
+    (jobs_dir / "work" / "m0.img").write_bytes(b"x")    # a member image, removed afterwards
+    progress("legacy dd")
+    progress("fixed dd")
+    plots.bar_chart(out_dir / "bw.png", {"legacy": 3000, "fixed": 5000}, ylabel="MB/s")
+    (out_dir / "raw.json").write_text("{}")
+    return ExperimentResult(name=NAME, tables=["TABLE-RAID5"], figures=["bw.png"],
+        raw={"fio": "raw.json"},
+        metrics={"legacy.md0_MBps": 3000, "fixed.md0_MBps": 5000,
+                 "legacy.seek_zero_pct": 45.0, "fixed.seek_zero_pct": 60.0},
+        checks=[("own check", True, "fine")])
+'''
+
+BFQ = '''
+NAME = "bfq"
+TITLE = "crashes"
+SEEDS = []
+def run(jobs_dir, out_dir, progress):
+    progress("root legacy")
+    raise RuntimeError("boom")
+'''
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    name = "fakeexp_" + uuid.uuid4().hex[:8]
+    d = tmp_path / "pkgs" / name
+    d.mkdir(parents=True)
+    (d / "__init__.py").write_text("")
+    (d / "raid5.py").write_text(RAID5)
+    monkeypatch.syspath_prepend(str(tmp_path / "pkgs"))
+    yield name, d
+    for m in [m for m in sys.modules if m.startswith(name)]:
+        del sys.modules[m]
+
+
+def run(package, which, tmp_path, **kw):
+    out, err = io.StringIO(), io.StringIO()
+    kw.setdefault("db", tmp_path / "h.sqlite")
+    rc = R.reproduce(which, tmp_path / "report", package=package, out=out, err=err, tty=False,
+                     **kw)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_all_skips_what_is_not_built(package, tmp_path):
+    name, _ = package
+    rc, out, err = run(name, "all", tmp_path)
+    assert rc == 0, err
+    for n in ("passthrough", "bio-size", "bfq", "buffered"):
+        assert f"reproduce: {n}: not built yet" in err
+    report = tmp_path / "report"
+    # printed: the thread's figures beside ours, the experiment's tables, the checks
+    assert "the thread's figures beside ours" in out and "TABLE-RAID5" in out
+    assert "3276.87" in out and "5271.88" in out
+    assert "FAIL  fixed.seek_zero_pct - legacy.seek_zero_pct >= 20" in out
+    assert "PASS  fixed.md0_MBps / legacy.md0_MBps >= 1.3" in out
+    assert "PASS  own check: fine" in out
+    assert "[1/1] raid5: legacy dd (0:00 elapsed, ETA unknown)" in err
+    summary = (report / "summary.md").read_text()
+    assert "| raid5 | ok | 2/3 PASS, **1 FAIL** |" in summary
+    assert "| bfq | not built |" in summary
+    assert "![bw](raid5/bw.png)" in summary and (report / "raid5" / "bw.png").is_file()
+    assert "**FAIL** `fixed.seek_zero_pct - legacy.seek_zero_pct >= 20" in summary
+    assert "- commit: `" in summary and "- machine: " in summary and "kernel" in summary
+    assert "TABLE-RAID5" in summary and "[fio: raw.json](raid5/raw.json)" in summary
+    assert json.loads((report / "metrics.json").read_text()) == {"raid5": {
+        "legacy.md0_MBps": 3000, "fixed.md0_MBps": 5000, "legacy.seek_zero_pct": 45.0,
+        "fixed.seek_zero_pct": 60.0}}
+    result = json.loads((report / "raid5" / "result.json").read_text())
+    assert result["figures"] == ["bw.png"] and len(result["checks"]) == 3
+    # the jobs copy stays, the member images do not
+    assert (report / "raid5" / "jobs" / "passthrough-demo.fio").is_file()
+    assert not list((report / "raid5").rglob("*.img"))
+    with History(tmp_path / "h.sqlite") as h:
+        runs = h.runs()
+        assert len(runs) == 1 and runs[0].experiment == "raid5" and runs[0].steps == 2
+        assert runs[0].metrics["fixed.md0_MBps"] == 5000 and runs[0].batch == "report"
+    # with --strict a failed check fails the command
+    rc, _, _ = run(name, "raid5", tmp_path, strict=True)
+    assert rc == 1
+
+
+def test_asking_for_an_unbuilt_experiment_fails(package, tmp_path):
+    name, _ = package
+    rc, _, err = run(name, "buffered", tmp_path)
+    assert rc == 2 and "buffered: not built yet" in err
+    rc, _, err = run(name, "nonsense", tmp_path)
+    assert rc == 2 and "unknown experiment" in err
+
+
+def test_a_crashing_experiment_does_not_stop_the_others(package, tmp_path):
+    name, d = package
+    (d / "bfq.py").write_text(BFQ)
+    rc, out, err = run(name, "all", tmp_path)
+    assert rc == 1
+    assert "reproduce bfq: RuntimeError: boom" in err
+    assert "TABLE-RAID5" in out                    # raid5 still ran and printed
+    assert "[2/2] bfq: FAILED in" in err
+    report = tmp_path / "report"
+    assert "Traceback" in (report / "bfq" / "error.txt").read_text()
+    assert "| bfq | **failed**: RuntimeError: boom |" in (report / "summary.md").read_text()
+    with History(tmp_path / "h.sqlite") as h:
+        assert [r.experiment for r in h.runs()] == ["raid5"]      # failures are not recorded
+
+
+def test_broken_module_is_reported(package, tmp_path):
+    name, d = package
+    (d / "bfq.py").write_text("def broken(:\n")
+    rc, out, err = run(name, "all", tmp_path)
+    assert rc == 1 and "bfq: cannot load its module: SyntaxError" in err
+    assert "TABLE-RAID5" in out
+
+
+def test_no_history_and_repeat(package, tmp_path):
+    name, _ = package
+    rc, out, err = run(name, "raid5", tmp_path, record=False)
+    assert rc == 0 and not (tmp_path / "h.sqlite").exists()
+    out_, err_ = io.StringIO(), io.StringIO()
+    rc = R.reproduce("raid5", tmp_path / "many", package=name, out=out_, err=err_, tty=False,
+                     db=tmp_path / "h2.sqlite", repeat=3, quiet=True)
+    assert rc == 0 and out_.getvalue() == ""
+    assert "[3/3] raid5 #3: done" in err_.getvalue()
+    assert len([p for p in (tmp_path / "many").iterdir() if (p / "summary.md").is_file()]) == 3
+    with History(tmp_path / "h2.sqlite") as h:
+        assert len(h.runs("raid5")) == 3
+        assert len({r.batch for r in h.runs()}) == 3
+
+
+def test_eta_from_history(package, tmp_path):
+    name, _ = package
+    with History(tmp_path / "h.sqlite") as h:
+        h.record("raid5", {"x": 1}, duration_s=125, steps=2)
+    rc, _, err = run(name, "raid5", tmp_path)
+    assert rc == 0
+    assert "[1/1] raid5: legacy dd (step 1/2, 0:00 elapsed, ETA 2:05)" in err
+
+
+def test_latest_symlink(tmp_path):
+    a = tmp_path / "20250101-000000"
+    b = tmp_path / "20250102-000000"
+    a.mkdir()
+    b.mkdir()
+    (tmp_path / "latest").mkdir()                      # an old real directory is moved aside
+    R.point_latest(a)
+    assert (tmp_path / "latest").resolve() == a.resolve()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("latest-old-")]
+    R.point_latest(b)
+    assert (tmp_path / "latest").is_symlink() and (tmp_path / "latest").resolve() == b.resolve()
+    assert R.new_report_dir(tmp_path).parent == tmp_path
+
+
+def test_prepare_jobs_is_fresh(tmp_path):
+    jobs = R.prepare_jobs(tmp_path)
+    assert (jobs / "passthrough-demo.fio").is_file() and (jobs / "expectations.toml").is_file()
+    assert not list(jobs.rglob("*.img")) and not list(jobs.rglob("*.state"))
+    for d in ("stats", "traces"):
+        if (ROOT / "jobs" / d).is_dir():
+            assert not [p for p in (jobs / d).rglob("*") if p.is_file()]
+
+
+def test_thread_table():
+    t = R.thread_table("raid5", {"fixed.md0_MBps": 5271.88 / 2})
+    lines = t.splitlines()
+    assert lines[0].split() == ["metric", "unit", "thread", "mdsplit", "mdsplit/thread"]
+    row = next(l for l in lines if l.startswith("fixed.md0_MBps"))
+    assert row.split() == ["fixed.md0_MBps", "MB/s", "5271.88", "2635.94", "0.500"]
+    row = next(l for l in lines if l.startswith("legacy.md0_MBps"))
+    assert row.split()[-2:] == ["-", "-"]
+    assert R.thread_table("passthrough", {}) == ""
+
+
+def test_cli_choices_and_missing_fio(monkeypatch, capsys):
+    from harness import __main__ as M
+    monkeypatch.setattr(M.shutil, "which", lambda name: None)
+    assert M.main(["reproduce", "passthrough"]) == 1
+    assert "fio is not installed" in capsys.readouterr().err
+
+
+def experiment_modules():
+    pkg = importlib.import_module(R.PACKAGE)
+    import pkgutil
+    return [i.name for i in pkgutil.iter_modules(pkg.__path__) if not i.name.startswith("_")]
+
+
+@pytest.mark.parametrize("modname", experiment_modules())
+def test_experiment_modules_follow_the_interface(modname):
+    """Every module in harness/experiments/: NAME is its CLI name, TITLE a
+    line, SEEDS existing seed files, run(jobs_dir, out_dir, progress)."""
+    mod = importlib.import_module(f"{R.PACKAGE}.{modname}")
+    assert mod.NAME == modname.replace("_", "-")
+    assert isinstance(mod.TITLE, str) and mod.TITLE and "\n" not in mod.TITLE
+    assert isinstance(mod.SEEDS, list)
+    seeds = ROOT.parent / "shared" / "seeds"
+    for s in mod.SEEDS:
+        if seeds.is_dir():
+            assert (seeds / s).is_file(), s
+    assert list(inspect.signature(mod.run).parameters)[:3] == ["jobs_dir", "out_dir", "progress"]
+    assert R.load_experiment(mod.NAME) is mod
