@@ -9,6 +9,7 @@ class Sidecar:
     path: str
     elapsed_ns: int
     devices: list = field(default_factory=list)
+    time_scale: float = 1.0   # slow motion factor of the stack (DeviceConfig::time_scale)
 
     def device(self, name: str) -> dict:
         for d in self.devices:
@@ -28,4 +29,5 @@ class Sidecar:
 
 def load_sidecar(path) -> Sidecar:
     data = json.loads(Path(path).read_text())
-    return Sidecar(path=str(path), elapsed_ns=data["elapsed_ns"], devices=data["devices"])
+    return Sidecar(path=str(path), elapsed_ns=data["elapsed_ns"], devices=data["devices"],
+                   time_scale=float(data.get("time_scale", 1.0)))

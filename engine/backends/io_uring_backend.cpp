@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <system_error>
 #include <cstring>
 #include <stdexcept>
 
@@ -26,6 +28,8 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
     bool exists = stat(path.c_str(), &st) == 0;
     if (!exists) {
         if (!size) throw std::runtime_error("mdsplit: member " + path + " does not exist and has no size");
+        std::error_code ec;  // a member in a directory that does not exist yet: create it
+        std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
         fd_ = open(path.c_str(), flags | O_CREAT | O_RDWR, 0644);
         if (fd_ < 0) throw open_error(path, "cannot create");
         if (ftruncate(fd_, off_t(size)) < 0) {

@@ -270,6 +270,29 @@ public:
         return uint64_t(value);
     }
 
+    // A number (integer or float) within [minimum, maximum].
+    std::optional<double> number(const toml::table& parent, std::string_view key,
+                                 const std::string& path, double minimum, double maximum) const {
+        const toml::node* node = parent.get(key);
+        if (node == nullptr) {
+            return std::nullopt;
+        }
+        std::string range = "a number from " + std::to_string(minimum) + " to " +
+                            std::to_string(maximum);
+        double value = 0;
+        if (node->is_integer()) {
+            value = double(node->as_integer()->get());
+        } else if (node->is_floating_point()) {
+            value = node->as_floating_point()->get();
+        } else {
+            fail(key_path(path, key), "expected a number, got " + describe(*node), range);
+        }
+        if (!(value >= minimum && value <= maximum)) {
+            fail(key_path(path, key), describe(*node) + " is out of range", range);
+        }
+        return value;
+    }
+
     // A size: a TOML integer of bytes or a string with a suffix.
     std::optional<uint64_t> size(const toml::table& parent, std::string_view key,
                                  const std::string& path) const {
@@ -388,7 +411,8 @@ std::map<std::string, TimingModelConfig> read_models(const Reader& reader,
 void read_device(const Reader& reader, const toml::table& table, DeviceConfig& device) {
     const std::string path = "device";
     reader.check_keys(table, path,
-                      {"kind", "chunk", "layout", "max_sectors", "split_order", "plug_order", "scheduler"});
+                      {"kind", "chunk", "layout", "max_sectors", "split_order", "plug_order", "scheduler",
+                       "time_scale"});
     device.kind = reader.enumeration(table, "kind", path, "a device kind", kDeviceKinds)
                       .value_or(device.kind);
     if (auto chunk = reader.size(table, "chunk", path)) {
@@ -416,6 +440,7 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
     device.plug_order =
         reader.enumeration(table, "plug_order", path, "a plug order", kPlugOrders)
             .value_or(device.plug_order);
+    device.time_scale = reader.number(table, "time_scale", path, 0.001, 1000).value_or(1.0);
     device.scheduler = reader.enumeration(table, "scheduler", path, "a scheduler", kSchedulers)
                            .value_or(device.scheduler);
 }

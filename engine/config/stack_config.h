@@ -61,6 +61,11 @@ struct DeviceConfig {
     uint64_t max_sectors_bytes = 1024 * 1024;  // the virtual device's own limit
     SplitOrder split_order = SplitOrder::Fixed;
     PlugOrder plug_order = PlugOrder::Fifo;
+    // Slow motion: every modelled time of the members is multiplied by this
+    // (bandwidths divided), so that a stack of fast devices stays model-bound
+    // on a small machine. Rates in fio's output are then 1/time_scale of the
+    // modelled device's; the sidecar records the factor.
+    double time_scale = 1.0;
     SchedulerKind scheduler = SchedulerKind::None;
 };
 

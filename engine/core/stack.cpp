@@ -52,7 +52,21 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
             backend = std::make_unique<NullBackend>(loop_, m.size);
             break;
         }
-        if (m.model) backend = std::make_unique<TimedBackend>(loop_, std::move(backend), *m.model);
+        if (m.model) {
+            TimingModelConfig model = *m.model;
+            double k = config.device.time_scale;
+            if (k != 1.0) {  // slow motion (DeviceConfig::time_scale)
+                auto times = [k](uint64_t ns) { return uint64_t(double(ns) * k); };
+                auto rate = [k](uint64_t bps) { return uint64_t(double(bps) / k); };
+                model.command_ns = times(model.command_ns);
+                model.write_command_ns = times(model.write_command_ns);
+                model.random_penalty_ns = times(model.random_penalty_ns);
+                model.random_command_ns = times(model.random_command_ns);
+                model.bandwidth_bps = rate(model.bandwidth_bps);
+                model.write_bandwidth_bps = rate(model.write_bandwidth_bps);
+            }
+            backend = std::make_unique<TimedBackend>(loop_, std::move(backend), model);
+        }
         MemberQueueLimits limits;
         limits.max_sectors = uint32_t(m.max_sectors_bytes >> kSectorShift);
         limits.queue_depth = m.queue_depth;
@@ -261,7 +275,8 @@ std::string Stack::stats_json() const {
     // Rates are over the time I/O ran: from the first I/O, not from set-up.
     uint64_t now = loop_.now();
     uint64_t elapsed = now - (have_first_io_ ? first_io_ns_ : start_ns_);
-    o << "{\"version\": 1, \"elapsed_ns\": " << elapsed << ", \"devices\": [";
+    o << "{\"version\": 1, \"elapsed_ns\": " << elapsed
+      << ", \"time_scale\": " << config_.device.time_scale << ", \"devices\": [";
     json_device(o, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
     for (auto& m : members_) {
         o << ", ";
