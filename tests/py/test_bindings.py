@@ -91,3 +91,12 @@ def test_unaligned_io_is_einval(mdsplit_module):
 def test_config_error_is_value_error(mdsplit_module):
     with pytest.raises(ValueError, match="device.kind"):
         mdsplit_module.load_stack_text('[device]\nkind = "x"\n')
+
+
+def test_time_scale_runs_the_model_in_slow_motion(mdsplit_module):
+    scaled = NULL_STACK.replace('kind = "passthrough"', 'kind = "passthrough"\ntime_scale = 4')
+    a = mdsplit_module.Simulation(NULL_STACK).run_workload("randread", 4096, iodepth=1, total=4096 * 100)
+    sim = mdsplit_module.Simulation(scaled)
+    b = sim.run_workload("randread", 4096, iodepth=1, total=4096 * 100)
+    assert b["elapsed_ns"] == pytest.approx(4 * a["elapsed_ns"], rel=1e-6)
+    assert sim.stats()["time_scale"] == 4
