@@ -37,16 +37,23 @@ public:
         return front;
     }
 
+    // bio_alloc_clone() without chaining: same range, data, op and submitter;
+    // the caller sets where it goes and how it completes.
+    Bio* copy(const Bio* src) {
+        Bio* c = alloc();
+        c->op = src->op;
+        c->flags = uint16_t(src->flags & kBioSync);
+        c->sector = src->sector;
+        c->nr_sectors = src->nr_sectors;
+        c->dev = src->dev;
+        c->data = src->data;
+        c->pid = src->pid;
+        return c;
+    }
+
     // bio_alloc_clone() + bio_chain(): a clone that completes into `parent`.
     Bio* clone(Bio* parent) {
-        Bio* c = alloc();
-        c->op = parent->op;
-        c->flags = uint16_t(parent->flags & kBioSync);
-        c->sector = parent->sector;
-        c->nr_sectors = parent->nr_sectors;
-        c->dev = parent->dev;
-        c->data = parent->data;
-        c->pid = parent->pid;
+        Bio* c = copy(parent);
         bio_chain(c, parent);
         return c;
     }

@@ -4,8 +4,7 @@
 
 namespace mdsplit {
 
-void BlockLayer::trace_bio(TraceAction action, const BlockDevice* dev, const Bio* bio) {
-    if (!tracer_.enabled()) return;
+TraceEvent BlockLayer::bio_event(TraceAction action, const BlockDevice* dev, const Bio* bio) {
     TraceEvent e;
     e.device = dev->devt();
     e.action = action;
@@ -15,6 +14,18 @@ void BlockLayer::trace_bio(TraceAction action, const BlockDevice* dev, const Bio
     e.bytes = uint32_t(bio->bytes());
     e.pid = bio->pid;
     e.error = bio->error;
+    return e;
+}
+
+void BlockLayer::trace_bio(TraceAction action, const BlockDevice* dev, const Bio* bio) {
+    if (tracer_.enabled()) tracer_.emit(bio_event(action, dev, bio));
+}
+
+void BlockLayer::trace_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector) {
+    if (!tracer_.enabled()) return;
+    TraceEvent e = bio_event(TraceAction::Remap, clone->dev, clone);
+    e.from_device = from_devt;
+    e.from_sector = from_sector;
     tracer_.emit(e);
 }
 
@@ -89,14 +100,7 @@ Bio* BlockLayer::split_and_resubmit(Bio* bio, uint32_t sectors) {
     Bio* front = bios_.split(bio, sectors);
     front->flags |= kBioNoMerge;
     if (tracer_.enabled()) {
-        TraceEvent e;
-        e.device = bio->dev->devt();
-        e.action = TraceAction::Split;
-        e.op = front->op;
-        e.sync = front->flags & kBioSync;
-        e.sector = front->sector;
-        e.bytes = uint32_t(front->bytes());
-        e.pid = front->pid;
+        TraceEvent e = bio_event(TraceAction::Split, bio->dev, front);
         e.new_sector = bio->sector;
         tracer_.emit(e);
     }

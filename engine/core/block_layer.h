@@ -50,9 +50,13 @@ public:
     void flush_plug(PlugList& plug);
 
     void trace_bio(TraceAction action, const BlockDevice* dev, const Bio* bio);
+    // trace_block_bio_remap(): A on the clone's (lower) device, with where
+    // the bio came from.
+    void trace_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector);
     void trace_rq(TraceAction action, const BlockDevice* dev, const Request* rq);
 
 private:
+    static TraceEvent bio_event(TraceAction action, const BlockDevice* dev, const Bio* bio);
     void submit_stacked(Bio* bio);  // __submit_bio_noacct()
     void submit_mq(Bio* bio);       // __submit_bio_noacct_mq()
 

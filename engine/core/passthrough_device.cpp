@@ -19,31 +19,13 @@ void PassthroughDevice::trace_bio_complete(const Bio* bio) {
 void PassthroughDevice::submit_bio(Bio* bio) {
     uint64_t now = layer_.loop().now();
     stats_.start(now);
-    Bio* clone = layer_.bios().alloc();
-    clone->op = bio->op;
-    clone->flags = uint16_t(bio->flags & kBioSync);
-    clone->sector = bio->sector;
-    clone->nr_sectors = bio->nr_sectors;
-    clone->data = bio->data;
-    clone->pid = bio->pid;
+    Bio* clone = layer_.bios().copy(bio);
     clone->dev = &member_;
     clone->start_ns = now;
     clone->private_data = bio;
     clone->end_io = &PassthroughDevice::clone_endio;
     clone->tag = reinterpret_cast<uint64_t>(this);
-    if (layer_.tracer().enabled()) {
-        TraceEvent e;
-        e.device = member_.devt();
-        e.action = TraceAction::Remap;
-        e.op = clone->op;
-        e.sync = clone->flags & kBioSync;
-        e.sector = clone->sector;
-        e.bytes = uint32_t(clone->bytes());
-        e.pid = clone->pid;
-        e.from_device = devt_;
-        e.from_sector = bio->sector;
-        layer_.tracer().emit(e);
-    }
+    layer_.trace_remap(clone, devt_, bio->sector);
     layer_.submit_bio_noacct(clone);
 }
 

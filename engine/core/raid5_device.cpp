@@ -96,18 +96,7 @@ void Raid5Device::trace_bio_complete(const Bio* bio) {
 }
 
 void Raid5Device::trace_remap(const Bio* clone, sector_t from_sector) {
-    if (!layer_.tracer().enabled()) return;
-    TraceEvent e;
-    e.device = clone->dev->devt();
-    e.action = TraceAction::Remap;
-    e.op = clone->op;
-    e.sync = clone->flags & kBioSync;
-    e.sector = clone->sector;
-    e.bytes = uint32_t(clone->bytes());
-    e.pid = clone->pid;
-    e.from_device = devt_;
-    e.from_sector = from_sector;
-    layer_.tracer().emit(e);
+    layer_.trace_remap(clone, devt_, from_sector);
 }
 
 // md_submit_bio() -> raid5_make_request()
@@ -185,13 +174,7 @@ void Raid5Device::align_endio(Bio* clone) {
 Bio* Raid5Device::account_bio(Bio* bio) {
     uint64_t now = layer_.loop().now();
     stats_.start(now);
-    Bio* ab = layer_.bios().alloc();
-    ab->op = bio->op;
-    ab->flags = uint16_t(bio->flags & kBioSync);
-    ab->sector = bio->sector;
-    ab->nr_sectors = bio->nr_sectors;
-    ab->data = bio->data;
-    ab->pid = bio->pid;
+    Bio* ab = layer_.bios().copy(bio);
     ab->dev = this;
     ab->start_ns = now;
     ab->private_data = bio;
