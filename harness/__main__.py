@@ -1,6 +1,7 @@
 """Command line: python3 -m harness {run,reproduce,history,check,compare} ...
 
   run JOB.fio [--hosts H ...]           one job file, fio JSON + sidecars summarised
+  reference bio-size|buffered           kernel reference runs with fio's own engines
   reproduce [EXPERIMENT|all]            the reproductions, their tables and a report
   history [EXPERIMENT] [--metric M]     recorded runs (--mark-baseline RUN ...)
   check [EXPERIMENT ...] [--repeat N]   newest run vs baseline; exit 1 on a regression
@@ -17,8 +18,10 @@ from harness.fio_runner import FioError, run_fio
 
 def cmd_run(args) -> int:
     paths.ensure_built()
+    if args.hosts is not None:
+        return cmd_run_hosts(args)
     try:
-        result = run_fio(args.job, args=args.fio_args, hosts=args.hosts)
+        result = run_fio(args.job, args=args.fio_args)
     except FioError as e:
         print(e, file=sys.stderr)
         print(e.stderr, file=sys.stderr, end="")
@@ -33,6 +36,93 @@ def cmd_run(args) -> int:
     }
     json.dump(summary, sys.stdout, indent=2)
     print()
+    return 0
+
+
+# --- run --hosts (harness/hosts.py) ---------------------------------------------
+
+def cmd_run_hosts(args) -> int:
+    from harness import hosts
+    if not args.hosts:
+        print("run: --hosts needs at least one fio server (e.g. ip:10.0.0.2,8765)", file=sys.stderr)
+        return 2
+    if not _need_fio("run"):
+        return 1
+    try:
+        result = hosts.run_hosts(args.job, args.hosts, args=args.fio_args,
+                                 results_dir=args.results_dir, timeout=args.timeout)
+    except FioError as e:
+        print(f"run: {e}", file=sys.stderr)
+        return 1
+    json.dump(hosts.summary(result), sys.stdout, indent=2)
+    print()
+    for h in result.hosts.values():
+        if h.missing_sidecars:
+            print(f"run: {h.host}: no sidecar at {', '.join(h.missing_sidecars)} (is "
+                  f"{result.results_dir} shared with that host?)", file=sys.stderr)
+    return 0
+
+
+# --- reference (harness/reference.py) --------------------------------------------
+
+def _parse_size(text: str) -> int:
+    m = __import__("re").fullmatch(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", text.lower())
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size {text!r} (e.g. 64m, 4g)")
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+
+
+def _emulator_sizes(spec):
+    """The emulator's bio-size distributions from a report (dir or result.json)."""
+    from pathlib import Path
+    p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / "bio-size"
+    for f in (p, p / "result.json", p / "bio-size" / "result.json"):
+        if f.is_file():
+            try:
+                sizes = json.loads(f.read_text()).get("raw", {}).get("sizes")
+            except ValueError:
+                return None, None
+            return (sizes, str(f)) if sizes else (None, None)
+    return None, None
+
+
+def cmd_reference(args) -> int:
+    import time
+    from harness import reference
+    if not _need_fio("reference"):
+        return 1
+    t0 = time.monotonic()
+    progress = (lambda text: print(text, file=sys.stderr)) if not args.quiet else None
+    try:
+        if args.what == "bio-size":
+            mems = ("malloc",) if args.no_hugepages else ("malloc", "mmaphuge")
+            ref = reference.bio_size_reference(mems=mems, keep_dir=args.keep, progress=progress)
+            sizes, where = _emulator_sizes(args.emulator)
+            tables = reference.format_bio_size(ref, sizes, f"emulator ({where})" if where else "")
+            metrics = ref.metrics("kernel.")
+        else:
+            sweep = reference.buffered_sweep(args.depths, args.runtime, args.size,
+                                             target=args.target, keep_dir=args.keep,
+                                             progress=progress)
+            tables = reference.format_buffered(sweep)
+            metrics = {f"kernel.qd{d}_iops": v for d, v in sweep.iops.items()}
+    except reference.ReferenceUnavailable as e:
+        print(f"reference {args.what}: skipped: {e}")
+        return 0
+    for t in tables:
+        print(t)
+        print()
+    if not args.no_history:
+        from harness.history import History, HistoryError
+        try:
+            with History(args.db) as h:
+                run_id = h.record(f"kernel-{args.what}", metrics, source="kernel",
+                                  duration_s=time.monotonic() - t0)
+            print(f"recorded as run {run_id} (experiment kernel-{args.what}, source kernel)",
+                  file=sys.stderr)
+        except (HistoryError, OSError, ValueError) as e:
+            print(f"reference: history database: {e}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -163,9 +253,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run one fio job file through the engine")
     r.add_argument("job")
-    r.add_argument("--hosts", nargs="*", help="fio servers (fio --server) to run the job on")
+    r.add_argument("--hosts", nargs="*", help="fio servers (fio --server) to run the job on, "
+                                              "e.g. ip:10.0.0.2,8765 (fio's client/server mode)")
+    r.add_argument("--results-dir", help="with --hosts: where each host's sidecars and traces go "
+                                         "(RESULTS/<host>/...; a directory the hosts share; "
+                                         "default hosts/ beside the job file)")
+    r.add_argument("--timeout", type=float, default=None, help="with --hosts: give up after N s")
     r.add_argument("fio_args", nargs="*", help="extra fio arguments (after --)")
     r.set_defaults(func=cmd_run)
+
+    kp = sub.add_parser("reference", help="kernel reference runs with fio's own engines "
+                                          "(root, loop device, tracefs)")
+    kp.add_argument("what", choices=["bio-size", "buffered"])
+    kp.add_argument("--keep", metavar="DIR", help="keep job files, fio JSON and traces in DIR")
+    kp.add_argument("--no-hugepages", action="store_true", help="bio-size: skip the mem=mmaphuge rows")
+    kp.add_argument("--emulator", metavar="REPORT",
+                    help="bio-size: the emulator's distributions from this report (default "
+                         "reports/latest/bio-size)")
+    kp.add_argument("--depths", type=int, nargs="+", default=list((1, 2, 4, 8, 16, 32, 64, 128)),
+                    help="buffered: iodepths (default 1 2 4 ... 128)")
+    kp.add_argument("--runtime", type=float, default=3, help="buffered: seconds per iodepth (3)")
+    kp.add_argument("--size", type=_parse_size, default=4 << 30, help="buffered: device size (4g)")
+    kp.add_argument("--target", choices=["auto", "loop", "file"], default="auto",
+                    help="buffered: loop device (setra 0) or file (fadvise_hint=random)")
+    kp.add_argument("--quiet", action="store_true", help="no progress lines")
+    kp.add_argument("--no-history", action="store_true", help="do not record the run")
+    kp.add_argument("--db", help=db_help)
+    kp.set_defaults(func=cmd_reference)
 
     rp = sub.add_parser("reproduce", help="run the reproductions, print their tables, write a report")
     rp.add_argument("experiment", nargs="?", default="all",

@@ -53,14 +53,16 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
     """Runs `fio [args] job_file` in the job file's directory (job files use
     relative paths) and returns fio's JSON plus every sidecar it wrote.
     With hosts, runs through fio's client/server mode (--client=HOST each)."""
+    if hosts:
+        # Client/server mode: one job copy per host (harness/hosts.py).
+        from harness.hosts import run_hosts
+        return run_hosts(job_file, hosts, args=args, cwd=cwd, timeout=timeout, fio=fio,
+                         check=check)
     job_file = Path(job_file).resolve()
     cwd = Path(cwd) if cwd else job_file.parent
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
         out_path = Path(out.name)
-    cmd = [fio, "--output-format=json", f"--output={out_path}", *args]
-    for h in hosts or []:
-        cmd.append(f"--client={h}")
-    cmd.append(str(job_file))
+    cmd = [fio, "--output-format=json", f"--output={out_path}", *args, str(job_file)]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     text = out_path.read_text() if out_path.exists() else ""
     out_path.unlink(missing_ok=True)

@@ -1,6 +1,7 @@
 #include "core/bio_builder.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,11 @@
 #include "core/units.h"
 
 namespace mdsplit {
+
+namespace {
+// MADV_POPULATE_WRITE (Linux 5.14); older headers lack the name.
+constexpr int kMadvPopulateWrite = 23;
+}  // namespace
 
 BioBuilder::BioBuilder(const BioConfig& config, uint64_t device_max_bytes, uint32_t lbs)
     : config_(config), device_max_bytes_(device_max_bytes), lbs_(lbs) {
@@ -97,6 +103,17 @@ void BioBuilder::build(const void* buffer, uint64_t length, std::vector<BioPiece
     out.clear();
     auto base = reinterpret_cast<uintptr_t>(buffer);
     buffer_start_page_ = base / kPageSize;
+    if (config_.contiguity == Contiguity::Pagemap) {
+        // A read buffer fio never touched has no pages yet, and pagemap would
+        // report them absent: fault them in (contents kept) as the kernel's
+        // get_user_pages() would while pinning them.
+        uintptr_t first = base & ~(kPageSize - 1);
+        uintptr_t end = (base + length + kPageSize - 1) & ~(kPageSize - 1);
+        if (madvise(reinterpret_cast<void*>(first), end - first, kMadvPopulateWrite) != 0) {
+            for (uintptr_t p = first; p < end; p += kPageSize)
+                __atomic_fetch_add(reinterpret_cast<volatile uint8_t*>(p), 0, __ATOMIC_RELAXED);
+        }
+    }
     uint64_t pos = 0;
     while (pos < length) {
         uint64_t size = 0;

@@ -67,4 +67,50 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
             result.figures.append(path.name)
     except (ImportError, AttributeError, TypeError):
         pass
+    kernel_reference(result, sizes, out_dir, progress)
     return result
+
+
+# --- kernel reference (issue 4 item 5; harness/reference.py) ---------------------
+
+def kernel_reference(result: ExperimentResult, sizes: dict, out_dir: Path, progress) -> None:
+    """The same 64 MiB direct read and write on this machine's kernel (fio's
+    psync and io_uring engines on a loop device with max_sectors_kb 512,
+    traced), its bio and request sizes beside ours: a table, "kernel."
+    metrics (sizes and shares, no direction: `check` does not judge them),
+    a figure, and job files / traces in out_dir/kernel-reference. Where the
+    machine cannot (not root, no loop device, no tracefs) or
+    MDSPLIT_NO_REFERENCE is set, one line says why."""
+    import os
+    try:
+        from harness import reference
+    except ImportError:
+        return
+    if os.environ.get("MDSPLIT_NO_REFERENCE"):
+        result.tables.append("Kernel reference: skipped (MDSPLIT_NO_REFERENCE is set)")
+        return
+    try:
+        ref = reference.bio_size_reference(keep_dir=out_dir / "kernel-reference", progress=progress)
+    except reference.ReferenceUnavailable as e:
+        result.tables.append(f"Kernel reference: skipped: {e}")
+        return
+    result.tables.extend(reference.format_bio_size(ref, sizes, "emulator"))
+    result.metrics.update(ref.metrics("kernel."))
+    result.raw["kernel"] = ref.as_dict()
+    result.raw["kernel_reference"] = "kernel-reference"
+    base = ref.row("psync", "malloc", "read")
+    if base is None or "original" not in sizes:
+        return
+    try:
+        from harness import plots
+        for kind in ("bios", "requests"):
+            path = out_dir / f"bio-size-kernel-{kind}.png"
+            plots.size_distribution(
+                path, {f"kernel {ref.kernel} ({base.label})": getattr(base.dist, kind),
+                       "emulator (original)": sizes["original"][kind]},
+                unit="sectors", bins="log2",
+                title=f"{'Bio' if kind == 'bios' else 'Request'} sizes, 64 MiB direct read: "
+                      f"kernel vs emulator")
+            result.figures.append(path.name)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        pass
