@@ -5,9 +5,11 @@
 #   (b) libmdsplit, passthrough device over an io_uring member on that file
 #   (c) fio's null engine
 #   (d) libmdsplit, passthrough device over a null member
-# The four runs are interleaved (a b c d, a b c d, ...) so that drift and
-# noise hit each one alike, and the median of each is reported with the
-# ratios b/a (target >= 0.95) and d/c (target >= 0.6).
+# The runs are interleaved in rounds, each pair back to back and in
+# alternating order (a b c d, then b a d c, ...), so that drift (a cloud
+# disk's burst credits, other load) hits both sides of a ratio alike. Each
+# run's median is reported, and the ratios b/a (target >= 0.95) and d/c
+# (target >= 0.6) as the median of the per-round ratios.
 #
 # Usage: bench/passthrough.sh [ENGINE.so] [RUNTIME_SECONDS]
 #   ENGINE.so       default $MDSPLIT_ENGINE, then /usr/local/lib/mdsplit/libmdsplit.so
@@ -32,12 +34,15 @@ die() {
     exit 1
 }
 
-[[ $runtime =~ ^[0-9]+$ && $runtime -gt 0 ]] || die "runtime must be a whole number of seconds, got '$runtime'"
-[[ $repeats =~ ^[0-9]+$ && $repeats -gt 0 ]] || die "MDSPLIT_BENCH_REPEATS must be >= 1, got '$repeats'"
+[[ $runtime =~ ^[0-9]+$ && $runtime -gt 0 ]] \
+    || die "runtime must be a whole number of seconds, got '$runtime'"
+[[ $repeats =~ ^[0-9]+$ && $repeats -gt 0 ]] \
+    || die "MDSPLIT_BENCH_REPEATS must be >= 1, got '$repeats'"
 command -v "$fio_bin" >/dev/null || die "fio not found (set FIO=/path/to/fio)"
 [[ -x $python ]] || die "$python not found"
 # fio's external: prefix needs a path with a slash; make it absolute.
-[[ -f $engine ]] || die "engine not found: $engine (pass it as the first argument or set MDSPLIT_ENGINE)"
+[[ -f $engine ]] \
+    || die "engine not found: $engine (pass it as the first argument or set MDSPLIT_ENGINE)"
 engine=$(cd "$(dirname "$engine")" && pwd)/$(basename "$engine")
 
 work=$(mktemp -d "$base_dir/mdsplit-bench.XXXXXX")
@@ -101,31 +106,39 @@ run() {
     local name=$1 out="$work/$1.json"
     shift
     # The engine's label (md0) is not a file: run where nothing is called so.
-    if ! (cd "$work" && "$fio_bin" --name="$name" "${common[@]}" "$@" >"$out" 2>"$work/$name.err"); then
+    if ! (cd "$work" && "$fio_bin" --name="$name" "${common[@]}" "$@" \
+              >"$out" 2>"$work/$name.err"); then
         cat "$work/$name.err" >&2
         die "run $name failed"
     fi
     iops_of "$out"
 }
 
-declare -A samples=([io_uring]="" [mdsplit_io_uring]="" [null]="" [mdsplit_null]="")
+# Runs one measured case by its letter; prints its IOPS.
+run_case() {
+    case $1 in
+    a) run io_uring --ioengine=io_uring --filename="$data" ;;
+    b) run mdsplit_io_uring --ioengine="external:$engine" --filename=md0 \
+           --mdsplit_config="$work/io_uring.toml" ;;
+    c) run null --ioengine=null --filename=nullfile ;;
+    d) run mdsplit_null --ioengine="external:$engine" --filename=md0 \
+           --mdsplit_config="$work/null.toml" ;;
+    esac
+}
+
+declare -A samples=([a]="" [b]="" [c]="" [d]="")
 for ((round = 1; round <= repeats; round++)); do
-    a=$(run io_uring --ioengine=io_uring --filename="$data")
-    b=$(run mdsplit_io_uring --ioengine="external:$engine" --filename=md0 \
-            --mdsplit_config="$work/io_uring.toml")
-    c=$(run null --ioengine=null --filename=nullfile)
-    d=$(run mdsplit_null --ioengine="external:$engine" --filename=md0 \
-            --mdsplit_config="$work/null.toml")
-    samples[io_uring]+=" $a"
-    samples[mdsplit_io_uring]+=" $b"
-    samples[null]+=" $c"
-    samples[mdsplit_null]+=" $d"
-    printf '# round %d: io_uring %s  mdsplit/io_uring %s  null %s  mdsplit/null %s\n' \
-        "$round" "$a" "$b" "$c" "$d"
+    if ((round % 2)); then order=(a b c d); else order=(b a d c); fi
+    declare -A iops=()
+    for letter in "${order[@]}"; do
+        iops[$letter]=$(run_case "$letter")
+        samples[$letter]+=" ${iops[$letter]}"
+    done
+    printf '# round %d (%s): io_uring %s  mdsplit/io_uring %s  null %s  mdsplit/null %s\n' \
+        "$round" "${order[*]}" "${iops[a]}" "${iops[b]}" "${iops[c]}" "${iops[d]}"
 done
 
-"$python" - "${samples[io_uring]}" "${samples[mdsplit_io_uring]}" "${samples[null]}" \
-    "${samples[mdsplit_null]}" <<'EOF'
+"$python" - "${samples[a]}" "${samples[b]}" "${samples[c]}" "${samples[d]}" <<'EOF'
 import statistics, sys
 a, b, c, d = ([float(x) for x in arg.split()] for arg in sys.argv[1:5])
 med = statistics.median
@@ -134,6 +147,12 @@ rows = [("(a) fio io_uring", a), ("(b) mdsplit io_uring", b),
 for label, values in rows:
     print("%-22s median %10.0f IOPS   runs: %s" % (label, med(values),
           " ".join("%.0f" % v for v in values)))
-print("ratio io_uring: %.2f (target >= 0.95)" % (med(b) / med(a)))
-print("ratio null: %.2f (target >= 0.6)" % (med(d) / med(c)))
+# Each round's pair ran back to back: its ratio is the least noisy figure.
+uring = [y / x for x, y in zip(a, b)]
+null = [y / x for x, y in zip(c, d)]
+print("# per-round ratios: io_uring %s  null %s" % (" ".join("%.2f" % r for r in uring),
+      " ".join("%.2f" % r for r in null)))
+print("# ratio of medians: io_uring %.2f  null %.2f" % (med(b) / med(a), med(d) / med(c)))
+print("ratio io_uring: %.2f (target >= 0.95)" % med(uring))
+print("ratio null: %.2f (target >= 0.6)" % med(null))
 EOF

@@ -72,17 +72,23 @@ void MemberQueue::add_rq_to_plug(PlugList& plug, Request* rq) {
     plug.push(rq);
 }
 
-// blk_attempt_plug_merge(): one try against the newest request of this
-// queue (the plug list tail since Linux 6.16; older kernels used the head of
-// a LIFO list, i.e. the same request).
+// blk_attempt_plug_merge(): one try. The newest request (the plug list's
+// tail since Linux 6.16, "block: use plug request list tail for one-shot
+// backmerge attempt"; the head of the older LIFO list, i.e. the same
+// request) if it is this queue's; otherwise, with several queues in the
+// plug, the first request of this queue from the head of the list.
 bool MemberQueue::attempt_plug_merge(PlugList& plug, Bio* bio) {
     if (!plug.rq_count || (bio->flags & kBioNoMerge)) return false;
     Request* candidate = nullptr;
     if (plug.tail->queue == this) {
         candidate = plug.tail;
     } else if (plug.multiple_queues) {
-        for (Request* rq = plug.head; rq; rq = rq->next)
-            if (rq->queue == this) candidate = rq;
+        bool lifo = layer_.plug_order() == PlugOrder::Lifo;
+        for (Request* rq = plug.head; rq; rq = rq->next) {
+            if (rq->queue != this) continue;
+            candidate = rq;
+            if (!lifo) break;  // a LIFO list's head is our newest: keep going
+        }
     }
     if (!candidate || !candidate->mergeable() || candidate->op != bio->op) return false;
     return try_back_merge(candidate, bio) || try_front_merge(candidate, bio);

@@ -133,6 +133,7 @@ void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint
 void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                   uint64_t cookie) {
     layer_->set_current(&task);
+    loop_.refresh();
     if (!have_first_io_) {
         first_io_ns_ = loop_.now();
         have_first_io_ = true;
@@ -191,6 +192,7 @@ void Stack::dio_endio(Bio* dio) {
 
 void Stack::commit(TaskContext& task) {
     layer_->set_current(&task);
+    loop_.refresh();
     layer_->finish_plug(task);
     for (auto& m : members_) m->backend().kick();
 }
