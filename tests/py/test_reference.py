@@ -260,8 +260,5 @@ def test_pagemap_emulator_beside_kernel_write(needs_machine, tmp_path):
     _compare(tmp_path, "write")
 
 
-@pytest.mark.xfail(reason="engine: contiguity = \"pagemap\" reads /proc/self/pagemap before the "
-                          "read buffer's pages are faulted in (fio does not touch a read "
-                          "buffer; the kernel's GUP would), so a read job fails", strict=False)
 def test_pagemap_emulator_beside_kernel_read(needs_machine, tmp_path):
     _compare(tmp_path, "read")
