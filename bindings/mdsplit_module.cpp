@@ -7,7 +7,9 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "config/config_loader.h"
 #include "core/blktrace_writer.h"
@@ -135,6 +137,10 @@ public:
         spec.batch = uint32_t(batch);
         spec.seed = seed;
         WorkloadResult r = mdsplit::run_workload(*stack_, spec);
+        return result_dict(r);
+    }
+
+    static py::dict result_dict(const WorkloadResult& r) {
         py::dict d;
         d["ios"] = r.ios;
         d["bytes"] = r.bytes;
@@ -146,6 +152,80 @@ public:
         d["max_latency_ns"] = r.max_latency_ns;
         return d;
     }
+
+    // --- Several concurrent tasks (groups / weights / priorities) ---------
+    // [{"rw": "randwrite", "bs": 4096, "iodepth": 1, "group": "g1",
+    //   "group_weight": 100, "prio": 4, "prioclass": "be", "start_ns": 0,
+    //   "runtime_ns": 0, "size": 0, "offset": 0, "total": 0, ...}, ...]
+    // -> one result dict per task, in order.
+    py::list run_workloads(const py::list& tasks) {
+        static const std::set<std::string> kKeys = {
+            "rw", "bs", "iodepth", "size", "offset", "total", "batch", "seed", "pid", "start_ns",
+            "runtime_ns", "think_ns", "group", "group_weight", "prio", "prioclass", "name"};
+        std::vector<WorkloadSpec> specs;
+        std::vector<std::string> names;
+        size_t i = 0;
+        for (const py::handle& h : tasks) {
+            py::dict d = py::reinterpret_borrow<py::dict>(h);
+            for (const auto& kv : d) {
+                std::string key = py::str(kv.first);
+                if (!kKeys.count(key))
+                    throw py::value_error("run_workloads: task " + std::to_string(i) + ": unknown key \"" + key + "\"");
+            }
+            auto get_u64 = [&](const char* key, uint64_t def) {
+                return d.contains(key) ? d[key].cast<uint64_t>() : def;
+            };
+            if (!d.contains("rw")) throw py::value_error("run_workloads: task " + std::to_string(i) + ": \"rw\" is required");
+            std::string rw = d["rw"].cast<std::string>();
+            WorkloadSpec spec;
+            spec.random = rw.rfind("rand", 0) == 0;
+            spec.op = parse_op(spec.random ? rw.substr(4) : rw);
+            spec.block_size = get_u64("bs", 4096);
+            spec.iodepth = uint32_t(get_u64("iodepth", 1));
+            spec.size = get_u64("size", 0);
+            spec.offset = get_u64("offset", 0);
+            spec.total_bytes = get_u64("total", 0);
+            spec.batch = uint32_t(get_u64("batch", 1));
+            spec.seed = get_u64("seed", 1 + i);
+            spec.pid = uint32_t(get_u64("pid", 1000 + i));
+            spec.start_ns = get_u64("start_ns", 0);
+            spec.runtime_ns = get_u64("runtime_ns", 0);
+            spec.think_ns = get_u64("think_ns", 0);
+            if (d.contains("group")) spec.sched.group = d["group"].cast<std::string>();
+            spec.sched.group_weight = uint32_t(get_u64("group_weight", 100));
+            if (spec.sched.group_weight < 1 || spec.sched.group_weight > 1000)
+                throw py::value_error("run_workloads: group_weight must be 1..1000");
+            uint64_t prio = get_u64("prio", 4);
+            if (prio > 7) throw py::value_error("run_workloads: prio must be 0..7");
+            spec.sched.ioprio = uint8_t(prio);
+            if (d.contains("prioclass")) {
+                py::object c = d["prioclass"];
+                std::string cls = py::isinstance<py::str>(c) ? c.cast<std::string>()
+                                                              : std::to_string(c.cast<int>());
+                if (cls == "0" || cls == "none") spec.sched.ioprio_class = IoprioClass::None;
+                else if (cls == "1" || cls == "rt") spec.sched.ioprio_class = IoprioClass::RT;
+                else if (cls == "2" || cls == "be") spec.sched.ioprio_class = IoprioClass::BE;
+                else if (cls == "3" || cls == "idle") spec.sched.ioprio_class = IoprioClass::Idle;
+                else throw py::value_error("run_workloads: prioclass \"" + cls + "\"; allowed: rt|be|idle|none or 0..3");
+            }
+            names.push_back(d.contains("name") ? d["name"].cast<std::string>() : "task" + std::to_string(i));
+            specs.push_back(spec);
+            i++;
+        }
+        std::vector<WorkloadResult> results = mdsplit::run_workloads(*stack_, specs);
+        py::list out;
+        for (size_t k = 0; k < results.size(); k++) {
+            py::dict d = result_dict(results[k]);
+            d["name"] = names[k];
+            d["pid"] = specs[k].pid;
+            d["group"] = specs[k].sched.group;
+            d["start_ns"] = results[k].start_ns;
+            d["end_ns"] = results[k].end_ns;
+            out.append(d);
+        }
+        return out;
+    }
+    // ----------------------------------------------------------------------
 
     py::object stats() const { return json_loads(stack_->stats_json()); }
 
@@ -209,6 +289,8 @@ py::list read_blktrace(const std::string& path) {
 
 }  // namespace
 
+void register_buffered(pybind11::module_& m);
+
 PYBIND11_MODULE(mdsplit, m) {
     m.doc() = "mdsplit: a userspace block-layer laboratory (virtual-time core)";
     py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
@@ -236,6 +318,9 @@ PYBIND11_MODULE(mdsplit, m) {
         .def("run_workload", &Simulation::run_workload, py::arg("rw"), py::arg("bs"),
              py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0, py::arg("offset") = 0,
              py::arg("batch") = 1, py::arg("seed") = 1)
+        .def("run_workloads", &Simulation::run_workloads, py::arg("tasks"),
+             "Runs several closed-loop tasks concurrently (each its own pid, group, group_weight, "
+             "prio/prioclass, start_ns, runtime_ns, ...); returns one result dict per task.")
         .def("stats", &Simulation::stats)
         .def("events", &Simulation::events, py::arg("device") = "", py::arg("actions") = "")
         .def("clear_events", &Simulation::clear_events)
@@ -251,4 +336,5 @@ PYBIND11_MODULE(mdsplit, m) {
         },
         py::arg("text"), py::arg("base_dir") = ".",
         "Validates a stack description; raises ConfigError with the one-line message.");
+    register_buffered(m);
 }

@@ -1,6 +1,8 @@
 #include "config/config_loader.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -451,6 +453,34 @@ struct PathFacts {
     struct stat status {};
 };
 
+// A missing member file is created (with its missing directories): the
+// nearest existing ancestor must be a writable directory on a writable
+// file system.
+void check_creatable(const Reader& reader, const std::string& key, const std::string& path) {
+    const std::string allowed =
+        "a path whose directory exists or can be created, on a writable file system";
+    fs::path dir = fs::path(path).parent_path();
+    struct stat st {};
+    while (!dir.empty() && ::stat(dir.c_str(), &st) != 0) {
+        if (errno != ENOENT)
+            reader.fail(key, "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
+                                 ": " + std::strerror(errno),
+                        allowed);
+        if (dir == dir.parent_path()) break;
+        dir = dir.parent_path();
+    }
+    if (!S_ISDIR(st.st_mode))
+        reader.fail(key, "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
+                             " is not a directory",
+                    allowed);
+    struct statvfs vfs {};
+    if (::access(dir.c_str(), W_OK) != 0 ||
+        (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)))
+        reader.fail(key, "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
+                             " is not writable",
+                    allowed);
+}
+
 PathFacts inspect_path(const Reader& reader, const std::string& key, const std::string& path) {
     PathFacts facts;
     if (::stat(path.c_str(), &facts.status) == 0) {
@@ -472,13 +502,91 @@ std::string resolve_path(const std::string& base_dir, const std::string& path) {
     return member_path.lexically_normal().string();
 }
 
+// [members.faults] (backends/fault_injector.h). member_size: bytes, 0 when
+// not known yet (an existing block device).
+FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
+                        const std::string& member_path, uint64_t member_size) {
+    const std::string path = key_path(member_path, "faults");
+    const toml::table* table = reader.table(member_table, "faults", member_path);
+    reader.check_keys(*table, path,
+                      {"fail_nth", "fail_sectors", "fail_probability", "seed", "latency_spike",
+                       "fail_at"});
+    FaultConfig faults;
+    constexpr int64_t kMax = int64_t(1) << 62;
+    if (const toml::node* nth = table->get("fail_nth")) {
+        const std::string key = key_path(path, "fail_nth");
+        const std::string allowed = "an array of request numbers >= 1, like [100, 250]";
+        if (!nth->is_array())
+            reader.fail(key, "expected an array, got " + describe(*nth), allowed);
+        const toml::array& items = *nth->as_array();
+        for (size_t i = 0; i < items.size(); ++i) {
+            if (!items[i].is_integer() || items[i].as_integer()->get() < 1 ||
+                items[i].as_integer()->get() > kMax)
+                reader.fail(index_path(key, i), describe(items[i]) + " is not a request number",
+                            allowed);
+            faults.fail_nth.push_back(uint64_t(items[i].as_integer()->get()));
+        }
+    }
+    if (const toml::node* ranges = table->get("fail_sectors")) {
+        const std::string key = key_path(path, "fail_sectors");
+        const std::string allowed =
+            "an array of [start, end] member sector ranges (512-byte sectors, start < end), "
+            "like [[2048, 2056]]";
+        if (!ranges->is_array())
+            reader.fail(key, "expected an array, got " + describe(*ranges), allowed);
+        const toml::array& items = *ranges->as_array();
+        for (size_t i = 0; i < items.size(); ++i) {
+            const std::string entry = index_path(key, i);
+            const toml::array* pair = items[i].as_array();
+            if (pair == nullptr || pair->size() != 2 || !(*pair)[0].is_integer() ||
+                !(*pair)[1].is_integer())
+                reader.fail(entry, "expected [start, end], got " + describe(items[i]), allowed);
+            int64_t start = (*pair)[0].as_integer()->get();
+            int64_t end = (*pair)[1].as_integer()->get();
+            if (start < 0 || end > kMax || start >= end)
+                reader.fail(entry,
+                            "[" + std::to_string(start) + ", " + std::to_string(end) +
+                                "] is not a sector range",
+                            allowed);
+            if (member_size && uint64_t(end) > (member_size >> kSectorShift))
+                reader.fail(entry,
+                            "[" + std::to_string(start) + ", " + std::to_string(end) +
+                                "] ends past the member's last sector (" +
+                                std::to_string(member_size >> kSectorShift) + " sectors)",
+                            "ranges inside the member");
+            faults.fail_sectors.emplace_back(uint64_t(start), uint64_t(end));
+        }
+    }
+    faults.fail_probability =
+        reader.number(*table, "fail_probability", path, 0, 1).value_or(0);
+    faults.seed = reader.integer(*table, "seed", path, 0, uint64_t(kMax)).value_or(1);
+    if (const toml::node* spike = table->get("latency_spike")) {
+        const std::string key = key_path(path, "latency_spike");
+        const std::string allowed = R"({ every = N, extra = "20ms" }, N >= 1, extra > 0)";
+        if (!spike->is_table())
+            reader.fail(key, "expected a table, got " + describe(*spike), allowed);
+        const toml::table& t = *spike->as_table();
+        reader.check_keys(t, key, {"every", "extra"});
+        auto every = reader.integer(t, "every", key, 1, uint64_t(kMax));
+        auto extra = reader.duration(t, "extra", key);
+        if (!every) reader.fail(key_path(key, "every"), "missing", allowed);
+        if (!extra || *extra == 0)
+            reader.fail(key_path(key, "extra"), extra ? "a spike cannot be 0" : "missing",
+                        allowed);
+        faults.spike_every = *every;
+        faults.spike_extra_ns = *extra;
+    }
+    if (table->get("fail_at")) faults.fail_at_ns = reader.duration(*table, "fail_at", path);
+    return faults;
+}
+
 MemberConfig read_member(const Reader& reader, const toml::table& table,
                          const std::string& path, const std::string& base_dir,
                          const std::map<std::string, TimingModelConfig>& file_models,
                          PathFacts& facts) {
     reader.check_keys(table, path,
                       {"path", "size", "backend", "model", "max_sectors", "queue_depth",
-                       "logical_block_size", "failed", "direct"});
+                       "logical_block_size", "failed", "direct", "faults"});
     MemberConfig member;
     member.backend = reader.enumeration(table, "backend", path, "a backend", kBackends)
                          .value_or(member.backend);
@@ -553,16 +661,41 @@ MemberConfig read_member(const Reader& reader, const toml::table& table,
                             "missing, and " + in_quotes(member.path) + " is empty",
                             "a size like \"2g\" (the file is extended to it)");
             }
-        } else if (member.size == 0) {
-            reader.fail(key_path(path, "size"),
-                        "missing, and " + in_quotes(member.path) + " does not exist",
-                        "a size like \"2g\" (the file is created sparse at that size)");
+            if (type == S_IFREG && member.size == 0 &&
+                uint64_t(facts.status.st_size) % member.logical_block_size != 0) {
+                reader.fail(path_key,
+                            in_quotes(member.path) + " holds " +
+                                std::to_string(facts.status.st_size) +
+                                " bytes, not a multiple of the logical block size (" +
+                                std::to_string(member.logical_block_size) + ")",
+                            "a file whose size is a multiple of logical_block_size, or a size "
+                            "that is");
+            }
+        } else {
+            if (member.size == 0) {
+                reader.fail(key_path(path, "size"),
+                            "missing, and " + in_quotes(member.path) + " does not exist",
+                            "a size like \"2g\" (the file is created sparse at that size)");
+            }
+            if (member.backend == BackendKind::IoUring) {
+                check_creatable(reader, path_key, member.path);
+            }
         }
     } else if (member.size == 0) {
         reader.fail(key_path(path, "size"),
                     std::string("missing: a ") + backend_name(member.backend) +
                         " member without a path needs a size",
                     "a size like \"2g\"");
+    }
+
+    if (table.get("faults")) {
+        uint64_t known_size = member.size;
+        if (!known_size && facts.exists && (facts.status.st_mode & S_IFMT) == S_IFREG)
+            known_size = uint64_t(facts.status.st_size);
+        member.faults = read_faults(reader, table, path, known_size);
+        if (member.failed)
+            reader.fail(key_path(path, "faults"), "a failed member receives no I/O to fail",
+                        "faults on a member without failed = true");
     }
 
     // model: a name, or an inline table of model fields.
@@ -600,9 +733,12 @@ MemberConfig read_member(const Reader& reader, const toml::table& table,
     return member;
 }
 
+// known_sizes: each member's size in bytes as far as known now (the
+// configured size, else an existing regular file's; 0 for a block device).
 std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& root,
                                        const std::string& base_dir,
-                                       const std::map<std::string, TimingModelConfig>& models) {
+                                       const std::map<std::string, TimingModelConfig>& models,
+                                       std::vector<uint64_t>& known_sizes) {
     const std::string path = "members";
     const toml::node* node = root.get(path);
     if (node == nullptr) {
@@ -622,6 +758,10 @@ std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& 
         std::string member_path = index_path(path, i);
         members.push_back(read_member(reader, *array[i].as_table(), member_path, base_dir,
                                       models, facts[i]));
+        uint64_t known = members[i].size;
+        if (!known && facts[i].exists && S_ISREG(facts[i].status.st_mode))
+            known = uint64_t(facts[i].status.st_size);
+        known_sizes.push_back(known);
         // Two members on one file would overwrite each other's data.
         for (size_t j = 0; j < i; ++j) {
             if (members[i].path.empty() || members[j].path.empty()) {
@@ -631,14 +771,20 @@ std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& 
             if (facts[i].exists && facts[j].exists) {
                 same = facts[i].status.st_dev == facts[j].status.st_dev &&
                        facts[i].status.st_ino == facts[j].status.st_ino;
+                // Two device nodes of one block device.
+                if (S_ISBLK(facts[i].status.st_mode) && S_ISBLK(facts[j].status.st_mode) &&
+                    facts[i].status.st_rdev == facts[j].status.st_rdev)
+                    same = true;
             } else {
                 std::error_code ignored;
                 same = fs::weakly_canonical(members[i].path, ignored) ==
                        fs::weakly_canonical(members[j].path, ignored);
             }
             if (same) {
+                bool device = facts[i].exists && S_ISBLK(facts[i].status.st_mode);
                 reader.fail(key_path(member_path, "path"),
-                            in_quotes(members[i].path) + " is the same file as " +
+                            in_quotes(members[i].path) + " is the same " +
+                                (device ? "block device" : "file") + " as " +
                                 index_path(path, j) + ".path",
                             "one member per file or block device");
             }
@@ -804,7 +950,8 @@ void read_page_cache(const Reader& reader, const toml::table& table, PageCacheCo
 }
 
 // Cross-checks between sections.
-void check_stack(const Reader& reader, const StackConfig& config) {
+void check_stack(const Reader& reader, const StackConfig& config,
+                 const std::vector<uint64_t>& known_sizes) {
     size_t member_count = config.members.size();
     if (config.device.kind == DeviceKind::Passthrough && member_count != 1) {
         reader.fail("members",
@@ -836,6 +983,18 @@ void check_stack(const Reader& reader, const StackConfig& config) {
                         "at most one member with failed = true");
         }
     }
+    // The virtual device's requests are split at device.max_sectors: each
+    // piece must stay a whole number of every member's logical blocks.
+    for (size_t i = 0; i < member_count; ++i) {
+        uint32_t lbs = config.members[i].logical_block_size;
+        if (config.device.max_sectors_bytes % lbs != 0) {
+            reader.fail("device.max_sectors",
+                        std::to_string(config.device.max_sectors_bytes) +
+                            " bytes is not a multiple of " + index_path("members", i) +
+                            ".logical_block_size (" + std::to_string(lbs) + ")",
+                        "a multiple of every member's logical_block_size");
+        }
+    }
     if (config.device.kind == DeviceKind::Raid5) {
         for (size_t i = 0; i < member_count; ++i) {
             const MemberConfig& member = config.members[i];
@@ -844,6 +1003,14 @@ void check_stack(const Reader& reader, const StackConfig& config) {
                             std::to_string(member.size) + " bytes is smaller than one chunk (" +
                                 std::to_string(config.device.chunk_bytes) + " bytes)",
                             "at least device.chunk");
+            }
+            if (member.size == 0 && i < known_sizes.size() && known_sizes[i] != 0 &&
+                known_sizes[i] < config.device.chunk_bytes) {
+                reader.fail(key_path(index_path("members", i), "path"),
+                            in_quotes(member.path) + " holds " + std::to_string(known_sizes[i]) +
+                                " bytes, less than one chunk (" +
+                                std::to_string(config.device.chunk_bytes) + " bytes)",
+                            "members of at least device.chunk");
             }
         }
     }
@@ -938,7 +1105,8 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
     if (const toml::table* device = reader.table(root, "device", "")) {
         read_device(reader, *device, config.device);
     }
-    config.members = read_members(reader, root, absolute_base, config.models);
+    std::vector<uint64_t> known_sizes;
+    config.members = read_members(reader, root, absolute_base, config.models, known_sizes);
     if (const toml::table* bio = reader.table(root, "bio", "")) {
         read_bio(reader, *bio, config.bio);
     }
@@ -948,7 +1116,7 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
     if (const toml::table* page_cache = reader.table(root, "page_cache", "")) {
         read_page_cache(reader, *page_cache, config.page_cache);
     }
-    check_stack(reader, config);
+    check_stack(reader, config, known_sizes);
     return config;
 }
 

@@ -42,6 +42,18 @@ struct TimingModelConfig {
     std::string description;           // optional free text from the TOML
 };
 
+// Faults injected into one member's requests ([members.faults]; the
+// semantics are in backends/fault_injector.h).
+struct FaultConfig {
+    std::vector<uint64_t> fail_nth;  // request numbers, 1-based
+    std::vector<std::pair<uint64_t, uint64_t>> fail_sectors;  // member sectors [start, end)
+    double fail_probability = 0;
+    uint64_t seed = 1;
+    uint64_t spike_every = 0;     // latency_spike.every (0: no spikes)
+    uint64_t spike_extra_ns = 0;  // latency_spike.extra
+    std::optional<uint64_t> fail_at_ns;  // since the stack was opened
+};
+
 struct MemberConfig {
     std::string path;  // absolute after loading (relative resolves against the stack file)
     uint64_t size = 0; // bytes; 0 = use the existing file/device size
@@ -52,6 +64,7 @@ struct MemberConfig {
     uint32_t logical_block_size = 512;
     bool failed = false;
     bool direct = true;  // open the member with O_DIRECT
+    std::optional<FaultConfig> faults;  // [members.faults]
 };
 
 struct DeviceConfig {

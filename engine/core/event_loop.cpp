@@ -1,8 +1,16 @@
 #include "core/event_loop.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace mdsplit {
 
@@ -43,7 +51,7 @@ size_t EventLoop::run_ready() {
     if (!virtual_) refresh();
     size_t ran = 0;
     for (;;) {
-        size_t round = 0;
+        size_t round = run_posted();
         for (CompletionSource* s : sources_) round += s->poll();
         // Run only what was deferred before this pass; callbacks may defer more.
         for (size_t n = deferred_.size(); n > 0 && !deferred_.empty(); --n) {
@@ -75,6 +83,7 @@ uint64_t EventLoop::next_deadline() const {
 
 bool EventLoop::has_pending() const {
     if (!deferred_.empty()) return true;
+    if (remote_expected_ > 0 || posted_nonempty_.load(std::memory_order_acquire)) return true;
     if (!armed_.empty()) return true;
     for (const CompletionSource* s : sources_)
         if (s->in_flight()) return true;
@@ -84,6 +93,7 @@ bool EventLoop::has_pending() const {
 bool EventLoop::wait_for_next(uint64_t max_wait_ns) {
     drop_cancelled_top();
     if (!deferred_.empty()) return true;
+    if (posted_nonempty_.load(std::memory_order_acquire)) return true;
     size_t in_flight = 0;
     for (const CompletionSource* s : sources_) in_flight += s->in_flight();
     uint64_t deadline = next_deadline();
@@ -91,13 +101,31 @@ bool EventLoop::wait_for_next(uint64_t max_wait_ns) {
     if (clock_.is_virtual()) {
         // Virtual time: backends complete through timers or deferred work,
         // so the next thing to happen is the next timer.
-        if (deadline == std::numeric_limits<uint64_t>::max()) return in_flight != 0;
+        if (deadline == std::numeric_limits<uint64_t>::max()) {
+            if (remote_expected_ > 0 && in_flight == 0) {
+                // Real threads on a virtual clock (tests only): wait for a post.
+                wait_remote(max_wait_ns, nullptr);
+                return true;
+            }
+            return in_flight != 0 || remote_expected_ > 0;
+        }
         static_cast<VirtualClock&>(clock_).advance_to(deadline);
         return true;
     }
-    if (in_flight == 0 && deadline == std::numeric_limits<uint64_t>::max()) return false;
+    if (in_flight == 0 && deadline == std::numeric_limits<uint64_t>::max() && remote_expected_ <= 0)
+        return false;
     uint64_t timeout = deadline > now ? std::min(deadline - now, max_wait_ns) : 0;
     if (timeout == 0) return true;
+    if (remote_expected_ > 0) {
+        CompletionSource* busy = nullptr;
+        for (CompletionSource* s : sources_)
+            if (s->in_flight()) {
+                busy = s;
+                break;
+            }
+        wait_remote(timeout, busy);
+        return true;
+    }
     if (in_flight && !sources_.empty()) {
         // One ring serves all io_uring members of a stack, so one source blocks.
         for (CompletionSource* s : sources_)
@@ -110,6 +138,88 @@ bool EventLoop::wait_for_next(uint64_t max_wait_ns) {
         nanosleep(&ts, nullptr);
     }
     return true;
+}
+
+// ---- Posting from other threads ------------------------------------------
+
+EventLoop::~EventLoop() {
+    if (wake_fd_ >= 0 && wake_fd_owned_) close(wake_fd_);
+}
+
+void EventLoop::ensure_wake_fd() {
+    std::call_once(wake_fd_once_, [this] {
+        wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (wake_fd_ < 0)
+            throw std::runtime_error(std::string("mdsplit: eventfd: ") + strerror(errno));
+        wake_fd_owned_ = true;
+    });
+}
+
+void EventLoop::set_wake_fd(int fd, bool covers_sources) {
+    std::call_once(wake_fd_once_, [&] {
+        wake_fd_ = fd;
+        wake_covers_sources_ = covers_sources;
+    });
+}
+
+void EventLoop::post(EventCallback cb, void* arg, uint64_t tag) {
+    ensure_wake_fd();
+    bool wake;
+    {
+        std::lock_guard<std::mutex> lock(posted_mutex_);
+        wake = posted_.empty();
+        posted_.push_back(Deferred{cb, arg, tag});
+        posted_nonempty_.store(true, std::memory_order_release);
+    }
+    // Only the first post of a batch writes: the loop checks the flag before
+    // it blocks, and a stale count only costs one spurious wake-up.
+    if (wake) {
+        uint64_t one = 1;
+        ssize_t n;
+        do n = write(wake_fd_, &one, sizeof(one));
+        while (n < 0 && errno == EINTR);
+    }
+}
+
+void EventLoop::expect_remote(int64_t delta) {
+    if (delta > 0) ensure_wake_fd();
+    remote_expected_ += delta;
+}
+
+size_t EventLoop::run_posted() {
+    if (!posted_nonempty_.load(std::memory_order_acquire)) return 0;
+    {
+        std::lock_guard<std::mutex> lock(posted_mutex_);
+        posted_running_.swap(posted_);
+        posted_nonempty_.store(false, std::memory_order_release);
+    }
+    size_t n = posted_running_.size();
+    for (size_t i = 0; i < n; i++) posted_running_[i].cb(posted_running_[i].arg, posted_running_[i].tag);
+    posted_running_.clear();
+    return n;
+}
+
+void EventLoop::wait_remote(uint64_t timeout_ns, CompletionSource* source) {
+    pollfd fds[2];
+    nfds_t n = 0;
+    fds[n++] = pollfd{wake_fd_, POLLIN, 0};
+    if (source && !wake_covers_sources_) {
+        int fd = source->poll_fd();
+        if (fd < 0) {
+            // The source cannot be polled: wait in it for a slice, so posts
+            // are seen within kRemoteWaitSliceNs.
+            source->wait(std::min(timeout_ns, kRemoteWaitSliceNs));
+            return;
+        }
+        fds[n++] = pollfd{fd, POLLIN, 0};
+    }
+    timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+    int r = ppoll(fds, n, &ts, nullptr);
+    if (r > 0 && (fds[0].revents & POLLIN)) {
+        uint64_t count;
+        while (read(wake_fd_, &count, sizeof(count)) < 0 && errno == EINTR) {
+        }
+    }
 }
 
 }  // namespace mdsplit

@@ -4,9 +4,11 @@
 // the clock to the next timer, so a run is deterministic.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <unordered_set>
 #include <vector>
 
@@ -25,12 +27,20 @@ public:
     // Blocks until at least one completion is ready or timeout_ns passes.
     virtual void wait(uint64_t timeout_ns) = 0;
     virtual size_t in_flight() const = 0;
+    // A file descriptor that polls readable when completions are ready (an
+    // io_uring ring fd), or -1. Only used while other threads may post() to
+    // the loop: the loop then waits on this fd and its wake-up eventfd at
+    // once; without one it waits in slices of kRemoteWaitSliceNs.
+    virtual int poll_fd() const { return -1; }
 };
 
 class EventLoop {
 public:
     explicit EventLoop(Clock& clock)
         : clock_(clock), virtual_(clock.is_virtual()), now_(clock.now_ns()) {}
+    ~EventLoop();
+    EventLoop(const EventLoop&) = delete;
+    EventLoop& operator=(const EventLoop&) = delete;
 
     Clock& clock() { return clock_; }
     // The time of the current pass: read once per pass (refresh()), since a
@@ -49,8 +59,35 @@ public:
     // virtual clock to the next timer. Returns false when nothing is pending.
     bool wait_for_next(uint64_t max_wait_ns = 1'000'000'000);
     bool has_pending() const;
+    // The earliest timer (UINT64_MAX when none), and whether deferred work is
+    // waiting: what a thread about to sleep for this loop must know.
     uint64_t next_deadline() const;
     bool has_deferred() const { return !deferred_.empty(); }
+
+    // ---- Posting from other threads (buffered-I/O worker threads) --------
+    // Everything above is for the loop's own thread. Worker threads (the
+    // io-wq emulation of buffered_io.h) hand work back with post(): the
+    // callback runs on the loop thread at its next run_ready() pass, and a
+    // loop blocked in wait_for_next() wakes up (an eventfd polled together
+    // with the completion source's poll_fd()).
+    //
+    // Thread-safe: runs cb(arg, tag) on the loop thread soon.
+    void post(EventCallback cb, void* arg, uint64_t tag = 0);
+    // Loop thread only: +1 when work is handed to another thread that will
+    // post() back, -1 when that post has been handled. While the count is
+    // above zero the loop has pending work and wait_for_next() waits for
+    // posts as well as for its sources and timers.
+    void expect_remote(int64_t delta);
+    int64_t remote_expected() const { return remote_expected_; }
+    // Loop thread, before any post(): use `fd`, an eventfd someone else owns,
+    // for wake-ups instead of a private one. With covers_sources (the io_uring
+    // ring's registered completion eventfd) it is also signalled on every
+    // completion, so waiting on it alone covers posts and completions, and
+    // whoever else waits on it (SharedStack) wakes on posts too.
+    void set_wake_fd(int fd, bool covers_sources);
+    bool has_posted() const { return posted_nonempty_.load(std::memory_order_acquire); }
+    static constexpr uint64_t kRemoteWaitSliceNs = 50'000;
+    // ---- end of cross-thread posting --------------------------------------
 
 private:
     struct Timer {
@@ -80,6 +117,20 @@ private:
     std::deque<Deferred> deferred_;
     std::vector<CompletionSource*> sources_;
     uint64_t next_timer_id_ = 1;
+
+    // Cross-thread posting (see post()).
+    size_t run_posted();
+    void ensure_wake_fd();
+    void wait_remote(uint64_t timeout_ns, CompletionSource* source);
+    std::mutex posted_mutex_;
+    std::vector<Deferred> posted_;              // guarded by posted_mutex_
+    std::vector<Deferred> posted_running_;      // loop thread: the batch being run
+    std::atomic<bool> posted_nonempty_{false};  // set under posted_mutex_
+    std::once_flag wake_fd_once_;
+    int wake_fd_ = -1;                          // eventfd, created on first use
+    bool wake_fd_owned_ = false;
+    bool wake_covers_sources_ = false;
+    int64_t remote_expected_ = 0;               // loop thread
 };
 
 }  // namespace mdsplit

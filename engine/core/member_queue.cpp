@@ -24,6 +24,8 @@ void MemberQueue::submit_bio(Bio* bio) {
     TaskContext* task = layer_.current();
     PlugList* plug = task && task->plug.active ? &task->plug : nullptr;
     if (plug && attempt_plug_merge(*plug, bio)) return;
+    // blk_mq_sched_bio_merge(): with a scheduler, try its queued requests.
+    if (scheduler_ && attempt_sched_merge(bio)) return;
 
     Request* rq = alloc_request(bio);
     if (plug) add_rq_to_plug(*plug, rq);
@@ -45,7 +47,8 @@ Request* MemberQueue::alloc_request(Bio* bio) {
     rq->issue_ns = 0;
     rq->error = 0;
     rq->next = nullptr;
-    rq->sched_data = nullptr;
+    // With a scheduler: the submitter, read (and replaced) by insert().
+    rq->sched_data = scheduler_ ? layer_.current() : nullptr;
     rq->ring_owner = nullptr;
     rq->model_done_ns = 0;
     rq->result = 0;
@@ -122,6 +125,15 @@ bool MemberQueue::try_front_merge(Request* rq, Bio* bio) {
 }
 
 void MemberQueue::dispatch(Request* rq) {
+    if (scheduler_) {
+        // blk_mq_sched_insert_requests(): insert now, run the hardware queue
+        // once for the whole batch (the rest of the plug flush inserts first).
+        layer_.trace_rq(TraceAction::Insert, this, rq);
+        rq->next = nullptr;
+        scheduler_->insert(rq, static_cast<const TaskContext*>(rq->sched_data));
+        run_queue_async();
+        return;
+    }
     if (in_flight_ < limits_.queue_depth && !waiting_head_) {
         issue(rq);
         return;
@@ -169,6 +181,16 @@ void MemberQueue::complete_request(Request* rq, int64_t res) {
         }
         bio_endio(bio);
     }
+    if (scheduler_) {
+        // finish_request; blk_mq_sched_restart() if a request waits for a tag.
+        scheduler_->completed(rq);
+        layer_.requests().put(rq);
+        if (restart_) {
+            restart_ = false;
+            run_queue_async();
+        }
+        return;
+    }
     layer_.requests().put(rq);
 
     while (waiting_head_ && in_flight_ < limits_.queue_depth) {
@@ -179,5 +201,100 @@ void MemberQueue::complete_request(Request* rq, int64_t res) {
         issue(next);
     }
 }
+
+// --- I/O scheduler ----------------------------------------------------------
+void MemberQueue::set_scheduler(std::unique_ptr<IoScheduler> scheduler) {
+    scheduler_ = std::move(scheduler);
+    if (scheduler_) scheduler_->set_run_queue(&MemberQueue::run_queue_cb, this);
+}
+
+MemberQueue::~MemberQueue() {
+    if (delay_timer_) layer_.loop().cancel(delay_timer_);
+}
+
+// blk_mq_run_hw_queue(hctx, async): runs once, on the next turn of the loop.
+void MemberQueue::run_queue_async() {
+    if (run_pending_) return;
+    run_pending_ = true;
+    layer_.loop().defer(&MemberQueue::deferred_run, this);
+}
+
+void MemberQueue::run_queue_cb(void* ctx) { static_cast<MemberQueue*>(ctx)->run_queue_async(); }
+
+void MemberQueue::deferred_run(void* arg, uint64_t) {
+    auto* q = static_cast<MemberQueue*>(arg);
+    q->run_pending_ = false;
+    q->run_queue();
+}
+
+void MemberQueue::delayed_run(void* arg, uint64_t) {
+    auto* q = static_cast<MemberQueue*>(arg);
+    q->delay_timer_ = 0;
+    q->run_queue();
+}
+
+// blk_mq_sched_dispatch_requests() -> __blk_mq_do_dispatch_sched(): first
+// the requests already taken from the scheduler (hctx->dispatch), then ask
+// the scheduler while it has work. A request without a driver tag waits on
+// hctx->dispatch and marks the queue for restart; a run in which the
+// scheduler had work but gave nothing re-runs the queue after
+// BLK_MQ_BUDGET_DELAY (blk_mq_delay_run_hw_queues, mod_delayed_work).
+void MemberQueue::run_queue() {
+    if (!scheduler_) return;
+    while (waiting_head_ && in_flight_ < limits_.queue_depth) {
+        Request* next = waiting_head_;
+        waiting_head_ = next->next;
+        if (!waiting_head_) waiting_tail_ = nullptr;
+        next->next = nullptr;
+        issue(next);
+    }
+    if (waiting_head_) {
+        restart_ = true;
+        return;
+    }
+    constexpr uint64_t kBudgetDelayNs = 3'000'000;  // BLK_MQ_BUDGET_DELAY
+    unsigned count = 0;
+    while (scheduler_->has_work()) {
+        Request* rq = scheduler_->dispatch();
+        if (!rq) {
+            if (!count) {
+                // +1 ns: a re-run that falls on the very instant of a
+                // completion runs after the submitter the completion wakes
+                // (which, on the virtual clock, reacts at that same instant);
+                // otherwise round model times would make the poll hit the
+                // zero-length gap far more often than real timing does.
+                if (delay_timer_) layer_.loop().cancel(delay_timer_);
+                delay_timer_ = layer_.loop().schedule_at(layer_.loop().now() + kBudgetDelayNs + 1,
+                                                         &MemberQueue::delayed_run, this);
+            }
+            break;
+        }
+        count++;
+        if (in_flight_ < limits_.queue_depth) {
+            issue(rq);
+            continue;
+        }
+        // blk_mq_get_driver_tag() failed: onto hctx->dispatch, restart later.
+        rq->next = nullptr;
+        if (waiting_tail_) waiting_tail_->next = rq;
+        else waiting_head_ = rq;
+        waiting_tail_ = rq;
+        restart_ = true;
+        break;
+    }
+}
+
+// blk_mq_sched_try_merge(): a back or front merge into a request the
+// scheduler still holds, within the request size and segment limits.
+bool MemberQueue::attempt_sched_merge(Bio* bio) {
+    if (bio->flags & kBioNoMerge) return false;
+    bool front = false;
+    Request* rq = scheduler_->find_merge(bio, layer_.current(), front);
+    if (!rq) return false;
+    bool merged = front ? try_front_merge(rq, bio) : try_back_merge(rq, bio);
+    if (merged) scheduler_->merged(rq, front);
+    return merged;
+}
+// ----------------------------------------------------------------------------
 
 }  // namespace mdsplit

@@ -8,6 +8,7 @@
 #include "backends/backend.h"
 #include "core/block_device.h"
 #include "core/block_layer.h"
+#include "core/io_scheduler.h"
 #include "core/seek_histogram.h"
 #include "core/size_histogram.h"
 
@@ -24,6 +25,7 @@ class MemberQueue final : public BlockDevice {
 public:
     MemberQueue(BlockLayer& layer, std::string name, uint32_t devt, std::unique_ptr<Backend> backend,
                 const MemberQueueLimits& limits);
+    ~MemberQueue() override;
 
     void submit_bio(Bio* bio) override;
     bool stacked() const override { return false; }
@@ -31,6 +33,19 @@ public:
     // A request leaves the plug (or arrives unplugged): issue it when a tag
     // is free, else it waits in the dispatch list.
     void dispatch(Request* rq);
+
+    // --- I/O scheduler (none | bfq) ----------------------------------------
+    // With a scheduler, requests leaving the plug are inserted into it, and
+    // the hardware queue pulls from it when it runs. As in blk-mq, it runs
+    // after insertions, when the scheduler asks (bfq_schedule_dispatch, the
+    // idle timer), after a completion only if a request was left waiting
+    // for a driver tag (SCHED_RESTART), and BLK_MQ_BUDGET_DELAY (3 ms) after
+    // a run in which the scheduler had work but returned nothing.
+    void set_scheduler(std::unique_ptr<IoScheduler> scheduler);
+    IoScheduler* scheduler() const { return scheduler_.get(); }
+    // blk_mq_sched_dispatch_requests(): one run of the hardware queue.
+    void run_queue();
+    // ------------------------------------------------------------------------
 
     Backend& backend() { return *backend_; }
     uint32_t in_flight() const { return in_flight_; }
@@ -57,6 +72,18 @@ private:
     SizeHistogram request_sizes_;  // at issue (D)
     Request* waiting_head_ = nullptr;
     Request* waiting_tail_ = nullptr;
+    // Scheduler state (null scheduler_: "none"). With a scheduler, the
+    // waiting list above is hctx->dispatch: requests taken from the
+    // scheduler that found no driver tag.
+    bool attempt_sched_merge(Bio* bio);
+    void run_queue_async();
+    static void run_queue_cb(void* ctx);
+    static void deferred_run(void* arg, uint64_t tag);
+    static void delayed_run(void* arg, uint64_t tag);
+    std::unique_ptr<IoScheduler> scheduler_;
+    bool run_pending_ = false;    // an async run is queued
+    bool restart_ = false;        // BLK_MQ_S_SCHED_RESTART
+    uint64_t delay_timer_ = 0;    // pending BLK_MQ_BUDGET_DELAY re-run (timer id)
 };
 
 }  // namespace mdsplit

@@ -53,6 +53,7 @@ struct Raid5Device::StripeHead {
     uint64_t written = 0;     // members with a piece to write in this generation
     uint64_t write_mask = 0;  // members written after the pre-reads
     uint32_t pending = 0;     // member bios in flight
+    uint64_t skip = 0;        // members Faulty when this generation started (not read)
     int32_t error = 0;
     bool on_list = false;     // on the handle list
     bool handling = false;    // inside handle_stripe()
@@ -74,9 +75,9 @@ Raid5Device::Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
         sizes.push_back(members_[i]->capacity());
         logical_block_size_ = std::max(logical_block_size_, members_[i]->logical_block_size());
         if (i < failed.size() && failed[i]) {
-            if (failed_ >= 0)
+            if (failed_mask_)
                 throw std::invalid_argument("mdsplit: raid5 survives one failed member, not two");
-            failed_ = int(i);
+            failed_mask_ |= bit(uint32_t(i));
         }
     }
     capacity_ = Raid5Geometry::usable_sectors(sizes, geometry_.chunk_sectors());
@@ -99,9 +100,22 @@ void Raid5Device::trace_remap(const Bio* clone, sector_t from_sector) {
     layer_.trace_remap(clone, devt_, from_sector);
 }
 
+uint32_t Raid5Device::member_index(const BlockDevice* dev) const {
+    for (uint32_t i = 0; i < members_.size(); i++)
+        if (members_[i] == dev) return i;
+    throw std::logic_error("mdsplit: raid5: a member bio from an unknown device");
+}
+
+// md_error() -> raid5_error(): the member is Faulty from now on.
+void Raid5Device::md_error(uint32_t member) {
+    if (member >= members_.size() || (failed_mask_ & bit(member))) return;
+    failed_mask_ |= bit(member);
+    counters_.members_failed++;
+}
+
 // md_submit_bio() -> raid5_make_request()
 void Raid5Device::submit_bio(Bio* bio) {
-    if (bio->end_sector() > capacity_) {  // bio_check_eod()
+    if (bio->end_sector() > capacity_ || array_failed()) {  // bio_check_eod(), MD_BROKEN
         bio->error = -EIO;
         bio_endio(bio);
         return;
@@ -136,7 +150,7 @@ Bio* Raid5Device::chunk_aligned_read(Bio* bio) {
 // submit_bio_noacct(). False when the member is failed.
 bool Raid5Device::raid5_read_one_chunk(Bio* bio) {
     Raid5Location loc = geometry_.compute_sector(bio->sector);
-    if (int(loc.dd_idx) == failed_) return false;
+    if (failed_mask_ & bit(loc.dd_idx)) return false;
     uint64_t now = layer_.loop().now();
     stats_.start(now);
     counters_.aligned_reads++;
@@ -157,13 +171,28 @@ bool Raid5Device::raid5_read_one_chunk(Bio* bio) {
     return true;
 }
 
-// raid5_align_endio() + bio_end_io_acct(): an error fails the read.
+// raid5_align_endio() + bio_end_io_acct(). An error marks the member
+// Faulty and retries the read through the stripe cache (add_bio_to_retry),
+// which rebuilds it; only a failed array fails the read.
 void Raid5Device::align_endio(Bio* clone) {
     auto* self = reinterpret_cast<Raid5Device*>(clone->tag);
     auto* orig = static_cast<Bio*>(clone->private_data);
+    if (clone->error) {
+        self->counters_.member_errors++;
+        self->md_error(self->member_index(clone->dev));
+        if (!self->array_failed()) {
+            self->counters_.read_retries++;
+            // The retry is accounted afresh: take this attempt out of flight.
+            uint64_t now = self->layer_.loop().now();
+            if (--self->stats_.in_flight == 0)
+                self->stats_.io_ticks_ns += now - self->stats_.busy_since_ns;
+            self->layer_.bios().put(clone);
+            self->make_stripe_request(orig);
+            return;
+        }
+    }
     self->stats_.done(orig->op, orig->nr_sectors, clone->start_ns, self->layer_.loop().now(),
                       clone->error != 0);
-    if (clone->error) self->counters_.member_errors++;
     if (clone->error && !orig->error) orig->error = clone->error;
     orig->resid += clone->resid;
     self->layer_.bios().put(clone);
@@ -295,12 +324,30 @@ void Raid5Device::raid5d() {
 void Raid5Device::handle_stripe(StripeHead* sh) {
     using Phase = StripeHead::Phase;
     sh->handling = true;
+    // A member bio that failed made its member Faulty (stripe_io_endio); while
+    // the array survives, the generation is redone without that member.
+    auto retry = [&](std::vector<StripeEntry>& from, std::vector<StripeEntry>& to) {
+        counters_.stripe_retries++;
+        to.insert(to.begin(), from.begin(), from.end());
+        from.clear();
+        sh->error = 0;
+        sh->phase = Phase::Idle;
+    };
     while (!sh->pending) {
         if (sh->phase == Phase::DegradedRead) {
+            if (sh->error && !array_failed()) {
+                retry(sh->reading, sh->toread);
+                continue;
+            }
             end_degraded_read(sh);
             sh->phase = Phase::Idle;
         } else if (sh->phase == Phase::PreRead) {
-            if (sh->error) {
+            if (sh->error && !array_failed()) {
+                retry(sh->writing, sh->towrite);
+                continue;
+            }
+            if (sh->error || array_failed()) {
+                if (!sh->error) sh->error = -EIO;
                 end_writes(sh);
                 sh->phase = Phase::Idle;
             } else {
@@ -308,8 +355,13 @@ void Raid5Device::handle_stripe(StripeHead* sh) {
                 reconstruct_and_write(sh);
             }
         } else if (sh->phase == Phase::Write) {
+            // A member write failed and the member is Faulty now: its unit
+            // lives on in parity, the write succeeded (degraded).
+            if (sh->error && !array_failed()) sh->error = 0;
             end_writes(sh);
             sh->phase = Phase::Idle;
+        } else if (array_failed() && (!sh->toread.empty() || !sh->towrite.empty())) {
+            fail_stripe_requests(sh);
         } else if (!sh->toread.empty()) {
             start_degraded_read(sh);
         } else if (!sh->towrite.empty()) {
@@ -322,24 +374,39 @@ void Raid5Device::handle_stripe(StripeHead* sh) {
     if (!sh->pending && !sh->on_list && sh->phase == Phase::Idle) release_stripe(sh);
 }
 
+// handle_failed_stripe(): more members Faulty than the array survives;
+// every request waiting on the stripe fails.
+void Raid5Device::fail_stripe_requests(StripeHead* sh) {
+    for (auto* list : {&sh->toread, &sh->towrite}) {
+        std::vector<StripeEntry> entries;
+        entries.swap(*list);
+        for (StripeEntry& e : entries) {
+            if (!e.bio->error) e.bio->error = -EIO;
+            bio_endio(e.bio);
+        }
+    }
+}
+
 // handle_stripe_fill() -> fetch_block() for a unit of the failed member:
 // read every other member of the row, the missing unit is their XOR.
 void Raid5Device::start_degraded_read(StripeHead* sh) {
     sh->reading.swap(sh->toread);
     sh->toread.clear();
     sh->phase = StripeHead::Phase::DegradedRead;
+    sh->skip = failed_mask_;
     counters_.degraded_reads++;
     uint64_t all = members_.size() == 64 ? ~uint64_t(0) : bit(uint32_t(members_.size())) - 1;
-    submit_member_io(sh, Op::Read, failed_ >= 0 ? all & ~bit(uint32_t(failed_)) : all);
+    submit_member_io(sh, Op::Read, all & ~sh->skip);
 }
 
 // ops_run_compute5() + ops_complete_biofill(): copy the pieces out.
 void Raid5Device::end_degraded_read(StripeHead* sh) {
-    if (!sh->error && failed_ >= 0) {
-        uint8_t* missing = sh->page(uint32_t(failed_));
+    if (!sh->error && sh->skip) {
+        uint32_t skipped = uint32_t(std::countr_zero(sh->skip));
+        uint8_t* missing = sh->page(skipped);
         memset(missing, 0, kRaid5StripeBytes);
         for (uint32_t i = 0; i < members_.size(); i++)
-            if (int(i) != failed_) xor_page(missing, sh->page(i));
+            if (i != skipped) xor_page(missing, sh->page(i));
     }
     for (StripeEntry& e : sh->reading) {
         if (sh->error) {
@@ -375,7 +442,8 @@ void Raid5Device::handle_stripe_dirtying(StripeHead* sh) {
     uint64_t all = n == 64 ? ~uint64_t(0) : bit(n) - 1;
     uint64_t parity = bit(sh->pd_idx);
     uint64_t data = all & ~parity;
-    uint64_t failed = failed_ >= 0 ? bit(uint32_t(failed_)) : 0;
+    uint64_t failed = failed_mask_;  // one member at most: a failed array never gets here
+    sh->skip = failed;
 
     uint64_t rmw_reads = written | parity;
     uint64_t rcw_reads = data & ~overwritten;
@@ -402,7 +470,7 @@ void Raid5Device::handle_stripe_dirtying(StripeHead* sh) {
         sh->mode = Mode::RebuildFailed;
         reads = all & ~failed;
     }
-    if (failed_ >= 0) counters_.degraded_writes++;
+    if (failed) counters_.degraded_writes++;
     sh->written = written;
     sh->write_mask = (written | parity) & ~failed;
     if (reads) submit_member_io(sh, Op::Read, reads);
@@ -443,16 +511,19 @@ void Raid5Device::reconstruct_and_write(StripeHead* sh) {
         biodrain();
         break;
     case Mode::RebuildFailed: {
-        uint8_t* missing = sh->page(uint32_t(failed_));
+        uint32_t skipped = uint32_t(std::countr_zero(sh->skip));
+        uint8_t* missing = sh->page(skipped);
         memset(missing, 0, kRaid5StripeBytes);
         for (uint32_t i = 0; i < n; i++)
-            if (int(i) != failed_) xor_page(missing, sh->page(i));
+            if (i != skipped) xor_page(missing, sh->page(i));
         biodrain();
         xor_data();
         break;
     }
     }
-    submit_member_io(sh, Op::Write, sh->write_mask);
+    // A member that became Faulty since the pre-reads is not written; the
+    // parity computed above covers its unit.
+    submit_member_io(sh, Op::Write, sh->write_mask & ~failed_mask_);
 }
 
 // handle_stripe_clean_event(): the written bios complete (with the error of
@@ -497,6 +568,7 @@ void Raid5Device::stripe_io_endio(Bio* bio) {
     int32_t error = bio->error ? bio->error : bio->resid ? -EIO : 0;
     if (error) {
         self->counters_.member_errors++;
+        self->md_error(self->member_index(bio->dev));
         if (!sh->error) sh->error = error;
     }
     self->layer_.bios().put(bio);

@@ -10,8 +10,16 @@
 // missing unit from the others. A stripe head handles one generation of
 // requests at a time, so writes to one stripe are serialized and parity is
 // never torn.
+//
+// Member failure (md_error()): a member whose I/O fails is marked Faulty and
+// never submitted to again; the array continues degraded (an aligned read
+// that failed is retried through the stripe cache and rebuilt, a stripe
+// generation that lost a member is redone without it, a write whose member
+// write failed completes: its unit lives on in parity). With two members
+// Faulty the array has failed: every bio, queued or new, completes with EIO.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -36,9 +44,13 @@ public:
         uint64_t rmw = 0;                 // read-modify-writes
         uint64_t degraded_writes = 0;     // stripe writes with the failed member involved
         uint64_t member_errors = 0;       // member bios that completed with an error
+        uint64_t members_failed = 0;      // members marked Faulty while running (md_error)
+        uint64_t read_retries = 0;        // aligned reads retried through the stripe cache
+        uint64_t stripe_retries = 0;      // stripe generations redone without a failed member
     };
 
-    // `failed[i]`: member i is failed (at most one); it is never submitted to.
+    // `failed[i]`: member i is failed from the start (at most one); it is
+    // never submitted to.
     Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
                 std::vector<MemberQueue*> members, const std::vector<bool>& failed,
                 const DeviceConfig& config);
@@ -49,7 +61,14 @@ public:
     void trace_bio_complete(const Bio* bio) override;
 
     const Raid5Geometry& geometry() const { return geometry_; }
-    int failed_member() const { return failed_; }
+    // The lowest Faulty member, -1 when none.
+    int failed_member() const { return failed_mask_ ? std::countr_zero(failed_mask_) : -1; }
+    uint64_t failed_members() const { return failed_mask_; }  // bit i: member i is Faulty
+    int failed_count() const { return std::popcount(failed_mask_); }
+    // More members Faulty than RAID5 survives: all I/O fails with EIO.
+    bool array_failed() const { return failed_count() > 1; }
+    // md_error(): marks member i Faulty (idempotent).
+    void md_error(uint32_t member);
     const Counters& counters() const { return counters_; }
     // Stripe heads holding requests or I/O (0 once everything completed).
     size_t active_stripes() const { return stripes_.size(); }
@@ -76,6 +95,8 @@ private:
     void end_writes(StripeHead* sh);
     void submit_member_io(StripeHead* sh, Op op, uint64_t member_mask);
     void trace_remap(const Bio* clone, sector_t from_sector);
+    uint32_t member_index(const BlockDevice* dev) const;
+    void fail_stripe_requests(StripeHead* sh);
 
     static void align_endio(Bio* clone);
     static void stripe_bio_endio(Bio* bio);
@@ -85,7 +106,7 @@ private:
     BlockLayer& layer_;
     std::vector<MemberQueue*> members_;
     Raid5Geometry geometry_;
-    int failed_ = -1;
+    uint64_t failed_mask_ = 0;  // Faulty members
     Counters counters_;
     std::unordered_map<sector_t, StripeHead*> stripes_;  // by member sector of the row
     std::vector<StripeHead*> free_stripes_;

@@ -1,6 +1,9 @@
 #include "core/shared_stack.h"
 
+#include "core/buffered_io.h"
+
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,38 +12,92 @@
 
 namespace mdsplit {
 
+SharedStack::SharedStack(std::unique_ptr<Stack> stack) : stack_(std::move(stack)) {
+    kick_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+SharedStack::~SharedStack() {
+    if (kick_fd_ >= 0) close(kick_fd_);
+}
+
+void SharedStack::kick_poller_if_late() {
+    if (polling_ && kick_fd_ >= 0 &&
+        (stack_->loop().next_deadline() < poller_wakes_at_ || stack_->loop().has_deferred())) {
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = write(kick_fd_, &one, sizeof(one));
+    }
+}
+
 void SharedStack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                         uint64_t cookie) {
     std::lock_guard<std::mutex> l(mu_);
     stack_->begin_batch(task);
     stack_->queue(task, op, offset, length, buffer, cookie);
+    kick_poller_if_late();
+}
+
+void SharedStack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length,
+                                 void* buffer, uint64_t cookie) {
+    std::lock_guard<std::mutex> l(mu_);
+    stack_->begin_batch(task);
+    stack_->queue_buffered(task, op, offset, length, buffer, cookie);
+    kick_poller_if_late();
+}
+
+void SharedStack::fsync(TaskContext& task, uint64_t cookie) {
+    std::lock_guard<std::mutex> l(mu_);
+    stack_->begin_batch(task);
+    stack_->fsync(task, cookie);
+    kick_poller_if_late();
+}
+
+void SharedStack::invalidate() {
+    std::lock_guard<std::mutex> l(mu_);
+    stack_->invalidate();
+}
+
+void SharedStack::sync_buffered() {
+    std::lock_guard<std::mutex> l(mu_);
+    stack_->sync_buffered();
+}
+
+void SharedStack::set_buffered_iodepth(uint32_t iodepth) {
+    std::lock_guard<std::mutex> l(mu_);
+    stack_->buffered().set_iodepth(iodepth);
 }
 
 void SharedStack::commit(TaskContext& task) {
     std::lock_guard<std::mutex> l(mu_);
     stack_->commit(task);
+    kick_poller_if_late();
 }
 
 // Sleeps without the lock until the ring reports a completion, the next
-// timer is due, or `deadline`; at most 1 ms so that timers armed meanwhile
-// by another thread are not missed for long.
+// timer is due, another thread kicks (it armed an earlier timer), or
+// `deadline`; at most 10 ms.
 void SharedStack::wait_unlocked(std::unique_lock<std::mutex>& lock, uint64_t deadline) {
     EventLoop& loop = stack_->loop();
-    uint64_t now = loop.now();
-    uint64_t until = std::min({deadline, loop.next_deadline(), now + 1'000'000});
+    uint64_t now = loop.refresh();
+    uint64_t until = std::min({deadline, loop.next_deadline(), now + 10'000'000});
     if (loop.has_deferred() || until <= now) return;
-    int fd = stack_->completion_fd();
+    pollfd fds[2];
+    nfds_t n = 0;
+    int ring_fd = stack_->completion_fd();
+    if (ring_fd >= 0) fds[n++] = pollfd{ring_fd, POLLIN, 0};
+    if (kick_fd_ >= 0) fds[n++] = pollfd{kick_fd_, POLLIN, 0};
     polling_ = true;
+    poller_wakes_at_ = until;
     lock.unlock();
     uint64_t wait = until - now;
     timespec ts{time_t(wait / 1'000'000'000), long(wait % 1'000'000'000)};
-    if (fd >= 0) {
-        pollfd p{fd, POLLIN, 0};
-        if (ppoll(&p, 1, &ts, nullptr) > 0) {
-            uint64_t count;
-            [[maybe_unused]] ssize_t r = read(fd, &count, sizeof(count));
+    if (n && ppoll(fds, n, &ts, nullptr) > 0) {
+        for (nfds_t i = 0; i < n; i++) {
+            if (fds[i].revents & POLLIN) {
+                uint64_t count;
+                [[maybe_unused]] ssize_t r = read(fds[i].fd, &count, sizeof(count));
+            }
         }
-    } else {
+    } else if (!n) {
         nanosleep(&ts, nullptr);
     }
     lock.lock();
@@ -72,7 +129,7 @@ void SharedStack::reap_locked(std::unique_lock<std::mutex>& lock, TaskContext& t
         if (!polling_) {
             wait_unlocked(lock, deadline);
         } else {
-            delivered_.wait_for(lock, std::chrono::milliseconds(1));
+            delivered_.wait_for(lock, std::chrono::milliseconds(10));
         }
     }
 }

@@ -19,7 +19,10 @@ namespace mdsplit {
 
 class SharedStack {
 public:
-    explicit SharedStack(std::unique_ptr<Stack> stack) : stack_(std::move(stack)) {}
+    explicit SharedStack(std::unique_ptr<Stack> stack);
+    ~SharedStack();
+    SharedStack(const SharedStack&) = delete;
+    SharedStack& operator=(const SharedStack&) = delete;
 
     void attach() {
         std::lock_guard<std::mutex> l(mu_);
@@ -34,6 +37,13 @@ public:
     void queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                uint64_t cookie);
     void commit(TaskContext& task);
+    // Buffered jobs (direct=0): the page cache above the virtual device.
+    void queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+                        uint64_t cookie);
+    void fsync(TaskContext& task, uint64_t cookie);
+    void invalidate();
+    void sync_buffered();
+    void set_buffered_iodepth(uint32_t iodepth);
     // Waits until `out` plus the task's new completions hold `min` or
     // timeout_ns passes, then moves the task's completions into `out`.
     void reap(TaskContext& task, size_t min, uint64_t timeout_ns, std::vector<IoCompletion>& out);
@@ -48,11 +58,15 @@ private:
     void reap_locked(std::unique_lock<std::mutex>& lock, TaskContext& task, size_t min,
                      uint64_t timeout_ns);
     void wait_unlocked(std::unique_lock<std::mutex>& lock, uint64_t deadline);
+    // Wakes a sleeping poller when new work is due before it would wake.
+    void kick_poller_if_late();
 
     std::unique_ptr<Stack> stack_;
     std::mutex mu_;
     std::condition_variable delivered_;
     bool polling_ = false;
+    uint64_t poller_wakes_at_ = 0;  // while polling_
+    int kick_fd_ = -1;              // eventfd the poller also waits on
     int users_ = 0;
 };
 

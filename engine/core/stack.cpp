@@ -7,11 +7,14 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "backends/fault_injector.h"
 #include "backends/io_uring_backend.h"
 #include "backends/null_backend.h"
 #include "backends/ram_backend.h"
 #include "backends/timed_backend.h"
+#include "core/bfq_scheduler.h"
 #include "core/blktrace_writer.h"
+#include "core/buffered_io.h"
 #include "core/passthrough_device.h"
 #include "core/raid5_device.h"
 
@@ -67,12 +70,27 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
             }
             backend = std::make_unique<TimedBackend>(loop_, std::move(backend), model);
         }
+        // [members.faults]: outermost, so a failed request costs no model time.
+        if (m.faults)
+            backend = std::make_unique<FaultInjector>(loop_, std::move(backend), *m.faults, start_ns_);
         MemberQueueLimits limits;
         limits.max_sectors = uint32_t(m.max_sectors_bytes >> kSectorShift);
         limits.queue_depth = m.queue_depth;
         limits.logical_block_size = m.logical_block_size;
         members_.push_back(std::make_unique<MemberQueue>(
             *layer_, member_name(i), make_devt(kSdMajor, uint32_t(16 * i)), std::move(backend), limits));
+        // device.scheduler = "bfq": one BFQ instance per member queue.
+        if (config.device.scheduler == SchedulerKind::Bfq) {
+            BfqScheduler::Options bfq_options;
+            // blk_queue_nonrot(): a device whose non-sequential access costs
+            // milliseconds (the hdd preset) is a rotational disk.
+            bfq_options.nonrot = !(m.model && m.model->random_penalty_ns >= 1'000'000);
+            // Slow motion stretches the scheduler's own timers with the devices.
+            BfqConfig bfq = config.bfq;
+            bfq.slice_idle_ns = uint64_t(double(bfq.slice_idle_ns) * config.device.time_scale);
+            bfq.timeout_sync_ns = uint64_t(double(bfq.timeout_sync_ns) * config.device.time_scale);
+            members_.back()->set_scheduler(std::make_unique<BfqScheduler>(loop_, bfq, bfq_options));
+        }
     }
 
     switch (config.device.kind) {
@@ -265,8 +283,13 @@ void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, 
     o << "\"in_flight\": " << s.in_flight << ", \"io_ticks_ns\": " << io_ticks
       << ", \"time_in_queue_ns\": " << s.time_in_queue_ns
       << ", \"aqu_sz\": " << (elapsed_ns ? double(s.time_in_queue_ns) / double(elapsed_ns) : 0.0)
-      << ", \"pct_util\": " << (elapsed_ns ? 100.0 * double(io_ticks) / double(elapsed_ns) : 0.0)
-      << "}";
+      << ", \"pct_util\": " << (elapsed_ns ? 100.0 * double(io_ticks) / double(elapsed_ns) : 0.0);
+    // The member's scheduler statistics, e.g. "bfq": {...} (per queue and group).
+    if (member && member->scheduler()) {
+        o << ", \"" << member->scheduler()->name() << "\": ";
+        member->scheduler()->write_json(o);
+    }
+    o << "}";
 }
 }  // namespace
 
@@ -284,8 +307,64 @@ std::string Stack::stats_json() const {
         o << ", ";
         json_device(o, *m, "member", now, elapsed, m.get(), nullptr);
     }
-    o << "]}";
+    o << "]";
+    page_cache_json(o);
+    o << "}";
     return o.str();
+}
+
+// ---- Buffered I/O (seed 003): the page cache and io_uring's buffered reads ----
+
+BufferedIo& Stack::buffered() {
+    if (!buffered_) {
+        buffered_ = std::make_unique<BufferedIo>(loop_, *layer_, *top_, members(), config_.page_cache);
+        // Worker threads post to the loop; with an io_uring ring, let them
+        // signal the ring's completion eventfd, so one fd wakes the loop (and
+        // SharedStack's poller) for completions and posts alike.
+        if (ring_ && !loop_.clock().is_virtual()) {
+            try {
+                loop_.set_wake_fd(ring_->completion_eventfd(), true);
+            } catch (const std::exception&) {
+                // no registered eventfd: the loop falls back to its own
+            }
+        }
+    }
+    return *buffered_;
+}
+
+void Stack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+                           uint64_t cookie) {
+    layer_->set_current(&task);
+    loop_.refresh();
+    if (!have_first_io_) {
+        first_io_ns_ = loop_.now();
+        have_first_io_ = true;
+    }
+    BufferedIo& b = buffered();
+    switch (op) {
+    case Op::Read: b.read(task, offset, length, buffer, cookie); break;
+    case Op::Write: b.write(task, offset, length, buffer, cookie); break;
+    case Op::Flush: b.fsync(task, cookie); break;
+    }
+}
+
+void Stack::fsync(TaskContext& task, uint64_t cookie) {
+    layer_->set_current(&task);
+    buffered().fsync(task, cookie);
+}
+
+void Stack::sync_buffered() {
+    if (buffered_) buffered_->sync();
+}
+
+void Stack::invalidate() {
+    if (buffered_) buffered_->invalidate();
+}
+
+void Stack::page_cache_json(std::ostream& o) const {
+    o << ", \"page_cache\": ";
+    if (buffered_) buffered_->write_json(o);
+    else BufferedIo::write_unused_json(o, config_.page_cache);
 }
 
 }  // namespace mdsplit

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "core/tracer.h"
 
 namespace mdsplit {
+
+class BufferedIo;
 
 struct StackOptions {
     std::string label = "md0";   // the virtual device's name (fio's filename)
@@ -65,6 +68,25 @@ public:
     void flush_traces() { tracer_.flush(); }
     uint64_t elapsed_ns() const { return loop_.now() - start_ns_; }
 
+    // ---- Buffered I/O (fio direct=0; seed 003): engine/core/buffered_io.h ----
+    // A buffered I/O through the page cache above the virtual device (the
+    // config's [page_cache]); like queue(), inside the task's plug, and it
+    // completes into task.completions. Op::Read or Op::Write, any alignment.
+    void queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+                        uint64_t cookie);
+    // fsync(): completes (into task.completions) once every dirty page is
+    // written back to the members.
+    void fsync(TaskContext& task, uint64_t cookie);
+    // Writes back every dirty page and waits (job end: nothing written is
+    // lost). Runs the loop; call from the owning thread, not from a callback.
+    void sync_buffered();
+    // sync_buffered(), then drops clean cached pages (fio's invalidate).
+    void invalidate();
+    // The page cache and io_uring buffered-read emulation, created on first use.
+    BufferedIo& buffered();
+    bool has_buffered() const { return buffered_ != nullptr; }
+    // ---- end of buffered I/O ----
+
 private:
     static void dio_endio(Bio* dio);
     void complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid);
@@ -84,6 +106,11 @@ private:
     uint64_t first_io_ns_ = 0;
     bool have_first_io_ = false;
     uint64_t io_errors_ = 0;
+
+    // Buffered I/O. Declared last: destroyed first (its worker threads stop
+    // before the loop and the block layer go).
+    void page_cache_json(std::ostream& o) const;
+    std::unique_ptr<BufferedIo> buffered_;
 };
 
 }  // namespace mdsplit

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/stack.h"
 
@@ -21,6 +22,17 @@ struct WorkloadSpec {
     uint32_t batch = 1;         // I/Os queued per commit (fio's iodepth_batch)
     uint64_t seed = 1;
     uint32_t pid = 1;
+    // run_workloads() only: when the task starts (loop time, ns), a time
+    // limit counted from its start (0 = none; with total_bytes = 0 the task
+    // then runs until the limit, wrapping around its region), and its
+    // scheduling identity (group, group weight, ioprio class and level).
+    uint64_t start_ns = 0;
+    uint64_t runtime_ns = 0;
+    // run_workloads() only: time between a completion and the submission
+    // that reuses its slot (the submitter's turnaround: wake-up, syscall
+    // return and entry; fio's thinktime). 0 = immediate.
+    uint64_t think_ns = 0;
+    SchedIdentity sched;
 };
 
 struct WorkloadResult {
@@ -30,6 +42,8 @@ struct WorkloadResult {
     uint64_t elapsed_ns = 0;
     uint64_t total_latency_ns = 0;
     uint64_t max_latency_ns = 0;
+    uint64_t start_ns = 0;  // run_workloads(): loop time of the first submission
+    uint64_t end_ns = 0;    // run_workloads(): loop time of the last completion
     double iops() const { return elapsed_ns ? double(ios) * 1e9 / double(elapsed_ns) : 0; }
     double bandwidth_bps() const { return elapsed_ns ? double(bytes) * 1e9 / double(elapsed_ns) : 0; }
     double mean_latency_ns() const { return ios ? double(total_latency_ns) / double(ios) : 0; }
@@ -37,5 +51,10 @@ struct WorkloadResult {
 
 // Runs the workload to completion on `stack` (any clock).
 WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec);
+
+// Runs several closed-loop tasks at once in the stack's event loop, each
+// with its own TaskContext (pid, scheduling identity), start time and limits
+// (like several fio jobs sharing one device). Results are in spec order.
+std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<WorkloadSpec>& specs);
 
 }  // namespace mdsplit

@@ -28,6 +28,7 @@ extern "C" {
 #include "fio.h"
 #include "ioengines.h"
 #include "optgroup.h"
+#include "options.h"
 }
 #undef min
 #undef max
@@ -54,6 +55,7 @@ struct EngineData {
     std::vector<io_u*> batch;   // queued since the last commit
     std::vector<io_u*> events;  // reaped, handed out by event()
     std::vector<IoCompletion> reaped;  // completed, not yet handed to fio
+    bool buffered = false;             // direct=0: through the page cache
     unsigned in_flight = 0;     // queued or submitted, not yet reaped
     unsigned depth = 0;
     std::string stats_path;
@@ -187,22 +189,36 @@ int mdsplit_setup(thread_data* td) {
         StackOptions so;
         fio_file* f = td->files[0];
         so.label = f->file_name;
-        so.open_direct = td->o.odirect != 0;
+        // direct=0 jobs go through the engine's own page cache, so the members
+        // stay O_DIRECT either way (the host's cache would sit under ours).
+        so.open_direct = true;
         so.writable = td_write(td) || td->o.verify != 0 /* VERIFY_NONE */;
         if (o->trace && *o->trace) so.trace_dir = o->trace;
         so.ring_entries = 256;
         data->depth = td->o.iodepth ? td->o.iodepth : 1;
         // Threads of one process share a stack; forked jobs each have their own.
-        std::string key = config_path + "\n" + so.label + "\n" + (so.open_direct ? "d" : "b") +
+        std::string key = config_path + "\n" + so.label +
                           (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
         data->stack = open_shared_stack(key, config, so);
-        data->task.pid = uint32_t(syscall(SYS_gettid));
+        // The pid is the job thread's, taken at its first I/O: setup() may run
+        // on fio's main thread for every job.
+        data->task.pid = 0;
+        // The job is the process bfq sees: its ioprio (fio's prio/prioclass)
+        // and its cgroup (mdsplit_group/mdsplit_group_weight).
+        if (o->group) data->task.sched.group = o->group;
+        data->task.sched.group_weight = o->group_weight;
+        if (fio_option_is_set(&td->o, ioprio_class) && td->o.ioprio_class <= 3)
+            data->task.sched.ioprio_class = IoprioClass(td->o.ioprio_class);
+        if (fio_option_is_set(&td->o, ioprio) && td->o.ioprio <= 7)
+            data->task.sched.ioprio = uint8_t(td->o.ioprio);
         data->batch.reserve(data->depth);
         data->events.reserve(data->depth);
         if (o->stats && *o->stats) {
             data->stats_path = o->stats;
             if (td->subjob_number) data->stats_path += "." + std::to_string(td->subjob_number);
         }
+        data->buffered = !td->o.odirect;
+        if (data->buffered) data->stack->set_buffered_iodepth(data->depth);
         f->real_file_size = data->stack->size_bytes();
         fio_file_set_size_known(f);
         td->io_ops_data = data.release();
@@ -225,6 +241,7 @@ void mdsplit_cleanup(thread_data* td) {
     EngineData* d = data_of(td);
     if (!d) return;
     try {
+        if (d->buffered) d->stack->sync_buffered();  // nothing written is lost at job end
         d->stack->drain(d->task);
         d->stack->flush_traces();
         if (!d->stats_path.empty()) {
@@ -261,17 +278,35 @@ fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
         break;
     case DDIR_SYNC:
     case DDIR_DATASYNC:
-        // Direct I/O through the stack leaves nothing to flush: every write
-        // completed only when its member requests did.
-        u->error = 0;
-        return FIO_Q_COMPLETED;
+        // Direct I/O leaves nothing to flush (a write completed only when its
+        // member requests did); a buffered job's fsync writes back its pages.
+        if (!d->buffered) {
+            u->error = 0;
+            return FIO_Q_COMPLETED;
+        }
+        try {
+            if (!d->task.pid) d->task.pid = uint32_t(syscall(SYS_gettid));
+            d->stack->fsync(d->task, reinterpret_cast<uint64_t>(u));
+        } catch (const std::exception& e) {
+            log_err("mdsplit: %s\n", e.what());
+            u->error = EIO;
+            return FIO_Q_COMPLETED;
+        }
+        d->batch.push_back(u);
+        d->in_flight++;
+        return FIO_Q_QUEUED;
     default:
         u->error = EINVAL;
         return FIO_Q_COMPLETED;
     }
+    if (!d->task.pid) d->task.pid = uint32_t(syscall(SYS_gettid));
     try {
-        d->stack->queue(d->task, op, u->offset, u->xfer_buflen, u->xfer_buf,
-                        reinterpret_cast<uint64_t>(u));
+        if (d->buffered)
+            d->stack->queue_buffered(d->task, op, u->offset, u->xfer_buflen, u->xfer_buf,
+                                     reinterpret_cast<uint64_t>(u));
+        else
+            d->stack->queue(d->task, op, u->offset, u->xfer_buflen, u->xfer_buf,
+                            reinterpret_cast<uint64_t>(u));
     } catch (const std::exception& e) {
         log_err("mdsplit: %s\n", e.what());
         u->error = EIO;
@@ -332,9 +367,18 @@ io_u* mdsplit_event(thread_data* td, int event) { return data_of(td)->events[siz
 
 int mdsplit_open_file(thread_data*, fio_file*) { return 0; }
 int mdsplit_close_file(thread_data*, fio_file*) { return 0; }
-// Nothing is cached above the members for direct I/O; the page cache
-// (buffered jobs) handles invalidation itself.
-int mdsplit_invalidate(thread_data*, fio_file*) { return 0; }
+// fio's invalidate=1: a buffered job's page cache is written back and dropped.
+int mdsplit_invalidate(thread_data* td, fio_file*) {
+    EngineData* d = data_of(td);
+    if (!d || !d->buffered) return 0;
+    try {
+        d->stack->invalidate();
+    } catch (const std::exception& e) {
+        log_err("mdsplit: %s\n", e.what());
+        return -EIO;
+    }
+    return 0;
+}
 
 ioengine_ops make_ops() {
     ioengine_ops ops{};

@@ -684,49 +684,90 @@ TEST(Raid5DegradedTest, HealthyWritesReadBackAfterAFailure) {
 
 // ---------------------------------------------------------------- errors
 
-// A member write error fails the virtual bio with that error; every bio
+// A member write error makes the member Faulty (md_error) and the writes
+// complete: the array is degraded, the data survives in parity. Every bio
 // completes once and nothing is left behind.
-TEST(Raid5ErrorTest, MemberWriteErrorFailsTheBio) {
+TEST(Raid5ErrorTest, MemberWriteErrorFailsTheMember) {
     Raid5Options o;
     o.members = 4;
     Raid5Harness h(o);
     h.backend(1).fail_writes = true;
     AlignedBuffer buf(1 * kMiB);
+    std::mt19937_64 rng(5);
+    fill_random(buf.data, buf.size, rng);
     std::vector<Done> done(3);
     h.begin();
     h.submit(Op::Write, 0, 1 * kMiB, buf.data, &done[0]);
-    h.submit(Op::Write, 68 * kKiB, 8 * kKiB, buf.data, &done[1]);  // data on member 1
-    h.submit(Op::Write, 2 * kMiB, 4 * kKiB, buf.data, &done[2]);   // parity on member 1
+    h.submit(Op::Write, 2 * kMiB + 68 * kKiB, 8 * kKiB, buf.data, &done[1]);  // data on member 1
+    h.submit(Op::Write, 3 * kMiB, 4 * kKiB, buf.data, &done[2]);   // parity on member 1
     h.commit();
     h.run();
     for (const Done& d : done) {
         EXPECT_EQ(d.times, 1);
-        EXPECT_EQ(d.error, -EIO);
+        EXPECT_EQ(d.error, 0);
     }
     EXPECT_GT(h.md().counters().member_errors, 0u);
-    EXPECT_EQ(h.md().stats().errors[1], 3u);
+    EXPECT_EQ(h.md().counters().members_failed, 1u);
+    EXPECT_EQ(h.md().failed_member(), 1);
+    EXPECT_FALSE(h.md().array_failed());
+    EXPECT_EQ(h.md().stats().errors[1], 0u);
     EXPECT_EQ(h.md().stats().in_flight, 0u);
     EXPECT_EQ(h.md().active_stripes(), 0u);
     EXPECT_EQ(h.layer().bios().outstanding(), 0u);
     EXPECT_EQ(h.layer().requests().outstanding(), 0u);
+    // Member 1 gets nothing more; what was written reads back, rebuilt.
+    uint64_t m1_ios = h.member(1).stats().ios[0] + h.member(1).stats().ios[1];
+    AlignedBuffer r(1 * kMiB);
+    ASSERT_EQ(h.io(Op::Read, 0, 1 * kMiB, r.data), 0);
+    EXPECT_EQ(memcmp(r.data, buf.data, 1 * kMiB), 0);
+    ASSERT_EQ(h.io(Op::Read, 2 * kMiB + 68 * kKiB, 8 * kKiB, r.data), 0);
+    EXPECT_EQ(memcmp(r.data, buf.data, 8 * kKiB), 0);
+    EXPECT_EQ(h.member(1).stats().ios[0] + h.member(1).stats().ios[1], m1_ios);
 }
 
-TEST(Raid5ErrorTest, MemberReadErrorFailsAlignedAndRmwIo) {
+// Read errors on every member: the first makes its member Faulty and the
+// read is retried degraded, the second fails the array: EIO from then on,
+// even once the members are healthy again.
+TEST(Raid5ErrorTest, MemberReadErrorsOnTwoMembersFailTheArray) {
     Raid5Options o;
     o.members = 6;
     Raid5Harness h(o);
     for (uint32_t i = 0; i < 6; i++) h.backend(i).fail_reads = true;
     AlignedBuffer buf(256 * kKiB);
     EXPECT_EQ(h.io(Op::Read, 0, buf.size, buf.data), -EIO);
-    EXPECT_EQ(h.io(Op::Write, 4 * kKiB, 4 * kKiB, buf.data), -EIO);  // rmw pre-read fails
+    EXPECT_TRUE(h.md().array_failed());
+    EXPECT_EQ(h.io(Op::Write, 4 * kKiB, 4 * kKiB, buf.data), -EIO);
     EXPECT_EQ(h.md().stats().errors[0], 4u);  // one per chunk-sized bio
-    EXPECT_EQ(h.md().stats().errors[1], 1u);
+    EXPECT_EQ(h.md().stats().errors[1], 0u);  // failed before accounting (MD_BROKEN)
+    EXPECT_EQ(h.md().stats().in_flight, 0u);
     EXPECT_EQ(h.md().active_stripes(), 0u);
     EXPECT_EQ(h.layer().bios().outstanding(), 0u);
-    // Healthy again: the same I/O works.
     for (uint32_t i = 0; i < 6; i++) h.backend(i).fail_reads = false;
-    EXPECT_EQ(h.io(Op::Write, 4 * kKiB, 4 * kKiB, buf.data), 0);
-    EXPECT_EQ(h.bad_parity_rows(), std::vector<uint64_t>{});
+    EXPECT_EQ(h.io(Op::Write, 4 * kKiB, 4 * kKiB, buf.data), -EIO);
+    EXPECT_EQ(h.layer().bios().outstanding(), 0u);
+}
+
+// One member's read errors: it becomes Faulty, the reads are rebuilt from
+// the others and fio sees no error.
+TEST(Raid5ErrorTest, MemberReadErrorIsRebuilt) {
+    Raid5Options o;
+    o.members = 5;
+    o.chunk = 16 * kKiB;
+    o.member_bytes = 1 * kMiB;
+    Raid5Harness h(o);
+    std::mt19937_64 rng(11);
+    std::vector<uint8_t> model(h.size());
+    fill_random(model.data(), model.size(), rng);
+    h.populate(model);
+    h.backend(3).fail_reads = true;
+    AlignedBuffer all(h.size());
+    ASSERT_EQ(h.io(Op::Read, 0, h.size(), all.data), 0);
+    EXPECT_EQ(memcmp(all.data, model.data(), h.size()), 0);
+    EXPECT_EQ(h.md().failed_member(), 3);
+    EXPECT_GT(h.md().counters().read_retries, 0u);
+    EXPECT_EQ(h.md().stats().errors[0], 0u);
+    EXPECT_EQ(h.md().stats().in_flight, 0u);
+    EXPECT_EQ(h.layer().bios().outstanding(), 0u);
 }
 
 // A degraded read whose rebuild reads fail completes with the error.

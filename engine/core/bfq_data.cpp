@@ -1,0 +1,93 @@
+#include "core/bfq_data.h"
+
+#include <algorithm>
+
+namespace mdsplit::bfq {
+
+// bfq_weights_tree_add(): count bfqq under its weight (once).
+void BfqData::weights_tree_add(BfqQueue* bfqq) {
+    if (bfqq->weight_counter) return;
+    bfqq->weight_counter = bfqq->entity.weight;
+    queue_weights[bfqq->weight_counter]++;
+}
+
+// __bfq_weights_tree_remove()
+void BfqData::weights_counter_remove(BfqQueue* bfqq) {
+    if (!bfqq->weight_counter) return;
+    auto it = queue_weights.find(bfqq->weight_counter);
+    if (it != queue_weights.end() && --it->second == 0) queue_weights.erase(it);
+    bfqq->weight_counter = 0;
+}
+
+// bfq_weights_tree_remove(). Legacy (before 6.2): walk up from bfqq's parent
+// group and, for each ancestor group that is no longer active (neither a
+// next_in_service nor an in_service_entity in its sched_data), perform the
+// delayed decrement of num_groups_with_pending_reqs. The walk stops at the
+// first still-active ancestor, and never reaches the root group (which has
+// no entity and is never counted).
+void BfqData::weights_tree_remove(BfqQueue* bfqq) {
+    if (legacy_counting()) {
+        for (BfqEntity* entity = bfqq->entity.parent; entity; entity = entity->parent) {
+            BfqSchedData* sd = entity->my_sched_data;
+            if (sd->next_in_service || sd->in_service_entity) break;
+            if (entity->in_groups_with_pending_reqs) {
+                entity->in_groups_with_pending_reqs = false;
+                num_groups_with_pending_reqs--;
+            }
+        }
+    }
+    weights_counter_remove(bfqq);
+}
+
+// Legacy: __bfq_activate_entity() counts a group entity on its activation.
+void BfqData::group_entity_activated(BfqEntity* entity) {
+    if (!legacy_counting() || entity->queue) return;
+    if (!entity->in_groups_with_pending_reqs) {
+        entity->in_groups_with_pending_reqs = true;
+        num_groups_with_pending_reqs++;
+        max_groups_with_pending_reqs = std::max(max_groups_with_pending_reqs, num_groups_with_pending_reqs);
+    }
+}
+
+// bfq_add_bfqq_in_groups_with_pending_reqs() (6.2, bfq-wf2q.c): the first
+// queue of a group with pending requests counts the group, root included.
+void BfqData::add_bfqq_in_groups_with_pending_reqs(BfqQueue* bfqq) {
+    if (legacy_counting()) return;
+    BfqEntity& entity = bfqq->entity;
+    if (!entity.in_groups_with_pending_reqs) {
+        entity.in_groups_with_pending_reqs = true;
+        if (!(bfqq->group->num_queues_with_pending_reqs++)) num_groups_with_pending_reqs++;
+        max_groups_with_pending_reqs = std::max(max_groups_with_pending_reqs, num_groups_with_pending_reqs);
+    }
+}
+
+// bfq_del_bfqq_in_groups_with_pending_reqs()
+void BfqData::del_bfqq_in_groups_with_pending_reqs(BfqQueue* bfqq) {
+    if (legacy_counting()) return;
+    BfqEntity& entity = bfqq->entity;
+    if (entity.in_groups_with_pending_reqs) {
+        entity.in_groups_with_pending_reqs = false;
+        if (!(--bfqq->group->num_queues_with_pending_reqs)) num_groups_with_pending_reqs--;
+    }
+}
+
+bool BfqData::groups_asymmetric() const {
+    return legacy_counting() ? num_groups_with_pending_reqs > 0 : num_groups_with_pending_reqs > 1;
+}
+
+// bfq_asymmetric_scenario() (block/bfq-iosched.c).
+bool BfqData::asymmetric_scenario(const BfqQueue* bfqq) const {
+    // bfqq has the smallest weight among the counted queues: it receives no
+    // more than any other queue even without idling.
+    bool smallest_weight = bfqq && bfqq->weight_counter && !queue_weights.empty() &&
+                           bfqq->weight_counter == queue_weights.begin()->first;
+    // For queue weights to differ, queue_weights_tree must contain at least
+    // two nodes.
+    bool varied_queue_weights = !smallest_weight && queue_weights.size() > 1;
+    bool multiple_classes_busy = (busy_queues[0] && busy_queues[1]) ||
+                                 (busy_queues[0] && busy_queues[2]) ||
+                                 (busy_queues[1] && busy_queues[2]);
+    return varied_queue_weights || multiple_classes_busy || groups_asymmetric();
+}
+
+}  // namespace mdsplit::bfq

@@ -1,0 +1,39 @@
+#include "core/bfq_stats.h"
+
+namespace mdsplit::bfq {
+
+const char* expiration_name(Expiration reason) {
+    switch (reason) {
+    case Expiration::TooIdle: return "too_idle";
+    case Expiration::BudgetTimeout: return "budget_timeout";
+    case Expiration::BudgetExhausted: return "budget_exhausted";
+    case Expiration::NoMoreRequests: return "no_more_requests";
+    case Expiration::Preempted: return "preempted";
+    }
+    return "?";
+}
+
+void BfqStats::add(const BfqStats& o) {
+    service_sectors += o.service_sectors;
+    charged_sectors += o.charged_sectors;
+    dispatches += o.dispatches;
+    injected += o.injected;
+    slices += o.slices;
+    idle_periods += o.idle_periods;
+    idle_ns += o.idle_ns;
+    idle_timeouts += o.idle_timeouts;
+    for (unsigned i = 0; i < kExpirationReasons; i++) expirations[i] += o.expirations[i];
+}
+
+void BfqStats::write_json_fields(std::ostream& o) const {
+    o << "\"service_sectors\": " << service_sectors << ", \"charged_sectors\": " << charged_sectors
+      << ", \"dispatches\": " << dispatches << ", \"injected\": " << injected
+      << ", \"slices\": " << slices << ", \"idle_periods\": " << idle_periods
+      << ", \"idle_ns\": " << idle_ns << ", \"idle_timeouts\": " << idle_timeouts
+      << ", \"expirations\": {";
+    for (unsigned i = 0; i < kExpirationReasons; i++)
+        o << (i ? ", " : "") << "\"" << expiration_name(Expiration(i)) << "\": " << expirations[i];
+    o << "}";
+}
+
+}  // namespace mdsplit::bfq

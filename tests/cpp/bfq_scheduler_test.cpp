@@ -1,0 +1,365 @@
+// The BFQ scheduler on its own (block/bfq-iosched.c): the symmetry test
+// bfq_asymmetric_scenario() under the legacy and the fixed (6.2) counting of
+// groups with pending requests, idling with the slice timer, the budget
+// feedback per expiration reason, injection, and the elevator merge through
+// a member queue.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config_loader.h"
+#include "core/bfq_scheduler.h"
+#include "core/clock.h"
+#include "core/event_loop.h"
+#include "core/stack.h"
+#include "core/trace_event.h"
+#include "core/tracer.h"
+
+namespace mdsplit {
+namespace {
+
+using bfq::Expiration;
+
+constexpr uint64_t kMs = 1'000'000;
+
+class Sched {
+public:
+    explicit Sched(GroupCounting counting, uint64_t slice_idle_ns = 8 * kMs, uint32_t max_budget = 16384)
+        : loop(clock) {
+        BfqConfig c;
+        c.group_counting = counting;
+        c.slice_idle_ns = slice_idle_ns;
+        c.max_budget_sectors = max_budget;
+        sched = std::make_unique<BfqScheduler>(loop, c);
+    }
+    TaskContext& task(uint32_t pid, const std::string& group = "", uint8_t prio = 4,
+                      IoprioClass cls = IoprioClass::BE, uint32_t group_weight = 100) {
+        tasks.emplace_back();
+        TaskContext& t = tasks.back();
+        t.pid = pid;
+        t.sched.group = group;
+        t.sched.ioprio = prio;
+        t.sched.ioprio_class = cls;
+        t.sched.group_weight = group_weight;
+        return t;
+    }
+    Request* insert(TaskContext& t, sector_t sector, uint32_t sectors = 8) {
+        rqs.push_back(std::make_unique<Request>());
+        Request* rq = rqs.back().get();
+        rq->op = Op::Read;  // reads are sync
+        rq->sector = sector;
+        rq->nr_sectors = sectors;
+        rq->pid = t.pid;
+        sched->insert(rq, &t);
+        return rq;
+    }
+    void advance(uint64_t ns) {
+        clock.advance_to(clock.now_ns() + ns);
+        loop.run_ready();
+    }
+    const bfq::BfqQueue* queue(const TaskContext& t) const { return sched->find_queue(t.pid, t.sched.group); }
+    bool asymmetric(const TaskContext& t) const { return sched->asymmetric_scenario(queue(t)); }
+    uint32_t groups_counted() { return sched->data().num_groups_with_pending_reqs; }
+
+    VirtualClock clock;
+    EventLoop loop;
+    std::unique_ptr<BfqScheduler> sched;
+    std::deque<TaskContext> tasks;
+    std::vector<std::unique_ptr<Request>> rqs;
+};
+
+// --- bfq_asymmetric_scenario(), per variant --------------------------------
+
+TEST(BfqAsymmetricTest, RootGroupOnlyIsSymmetricInBothVariants) {
+    for (GroupCounting counting : {GroupCounting::Legacy, GroupCounting::Fixed}) {
+        Sched s(counting);
+        TaskContext& a = s.task(1);
+        TaskContext& b = s.task(2);
+        s.insert(a, 0);
+        s.insert(b, 1000);
+        // legacy never counts the root group; fixed counts it (one group)
+        EXPECT_EQ(s.groups_counted(), counting == GroupCounting::Legacy ? 0u : 1u);
+        EXPECT_FALSE(s.asymmetric(a));
+        EXPECT_FALSE(s.asymmetric(b));
+    }
+}
+
+TEST(BfqAsymmetricTest, OneNonRootGroupIsAsymmetricOnlyInLegacy) {
+    {
+        Sched s(GroupCounting::Legacy);
+        TaskContext& a = s.task(1, "g1");
+        TaskContext& b = s.task(2, "g1");
+        s.insert(a, 0);
+        s.insert(b, 1000);
+        EXPECT_EQ(s.groups_counted(), 1u);  // "> 0": the seed's bug
+        EXPECT_TRUE(s.asymmetric(a));
+    }
+    {
+        Sched s(GroupCounting::Fixed);
+        TaskContext& a = s.task(1, "g1");
+        TaskContext& b = s.task(2, "g1");
+        s.insert(a, 0);
+        s.insert(b, 1000);
+        EXPECT_EQ(s.groups_counted(), 1u);  // "> 1": one active group does not idle
+        EXPECT_FALSE(s.asymmetric(a));
+    }
+}
+
+TEST(BfqAsymmetricTest, TwoActiveGroupsAreAsymmetricInBothVariants) {
+    for (GroupCounting counting : {GroupCounting::Legacy, GroupCounting::Fixed}) {
+        Sched s(counting);
+        TaskContext& a = s.task(1, "g1");
+        TaskContext& b = s.task(2, "g2", 4, IoprioClass::BE, 300);
+        s.insert(a, 0);
+        s.insert(b, 1000);
+        EXPECT_EQ(s.groups_counted(), 2u);
+        EXPECT_TRUE(s.asymmetric(a));
+        EXPECT_TRUE(s.asymmetric(b));
+    }
+}
+
+TEST(BfqAsymmetricTest, RootPlusOneGroupCountsTheRootOnlyWhenFixed) {
+    for (GroupCounting counting : {GroupCounting::Legacy, GroupCounting::Fixed}) {
+        Sched s(counting);
+        TaskContext& a = s.task(1);
+        TaskContext& b = s.task(2, "g1");
+        s.insert(a, 0);
+        s.insert(b, 1000);
+        EXPECT_EQ(s.groups_counted(), counting == GroupCounting::Legacy ? 1u : 2u);
+        EXPECT_TRUE(s.asymmetric(a));
+    }
+}
+
+TEST(BfqAsymmetricTest, VariedWeightsUnlessTheQueueHasTheSmallestWeight) {
+    for (GroupCounting counting : {GroupCounting::Legacy, GroupCounting::Fixed}) {
+        Sched s(counting);
+        TaskContext& heavy = s.task(1, "", 0);  // weight (8 - 0) * 10 = 80
+        TaskContext& light = s.task(2, "", 4);  // weight 40
+        s.insert(heavy, 0);
+        s.insert(light, 1000);
+        EXPECT_EQ(s.queue(heavy)->entity.weight, 80u);
+        EXPECT_EQ(s.queue(light)->entity.weight, 40u);
+        EXPECT_TRUE(s.asymmetric(heavy));
+        EXPECT_FALSE(s.asymmetric(light));  // smallest weight: never below its share
+    }
+}
+
+TEST(BfqAsymmetricTest, SeveralBusyClassesAreAsymmetric) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& rt = s.task(1, "", 4, IoprioClass::RT);
+    TaskContext& be = s.task(2, "", 4, IoprioClass::BE);
+    s.insert(rt, 0);
+    s.insert(be, 1000);
+    EXPECT_TRUE(s.asymmetric(be));
+    EXPECT_TRUE(s.asymmetric(rt));
+}
+
+TEST(BfqAsymmetricTest, GroupsStopCountingWhenTheirRequestsComplete) {
+    for (GroupCounting counting : {GroupCounting::Legacy, GroupCounting::Fixed}) {
+        Sched s(counting);
+        TaskContext& a = s.task(1, "g1");
+        s.insert(a, 0);
+        EXPECT_EQ(s.groups_counted(), 1u);
+        Request* rq = s.sched->dispatch();
+        ASSERT_NE(rq, nullptr);
+        // In flight: the group still has a pending request.
+        EXPECT_EQ(s.groups_counted(), 1u);
+        s.sched->completed(rq);
+        s.advance(20 * kMs);  // past any idling: the queue expires
+        EXPECT_EQ(s.groups_counted(), 0u) << (counting == GroupCounting::Legacy ? "legacy" : "fixed");
+    }
+}
+
+// --- idling, budgets, injection -------------------------------------------
+
+TEST(BfqSchedulerTest, IdlesForTheInServiceQueueWhenAsymmetric) {
+    Sched s(GroupCounting::Legacy);
+    TaskContext& a = s.task(1, "g1");
+    s.insert(a, 0);
+    Request* rq = s.sched->dispatch();
+    ASSERT_NE(rq, nullptr);
+    EXPECT_EQ(s.sched->dispatch(), nullptr);  // kept in service, waiting
+    s.advance(1 * kMs);
+    s.sched->completed(rq);
+    EXPECT_TRUE(s.sched->idle_timer_pending());
+    const bfq::BfqQueue* q = s.queue(a);
+    EXPECT_TRUE(q->wait_request);
+    EXPECT_EQ(q->stats.idle_periods, 1u);
+    s.advance(8 * kMs);  // slice_idle: TOO_IDLE
+    EXPECT_FALSE(s.sched->idle_timer_pending());
+    EXPECT_EQ(q->stats.expirations[unsigned(Expiration::TooIdle)], 1u);
+    EXPECT_EQ(q->stats.idle_ns, 8 * kMs);
+    EXPECT_EQ(q->stats.idle_timeouts, 1u);
+    // TOO_IDLE with nothing in flight shrinks the budget by 4 * min_budget:
+    // 2/3 * 16384 - 4 * 16384 / 32.
+    EXPECT_EQ(q->max_budget, 10922u - 2048u);
+}
+
+TEST(BfqSchedulerTest, ANewRequestEndsTheIdlingAndIsDispatched) {
+    Sched s(GroupCounting::Legacy);
+    TaskContext& a = s.task(1, "g1");
+    s.insert(a, 0);
+    Request* rq = s.sched->dispatch();
+    s.advance(1 * kMs);
+    s.sched->completed(rq);
+    s.advance(3 * kMs);
+    s.insert(a, 8);
+    EXPECT_FALSE(s.sched->idle_timer_pending());
+    const bfq::BfqQueue* q = s.queue(a);
+    EXPECT_EQ(q->stats.idle_ns, 3 * kMs);
+    Request* next = s.sched->dispatch();
+    ASSERT_NE(next, nullptr);
+    EXPECT_EQ(next->sector, 8u);
+    EXPECT_EQ(q->stats.slices, 1u);  // same service slot
+}
+
+TEST(BfqSchedulerTest, NoIdlingWhenSymmetricAndTheBudgetFollowsTheService) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& a = s.task(1, "g1");
+    s.insert(a, 0);
+    Request* rq = s.sched->dispatch();
+    ASSERT_NE(rq, nullptr);
+    EXPECT_EQ(s.sched->dispatch(), nullptr);  // expires the empty queue
+    const bfq::BfqQueue* q = s.queue(a);
+    EXPECT_EQ(q->stats.expirations[unsigned(Expiration::NoMoreRequests)], 1u);
+    EXPECT_EQ(q->max_budget, 16384u / 32);  // max(service, min_budget)
+    s.sched->completed(rq);
+    EXPECT_FALSE(s.sched->idle_timer_pending());
+    EXPECT_EQ(q->stats.idle_periods, 0u);
+}
+
+TEST(BfqSchedulerTest, BudgetExhaustionExpiresAndQuadruplesTheBudget) {
+    Sched s(GroupCounting::Fixed, 8 * kMs, 96);  // new queue: 2/3 * 96 = 64 sectors
+    TaskContext& a = s.task(1);
+    for (int i = 0; i < 12; i++) s.insert(a, sector_t(i) * 8);
+    std::vector<Request*> out;
+    for (int i = 0; i < 8; i++) {
+        Request* rq = s.sched->dispatch();
+        ASSERT_NE(rq, nullptr);
+        out.push_back(rq);
+    }
+    const bfq::BfqQueue* q = s.queue(a);
+    EXPECT_EQ(q->stats.expirations[unsigned(Expiration::BudgetExhausted)], 0u);
+    ASSERT_NE(s.sched->dispatch(), nullptr);  // 9th: a new slot
+    EXPECT_EQ(q->stats.expirations[unsigned(Expiration::BudgetExhausted)], 1u);
+    EXPECT_EQ(q->max_budget, 96u);  // min(64 * 4, max_budget)
+    EXPECT_EQ(q->stats.slices, 2u);
+}
+
+TEST(BfqSchedulerTest, BudgetTimeoutExpiresASlowQueue) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& a = s.task(1);
+    s.insert(a, 0);
+    s.insert(a, 100000);
+    Request* rq = s.sched->dispatch();
+    s.advance(130 * kMs);  // longer than timeout_sync (125 ms)
+    s.sched->completed(rq);
+    const bfq::BfqQueue* q = s.queue(a);
+    EXPECT_EQ(q->stats.expirations[unsigned(Expiration::BudgetTimeout)], 1u);
+    // Charged for the time it held the device: max_budget * min(130, 125) / 125.
+    EXPECT_EQ(q->stats.charged_sectors, 16384u);
+}
+
+TEST(BfqSchedulerTest, InjectionStartsOnceABaselineServiceTimeIsKnown) {
+    Sched s(GroupCounting::Legacy, 20 * kMs);
+    TaskContext& a = s.task(1, "g1");
+    TaskContext& b = s.task(2, "g1");
+    s.insert(a, 0);
+    s.insert(b, 50000);
+    Request* a1 = s.sched->dispatch();
+    ASSERT_EQ(a1->pid, 1u);
+    // The in-service queue idles; its inject limit is 0 (short think time,
+    // no baseline): nothing is injected.
+    EXPECT_EQ(s.sched->dispatch(), nullptr);
+    s.advance(1 * kMs);
+    s.sched->completed(a1);
+    EXPECT_EQ(s.queue(a)->inject_limit, 0u);
+    EXPECT_EQ(s.sched->dispatch(), nullptr);
+    // A's next request arrives with nothing in the drive, 10 ms after the
+    // limit was reset: its total service time becomes the baseline.
+    s.advance(10 * kMs);
+    s.insert(a, 8);
+    Request* a2 = s.sched->dispatch();
+    ASSERT_EQ(a2->pid, 1u);
+    s.advance(1 * kMs);
+    s.sched->completed(a2);
+    EXPECT_EQ(s.queue(a)->inject_limit, 1u);
+    EXPECT_EQ(s.queue(a)->last_serv_time_ns, 1 * kMs);
+    // Idling again: B's request is injected into the service hole.
+    Request* inj = s.sched->dispatch();
+    ASSERT_NE(inj, nullptr);
+    EXPECT_EQ(inj->pid, 2u);
+    EXPECT_EQ(s.queue(b)->stats.injected, 1u);
+    EXPECT_EQ(s.sched->dispatch(), nullptr);  // limit reached (1 in the drive)
+}
+
+TEST(BfqSchedulerTest, GroupWeightsAndIoprioGiveTheEntityWeights) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& a = s.task(1, "g1", 7, IoprioClass::BE, 250);
+    TaskContext& b = s.task(2, "g2/sub", 0);
+    s.insert(a, 0);
+    s.insert(b, 1000);
+    EXPECT_EQ(s.queue(a)->entity.weight, 10u);
+    EXPECT_EQ(s.queue(b)->entity.weight, 80u);
+    EXPECT_EQ(s.sched->find_group("g1")->entity.weight, 250u);
+    EXPECT_EQ(s.sched->find_group("g2/sub")->entity.weight, 100u);
+    EXPECT_EQ(s.sched->find_group("g2/sub")->parent, s.sched->find_group("g2"));
+}
+
+// --- through a member queue --------------------------------------------------
+
+TEST(BfqSchedulerTest, ElevatorBackMergeIntoAQueuedRequest) {
+    const char* toml = R"(
+[device]
+kind = "passthrough"
+scheduler = "bfq"
+
+[[members]]
+path = "m0"
+size = "64m"
+backend = "null"
+model = { command = "1ms", bandwidth = 0, random_penalty = "0", parallelism = 4 }
+
+[bfq]
+group_counting = "legacy"
+)";
+    StackConfig config = load_stack_text(toml, ".", "<test>");
+    VirtualClock clock;
+    StackOptions options;
+    Stack stack(config, clock, options);
+    TraceRecorder recorder;
+    stack.tracer().add_global_sink(&recorder);
+    TaskContext one, two;
+    one.pid = 1;
+    two.pid = 2;
+    one.sched.group = two.sched.group = "g1";  // legacy + non-root: the in-service queue idles
+    std::vector<char> buf(3 * 4096);
+    stack.begin_batch(one);
+    stack.queue(one, Op::Write, 0, 4096, buf.data(), 1);
+    stack.commit(one);
+    stack.loop().run_ready();  // A is dispatched; queue one stays in service
+    stack.begin_batch(two);
+    stack.queue(two, Op::Write, 1 << 20, 4096, buf.data() + 4096, 2);
+    stack.commit(two);
+    stack.loop().run_ready();  // B waits in bfq (no injection yet)
+    stack.begin_batch(two);
+    stack.queue(two, Op::Write, (1 << 20) + 4096, 4096, buf.data() + 8192, 3);
+    stack.commit(two);  // C: back merge into B, outside any plug
+    stack.drain();
+    EXPECT_EQ(one.completions.size(), 1u);
+    EXPECT_EQ(two.completions.size(), 2u);
+    MemberQueue* m = stack.members()[0];
+    EXPECT_EQ(m->stats().merges[1], 1u);
+    EXPECT_EQ(m->stats().ios[1], 2u);
+    int merges = 0;
+    for (const TraceEvent& e : recorder.events) merges += e.action == TraceAction::BackMerge;
+    EXPECT_EQ(merges, 1);
+    std::string json = stack.stats_json();
+    EXPECT_NE(json.find("\"bfq\": {\"scheduler\": \"bfq\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mdsplit

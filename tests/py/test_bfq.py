@@ -1,0 +1,203 @@
+"""BFQ on a virtual clock (seed 004): idling when a non-root group is
+active, legacy vs fixed (6.2) group counting, and service guarantees.
+
+Scenarios run several closed-loop tasks at once with Simulation.run_workloads
+(each task its own pid, group, group weight and ioprio), on null members with
+a timing model, and read the scheduler's statistics from stats():
+devices[i]["bfq"] with per-queue and per-group entries.
+"""
+import pytest
+
+MS = 1_000_000
+S = 1_000_000_000
+
+
+def stack(counting, model, queue_depth=64, extra=""):
+    return f"""
+[device]
+kind = "passthrough"
+scheduler = "bfq"
+
+[[members]]
+path = "m0"
+size = "64g"
+backend = "null"
+model = "{model}"
+queue_depth = {queue_depth}
+
+[bfq]
+group_counting = "{counting}"
+{extra}
+"""
+
+
+def bfq_stats(sim):
+    (member,) = [d for d in sim.stats()["devices"] if d["role"] == "member"]
+    return member["bfq"]
+
+
+def throughput(results):
+    total = sum(r["bytes"] for r in results)
+    span = max(r["end_ns"] for r in results) - min(r["start_ns"] for r in results)
+    return total * 1e9 / span
+
+
+# --- seed 004 in small ------------------------------------------------------
+# The thread's fio job: 8 jobs of psync 4k random writes, startdelay 0..7,
+# offset_increment, on an NVMe drive, in the root cgroup or all in one
+# non-root cgroup. Here: iodepth 1 closed-loop tasks started 2 ms apart, all
+# running until 60 ms, on the `nvme` preset.
+
+def seed_run(mdsplit, counting, groups):
+    """groups: the group of each of the 8 tasks (None = root)."""
+    sim = mdsplit.Simulation(stack(counting, "nvme"))
+    end = 60 * MS
+    tasks = []
+    for i, group in enumerate(groups):
+        t = {"rw": "randwrite", "bs": 4096, "iodepth": 1, "start_ns": i * 2 * MS,
+             "runtime_ns": end - i * 2 * MS, "offset": i * (8 << 30), "size": 8 << 30}
+        if group:
+            t["group"] = group
+        tasks.append(t)
+    results = sim.run_workloads(tasks)
+    return throughput(results), bfq_stats(sim), results
+
+
+@pytest.fixture(scope="module")
+def seed(mdsplit_module):
+    out = {}
+    for counting in ("legacy", "fixed"):
+        out[counting, "root"] = seed_run(mdsplit_module, counting, [None] * 8)
+        out[counting, "nonroot"] = seed_run(mdsplit_module, counting, ["g1"] * 8)
+    return out
+
+
+def test_seed_root_group_never_idles(seed):
+    for counting in ("legacy", "fixed"):
+        bw, st, _ = seed[counting, "root"]
+        assert st["group_counting"] == counting
+        assert st["idle_periods"] == 0
+        assert st["asymmetric_true"] == 0
+        assert st["expirations"]["no_more_requests"] > 0
+    # legacy never counts the root group; fixed counts it as one group
+    assert seed["legacy", "root"][1]["max_groups_with_pending_reqs"] == 0
+    assert seed["fixed", "root"][1]["max_groups_with_pending_reqs"] == 1
+    assert seed["legacy", "root"][0] == pytest.approx(seed["fixed", "root"][0], rel=1e-9)
+
+
+def test_seed_legacy_nonroot_group_idles_and_loses_throughput(seed):
+    root_bw = seed["legacy", "root"][0]
+    bw, st, results = seed["legacy", "nonroot"]
+    # num_groups_with_pending_reqs > 0: every sync queue is idled for.
+    assert st["max_groups_with_pending_reqs"] == 1
+    assert st["asymmetric_true"] > 0
+    assert st["idle_periods"] > 1000          # one per request of the in-service queue
+    assert bw < 0.5 * root_bw                 # one queue at a time in the drive
+    (g1,) = [g for g in st["groups"] if g["name"] == "g1"]
+    assert g1["weight"] == 100 and g1["queues"] == 8
+    assert g1["idle_periods"] == st["idle_periods"]
+    assert all(r["ios"] > 0 for r in results)
+
+
+def test_seed_fixed_one_active_group_does_not_idle(seed):
+    root_bw = seed["fixed", "root"][0]
+    bw, st, _ = seed["fixed", "nonroot"]
+    assert st["max_groups_with_pending_reqs"] == 1   # "> 1" is false
+    assert st["idle_periods"] == 0
+    assert st["asymmetric_true"] == 0
+    assert bw == pytest.approx(root_bw, rel=0.02)
+    assert bw > 2 * seed["legacy", "nonroot"][0]
+
+
+def test_fixed_still_idles_with_two_active_groups(mdsplit_module):
+    bw_one, _, _ = seed_run(mdsplit_module, "fixed", ["g1"] * 8)
+    bw_two, st, _ = seed_run(mdsplit_module, "fixed", ["g1"] * 4 + ["g2"] * 4)
+    assert st["max_groups_with_pending_reqs"] == 2
+    assert st["idle_periods"] > 0
+    assert bw_two < 0.5 * bw_one
+
+
+# --- service guarantees -------------------------------------------------------
+# The thread's check: null_blk with 100 ms completions and queue depth 1
+# (the `slow-qd1` preset), two groups of greedy readers with weights 100 and
+# 300: the heavier group must get three times the service, in both variants.
+
+@pytest.mark.parametrize("counting", ["legacy", "fixed"])
+@pytest.mark.parametrize("iodepth,readers", [(1, 3), (4, 2)])
+def test_group_weights_are_guaranteed_on_a_slow_device(mdsplit_module, counting, iodepth, readers):
+    sim = mdsplit_module.Simulation(stack(counting, "slow-qd1", queue_depth=1))
+    tasks = []
+    for group, weight in (("light", 100), ("heavy", 300)):
+        for _ in range(readers):
+            tasks.append({"rw": "randread", "bs": 4096, "iodepth": iodepth, "group": group,
+                          "group_weight": weight, "runtime_ns": 60 * S,
+                          "offset": len(tasks) << 30, "size": 1 << 30})
+    results = sim.run_workloads(tasks)
+    by_group = {}
+    for r in results:
+        by_group[r["group"]] = by_group.get(r["group"], 0) + r["bytes"]
+    assert by_group["heavy"] / by_group["light"] == pytest.approx(3.0, rel=0.10)
+    st = bfq_stats(sim)
+    groups = {g["name"]: g for g in st["groups"]}
+    assert groups["heavy"]["weight"] == 300 and groups["light"]["weight"] == 100
+    assert groups["heavy"]["service_sectors"] / groups["light"]["service_sectors"] == \
+        pytest.approx(3.0, rel=0.10)
+    assert st["idle_periods"] > 0
+    assert st["max_groups_with_pending_reqs"] == 2
+    # Inside each group the readers share equally.
+    for group in ("light", "heavy"):
+        mine = [r["bytes"] for r in results if r["group"] == group]
+        assert max(mine) / min(mine) < 1.25
+
+
+def test_ioprio_gives_queue_weights(mdsplit_module):
+    # (8 - prio) * 10: prio 0 -> 80, prio 4 -> 40 (greedy queues, iodepth 4).
+    sim = mdsplit_module.Simulation(stack("fixed", "slow-qd1", queue_depth=1))
+    results = sim.run_workloads([
+        {"rw": "randread", "iodepth": 4, "prio": 0, "runtime_ns": 60 * S, "offset": 0, "size": 1 << 30},
+        {"rw": "randread", "iodepth": 4, "prio": 4, "prioclass": "be", "runtime_ns": 60 * S,
+         "offset": 1 << 30, "size": 1 << 30},
+    ])
+    assert results[0]["bytes"] / results[1]["bytes"] == pytest.approx(2.0, rel=0.10)
+    weights = {q["pid"]: q["weight"] for q in bfq_stats(sim)["queues"]}
+    assert weights[results[0]["pid"]] == 80 and weights[results[1]["pid"]] == 40
+
+
+# --- statistics and API -------------------------------------------------------
+
+def test_bfq_statistics_shape(seed):
+    _, st, _ = seed["legacy", "nonroot"]
+    for key in ("service_sectors", "charged_sectors", "dispatches", "injected", "idle_periods",
+                "idle_ns", "slices", "expirations", "queues", "groups", "slice_idle_ns",
+                "timeout_sync_ns", "max_budget_sectors", "low_latency"):
+        assert key in st
+    assert set(st["expirations"]) == {"too_idle", "budget_timeout", "budget_exhausted",
+                                      "no_more_requests", "preempted"}
+    assert st["slice_idle_ns"] == 8 * MS and st["timeout_sync_ns"] == 125 * MS
+    assert st["max_budget_sectors"] == 16384 and st["low_latency"] is False
+    assert len(st["queues"]) == 8
+    for q in st["queues"]:
+        assert q["sync"] and q["group"] == "g1" and q["weight"] == 40 and q["ioprio_class"] == "be"
+        assert q["service_sectors"] == 8 * q["dispatches"]
+    assert sum(q["service_sectors"] for q in st["queues"]) == st["service_sectors"]
+    root = [g for g in st["groups"] if g["name"] == "/"][0]
+    assert root["weight"] is None and root["queues"] == 0
+
+
+def test_run_workloads_is_deterministic_and_reports_per_task(mdsplit_module):
+    a = seed_run(mdsplit_module, "legacy", ["g1"] * 8)
+    b = seed_run(mdsplit_module, "legacy", ["g1"] * 8)
+    assert a[2] == b[2] and a[1] == b[1]
+    r = a[2][3]
+    assert r["start_ns"] == 6 * MS and r["group"] == "g1" and r["name"] == "task3"
+    for key in ("ios", "bytes", "errors", "elapsed_ns", "iops", "bandwidth_bps",
+                "mean_latency_ns", "max_latency_ns", "end_ns", "pid"):
+        assert key in r
+
+
+def test_run_workloads_rejects_unknown_keys(mdsplit_module):
+    sim = mdsplit_module.Simulation(stack("fixed", "nvme"))
+    with pytest.raises(ValueError, match="unknown key"):
+        sim.run_workloads([{"rw": "randread", "groop": "g1"}])
+    with pytest.raises(ValueError, match="prioclass"):
+        sim.run_workloads([{"rw": "randread", "prioclass": "urgent"}])

@@ -1,0 +1,271 @@
+"""Buffered I/O through the page cache (seed 003), on a virtual clock:
+io_uring's buffered read paths by variant, the QD sweep's shape, and
+buffered writes over RAID5 that pass the parity checker."""
+import random
+
+import pytest
+
+from harness.parity_check import check_parity
+
+KiB = 1024
+MiB = 1024 * KiB
+
+VARIANTS = ["pre-c8d317aa", "c8d317aa", "forced-ra"]
+
+
+def nvme_stack(size="64m", cache="16m", ra_kb=0, rasync=True, variant="forced-ra", backend="ram"):
+    return f"""
+[device]
+kind = "passthrough"
+
+[[members]]
+path = "m0"
+size = "{size}"
+backend = "{backend}"
+model = "nvme"
+
+[page_cache]
+size = "{cache}"
+ra_kb = {ra_kb}
+rasync = {"true" if rasync else "false"}
+variant = "{variant}"
+"""
+
+
+def pattern(offset, length, seed=0):
+    return random.Random(offset * 7919 + seed).randbytes(length)
+
+
+# (variant, rasync, ra_kb) -> what one 4k read of an uncached page does:
+# inline attempts, callbacks armed, punted, issued by, completed in.
+MISS_PATHS = {
+    ("pre-c8d317aa", True, 0): (2, 0, True, "worker", "worker"),
+    ("pre-c8d317aa", False, 0): (1, 0, True, "worker", "worker"),
+    ("c8d317aa", True, 0): (3, 1, False, "submitter", "task_work"),
+    ("c8d317aa", False, 0): (1, 0, True, "worker", "worker"),
+    ("forced-ra", True, 0): (3, 1, False, "submitter", "task_work"),
+    ("forced-ra", False, 0): (1, 0, True, "submitter", "worker"),
+}
+for v in VARIANTS:  # readahead on: a lone random read reads its page from attempt #1
+    MISS_PATHS[(v, True, 128)] = (3, 1, False, "submitter", "task_work")
+    MISS_PATHS[(v, False, 128)] = (1, 0, True, "submitter", "worker")
+
+
+@pytest.mark.parametrize("variant,rasync,ra_kb", sorted(MISS_PATHS))
+def test_where_an_uncached_read_is_issued(mdsplit_module, variant, rasync, ra_kb):
+    sim = mdsplit_module.BufferedSimulation(nvme_stack(ra_kb=ra_kb, rasync=rasync, variant=variant))
+    data = pattern(MiB, 4096)
+    sim.direct_write(MiB, data)
+    cookie = sim.submit("read", MiB, 4096)
+    [done] = sim.run()
+    assert done["cookie"] == cookie and done["error"] == 0 and done["data"] == data
+    p = done["path"]
+    attempts, armed, punted, issued_by, completed_in = MISS_PATHS[(variant, rasync, ra_kb)]
+    assert (p["inline_attempts"], p["callbacks_armed"], p["punted"], p["issued_by"],
+            p["completed_in"]) == (attempts, armed, punted, issued_by, completed_in)
+    assert p["completions"] == 1
+    assert p["submitter_reads"] + p["worker_reads"] == 1
+    assert p["worker_sleeps"] == (1 if punted else 0)
+    # Cached now: one inline attempt, completed inline.
+    sim.submit("read", MiB, 4096)
+    [hit] = sim.run()
+    assert hit["data"] == data
+    assert (hit["path"]["inline_attempts"], hit["path"]["completed_in"], hit["path"]["issued_by"]) == \
+        (1, "submitter", "none")
+    pc = sim.page_cache_stats()
+    assert (pc["hits"], pc["misses"], pc["inline_completions"], pc["double_completions"]) == (1, 1, 1, 0)
+    assert pc["punts"] == (1 if punted else 0)
+    assert pc["callbacks_armed"] == armed
+    assert pc["variant"] == variant and pc["rasync"] == rasync and pc["ra_kb"] == ra_kb
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("rasync", [True, False])
+@pytest.mark.parametrize("ra_kb", [0, 128])
+def test_no_read_is_lost_or_completed_twice(mdsplit_module, variant, rasync, ra_kb):
+    sim = mdsplit_module.BufferedSimulation(
+        nvme_stack(size="8m", cache="1m", ra_kb=ra_kb, rasync=rasync, variant=variant))
+    data = pattern(0, 4 * MiB, 5)
+    sim.direct_write(0, data)
+    rng = random.Random(7)
+    ios = []
+    for _ in range(400):  # overlapping, unaligned, some repeated: several readers per page
+        off = rng.randrange(0, 4 * MiB - 20000)
+        ios.append(("read", off, rng.randrange(1, 20000)))
+    cookies = sim.submit_batch(ios)
+    done = sim.run()
+    assert sorted(d["cookie"] for d in done) == sorted(cookies)
+    by_cookie = {d["cookie"]: d for d in done}
+    for cookie, (_, off, length) in zip(cookies, ios):
+        d = by_cookie[cookie]
+        assert d["error"] == 0 and d["path"]["completions"] == 1
+        assert d["data"] == data[off:off + length], (cookie, off, length)
+    pc = sim.page_cache_stats()
+    assert pc["double_completions"] == 0 and pc["submitter_blocks"] == 0
+    assert pc["inline_completions"] + pc["task_work_completions"] + pc["worker_completions"] == 400
+    if not rasync:
+        assert pc["callbacks_armed"] == 0
+    if rasync and variant != "pre-c8d317aa":
+        assert pc["punts"] == 0
+
+
+def test_sequential_reads_ramp_up_readahead(mdsplit_module):
+    sim = mdsplit_module.BufferedSimulation(nvme_stack(ra_kb=128, variant="c8d317aa"))
+    r = sim.run_workload("read", 4096, iodepth=1, total=2 * MiB)
+    assert r["ios"] == 512 and r["errors"] == 0
+    ra = sim.page_cache_stats()["readahead"]
+    # initial window 4 pages, then 8, 16, 32, 32, ...
+    assert ra["window_sizes"]["4"] == 1 and ra["window_sizes"]["8"] == 1
+    assert ra["window_sizes"]["16"] == 1 and ra["window_sizes"]["32"] >= 10
+    assert ra["sync"]["windows"] == 1 and ra["async"]["windows"] >= 13
+    pc = sim.page_cache_stats()
+    # A reader that catches up with a window still in flight finds its pages
+    # locked: those count as misses too, but no page is read twice.
+    assert pc["hits"] + pc["misses"] == 512 and pc["misses"] < 32
+    assert pc["pages_read"] <= 512 + 64
+    # (readahead may still be in flight when the last read completes)
+    assert pc["submitter_page_reads"] >= pc["pages_read"] and pc["worker_page_reads"] == 0
+
+
+def sweep(mdsplit_module, variant, rasync, qd):
+    sim = mdsplit_module.BufferedSimulation(nvme_stack(size="1g", cache="1g", ra_kb=0, rasync=rasync,
+                                                       variant=variant), record_paths=False)
+    r = sim.run_workload("randread", 4096, iodepth=qd, total=max(300, 30 * qd) * 4096, seed=2)
+    assert r["errors"] == 0 and r["unexpected_completions"] == 0
+    return r["iops"], sim.page_cache_stats()
+
+
+def test_qd_sweep_has_the_threads_shape(mdsplit_module):
+    iops = {}
+    for variant in ("c8d317aa", "forced-ra"):
+        for rasync in (True, False):
+            for qd in (1, 32, 128):
+                iops[variant, rasync, qd], pc = sweep(mdsplit_module, variant, rasync, qd)
+                if qd == 128:
+                    assert pc["worker_high_water"] <= min(128, 4 * 16)
+    for qd in (32, 128):
+        # c8d317aa: the worker path beats rasync (the submitter issues the reads)
+        assert iops["c8d317aa", False, qd] > 1.2 * iops["c8d317aa", True, qd]
+        # forced-ra: rasync beats the worker path (the submitter issues the
+        # read in both, and punting costs more than the callback)
+        assert iops["forced-ra", True, qd] > 1.1 * iops["forced-ra", False, qd]
+    for variant in ("c8d317aa", "forced-ra"):
+        a, b = iops[variant, True, 1], iops[variant, False, 1]
+        assert abs(a - b) / max(a, b) < 0.10
+
+
+def test_costs_can_be_changed(mdsplit_module):
+    sim = mdsplit_module.BufferedSimulation(nvme_stack())
+    c = sim.costs()
+    assert c == mdsplit_module.buffered_default_costs()
+    sim.set_costs({"punt_ns": 100, "cpus": 2})
+    assert sim.costs()["punt_ns"] == 100
+    sim.set_iodepth(64)
+    assert sim.max_workers == 8
+    with pytest.raises(KeyError):
+        sim.set_costs({"nope": 1})
+    with pytest.raises(ValueError):
+        mdsplit_module.BufferedSimulation(nvme_stack(), variant="6.1")
+
+
+def test_writes_fsync_and_invalidate(mdsplit_module):
+    sim = mdsplit_module.BufferedSimulation(nvme_stack(size="8m", cache="512k", ra_kb=128))
+    model = bytearray(pattern(0, 8 * MiB, 1))
+    sim.direct_write(0, bytes(model))
+    rng = random.Random(3)
+    for i in range(300):
+        off = rng.randrange(0, 8 * MiB - 9000)
+        d = pattern(off, rng.randrange(1, 9000), i + 9)
+        sim.write(off, d)
+        model[off:off + len(d)] = d
+    st = sim.cache_state()
+    assert st["pages"] <= st["capacity_pages"] + 64
+    c = sim.fsync()
+    [done] = sim.run()
+    assert done["cookie"] == c and done["error"] == 0
+    assert sim.cache_state()["dirty"] == 0 and sim.cache_state()["writeback"] == 0
+    assert sim.direct_read(0, 8 * MiB) == bytes(model)
+    assert sim.read(12345, 300000) == bytes(model[12345:312345])
+    sim.invalidate()
+    assert sim.cache_state()["pages"] == 0
+    assert sim.read(0, 8 * MiB) == bytes(model)
+    pc = sim.page_cache_stats()
+    assert pc["read_for_write"] > 0 and pc["writeback_pages"] > 0 and pc["evictions"] > 0
+    assert pc["fsyncs"] == 1 and pc["errors"] == 0
+
+
+def raid5_stack(dir, members=4, size="4m", chunk="16k", cache="1m"):
+    text = f"""
+[device]
+kind = "raid5"
+chunk = "{chunk}"
+max_sectors = "1m"
+
+[page_cache]
+size = "{cache}"
+ra_kb = 128
+rasync = true
+variant = "forced-ra"
+"""
+    for i in range(members):
+        text += f"""
+[[members]]
+path = "{dir}/r{i}.img"
+size = "{size}"
+backend = "io_uring"
+max_sectors = "512k"
+"""
+    return text
+
+
+def test_buffered_randwrite_verify_over_raid5_passes_parity(mdsplit_module, tmp_path):
+    sim = mdsplit_module.BufferedSimulation(raid5_stack(tmp_path))
+    size = sim.size
+    model = bytearray(size)
+    rng = random.Random(11)
+    errors = 0
+    for i in range(600):
+        bs = rng.choice([4096, 4096, 8192, 512, 3000])
+        off = rng.randrange(0, size - bs)
+        if rng.random() < 0.7:
+            d = rng.randbytes(bs)
+            sim.write(off, d)
+            model[off:off + bs] = d
+        elif sim.read(off, bs) != bytes(model[off:off + bs]):
+            errors += 1
+    sim.sync()
+    # verify through the page cache, then from the members
+    for off in range(0, size, 256 * KiB):
+        if sim.read(off, 256 * KiB) != bytes(model[off:off + 256 * KiB]):
+            errors += 1
+    assert errors == 0
+    paths = [str(tmp_path / f"r{i}.img") for i in range(4)]
+    assert check_parity(paths, 16 * KiB, "left-symmetric") == []
+    sim.invalidate()
+    assert sim.direct_read(0, size) == bytes(model)
+
+
+def test_stats_have_the_page_cache_object(mdsplit_module):
+    sim = mdsplit_module.BufferedSimulation(nvme_stack())
+    assert sim.stats()["page_cache"]["enabled"] is False  # no buffered I/O yet
+    sim.run_workload("randread", 4096, iodepth=8, total=64 * 4096, size=MiB)
+    pc = sim.stats()["page_cache"]
+    assert pc["enabled"] is True
+    for key in ("hits", "misses", "readahead", "inline_completions", "callbacks_armed", "punts",
+                "worker_high_water", "inline_attempts", "task_work_runs", "pages_read"):
+        assert key in pc, key
+    assert pc["readahead"]["forced"]["windows"] == pc["pages_read"]
+    assert pc["readahead"]["window_sizes"] == {"1": pc["pages_read"]}
+    # a direct-only simulation reports the page cache as unused
+    plain = mdsplit_module.Simulation(nvme_stack())
+    assert plain.stats()["page_cache"]["enabled"] is False
+
+
+def test_virtual_time_buffered_runs_are_deterministic(mdsplit_module):
+    def one():
+        sim = mdsplit_module.BufferedSimulation(nvme_stack(size="16m", cache="2m", ra_kb=128,
+                                                           rasync=False, variant="c8d317aa"))
+        r = sim.run_workload("randread", 4096, iodepth=32, total=2000 * 4096, seed=4)
+        w = sim.run_workload("randwrite", 8192, iodepth=8, total=500 * 8192, seed=5, end_fsync=True)
+        return r, w, sim.stats(), sim.paths()
+    assert one() == one()

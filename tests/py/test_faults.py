@@ -1,0 +1,244 @@
+"""[members.faults] through a real fio: each fault kind fails exactly the I/Os
+it should; RAID5 hides one failed member (a full verify pass succeeds) and
+returns errors once two have failed, without hanging.
+
+Single-member stacks run sequential 4 KiB reads at iodepth 1, so fio's Nth
+I/O is the member's Nth request; fio's per-I/O latency log (log_offset=1)
+lists every I/O that succeeded, so the failed ones are exactly the offsets
+missing from it."""
+import time
+
+import pytest
+
+from conftest import write_job
+from harness import run_fio
+
+KiB = 1024
+MiB = 1024 * KiB
+BLOCKS = 1024  # 4 MiB of 4 KiB reads
+EIO = 5
+
+
+def splitmix64_failures(seed, p, n):
+    """The request numbers (1-based) fail_probability fails: FaultInjector's
+    splitmix64 stream, one draw per request."""
+    mask = (1 << 64) - 1
+    state, out = seed, []
+    for i in range(1, n + 1):
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        z ^= z >> 31
+        if (z >> 11) * 2.0 ** -53 < p:
+            out.append(i)
+    return out
+
+
+def passthrough_stack(faults, extra=""):
+    return f"""
+[device]
+kind = "passthrough"
+[[members]]
+path = "m0.img"
+size = "4m"
+{extra}
+[members.faults]
+{faults}
+"""
+
+
+def sequential_job(engine, name, extra=""):
+    return f"""
+[{name}]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+rw=read
+bs=4k
+iodepth=1
+size=4m
+continue_on_error=all
+write_lat_log={name}
+log_offset=1
+mdsplit_stats=stats/{name}.json
+{extra}
+"""
+
+
+def clat_log(workdir, name):
+    """[(time_ms, clat_ns, offset)] of the I/Os that completed without error."""
+    rows = []
+    for line in (workdir / f"{name}_clat.1.log").read_text().splitlines():
+        f = [int(x) for x in line.split(",")]
+        rows.append((f[0], f[1], f[4]))
+    return rows
+
+
+def run_sequential(engine, workdir, faults, extra_member="", extra_job=""):
+    (workdir / "stack.toml").write_text(passthrough_stack(faults, extra_member))
+    result = run_fio(write_job(workdir, "f.fio", sequential_job(engine, "f", extra_job)),
+                     timeout=120)
+    job = result.job("f")
+    log = clat_log(workdir, "f")
+    ok = {off for _, _, off in log}
+    failed = sorted(i + 1 for i in range(BLOCKS) if i * 4 * KiB not in ok)
+    return result, job, log, failed
+
+
+def test_fail_nth(engine, workdir):
+    result, job, _, failed = run_sequential(engine, workdir, "fail_nth = [10, 20, 777]")
+    assert failed == [10, 20, 777]
+    assert job["total_err"] == 3 and job["first_error"] == EIO
+    assert job["read"]["total_ios"] == BLOCKS
+    m0 = result.sidecars["stats/f.json"].device("m0")
+    assert m0["read"]["errors"] == 3
+    assert result.mdsplit_errors() == []
+
+
+def test_fail_sectors(engine, workdir):
+    # [2048, 2056): the 4 KiB block at 1 MiB; [4100, 4101): the block at 2 MiB.
+    _, job, _, failed = run_sequential(engine, workdir,
+                                       "fail_sectors = [[2048, 2056], [4100, 4101]]")
+    assert failed == [1 * MiB // (4 * KiB) + 1, 2 * MiB // (4 * KiB) + 1]
+    assert job["total_err"] == 2
+
+
+def test_fail_probability_is_the_seeded_stream(engine, workdir):
+    _, job, _, failed = run_sequential(engine, workdir, "fail_probability = 0.02\nseed = 7")
+    expected = splitmix64_failures(7, 0.02, BLOCKS)
+    assert failed == expected
+    assert job["total_err"] == len(expected)
+    assert 5 < len(expected) < 45
+
+
+def test_latency_spike(engine, workdir):
+    result, job, log, failed = run_sequential(
+        engine, workdir, 'latency_spike = { every = 100, extra = "20ms" }')
+    assert failed == [] and job["total_err"] == 0
+    slow = sorted(off // (4 * KiB) + 1 for _, clat, off in log if clat >= 20_000_000)
+    assert slow == list(range(100, BLOCKS + 1, 100))
+    assert result.mdsplit_errors() == []
+
+
+def test_fail_at_kills_the_member(engine, workdir):
+    # 2 ms per request: about 100 reads succeed before 200 ms, none after.
+    _, job, log, failed = run_sequential(
+        engine, workdir, 'fail_at = "200ms"',
+        extra_member='model = { command = "2ms" }')
+    assert log and failed
+    first = failed[0]
+    assert failed == list(range(first, BLOCKS + 1)), "an I/O succeeded after fail_at"
+    assert 40 <= first <= 110, first
+    assert job["total_err"] == BLOCKS - first + 1
+
+
+def test_fail_at_without_continue_on_error_stops_fio(engine, workdir):
+    (workdir / "stack.toml").write_text(passthrough_stack('fail_at = "100ms"',
+                                                          'model = { command = "1ms" }'))
+    job = sequential_job(engine, "stop", "time_based=1\nruntime=20s").replace(
+        "continue_on_error=all", "")
+    t0 = time.monotonic()
+    result = run_fio(write_job(workdir, "stop.fio", job), check=False, timeout=60)
+    assert result.returncode != 0
+    assert time.monotonic() - t0 < 10
+    assert "Input/output error" in result.stderr
+    assert result.job("stop")["error"] == EIO
+
+
+# ---------------------------------------------------------------- RAID5
+
+def raid5_stack(faults, members=5, size="16m", model=""):
+    text = '[device]\nkind = "raid5"\nchunk = "64k"\n'
+    for i in range(members):
+        text += f'\n[[members]]\npath = "m{i}.img"\nsize = "{size}"\n{model}\n'
+        if i in faults:
+            text += f"[members.faults]\n{faults[i]}\n"
+    return text
+
+
+def raid5_verify_job(engine, name, extra=""):
+    return f"""
+[{name}]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+thread=1
+rw=randwrite
+bsrange=4k-256k
+iodepth=16
+size=48m
+verify=crc32c
+do_verify=1
+verify_fatal=1
+mdsplit_stats=stats/{name}.json
+{extra}
+"""
+
+
+@pytest.mark.parametrize("faults", [
+    'fail_nth = [300]',
+    'fail_sectors = [[4096, 4104]]',
+    'fail_probability = 0.01\nseed = 3',
+])
+def test_raid5_one_faulty_member_full_verify_passes(engine, workdir, faults):
+    (workdir / "stack.toml").write_text(raid5_stack({2: faults}))
+    result = run_fio(write_job(workdir, "v.fio", raid5_verify_job(engine, "v")), timeout=300)
+    job = result.job("v")
+    assert job["error"] == 0
+    assert job["write"]["io_bytes"] == 48 * MiB
+    assert job["read"]["io_bytes"] == 48 * MiB
+    devices = {d["name"]: d for d in result.sidecars["stats/v.json"].devices}
+    m2 = devices["m2"]
+    # The one failed request made the member Faulty: nothing after it.
+    assert m2["read"]["errors"] + m2["write"]["errors"] == 1
+    assert devices["md0"]["read"]["errors"] == 0 and devices["md0"]["write"]["errors"] == 0
+    assert result.mdsplit_errors() == []
+
+
+def test_raid5_member_failing_half_way_verify_passes(engine, workdir):
+    # Paced members (about 2 s of writes); m3 dies at 600 ms.
+    (workdir / "stack.toml").write_text(
+        raid5_stack({3: 'fail_at = "600ms"'},
+                    model='model = { command = "400us", parallelism = 2 }'))
+    result = run_fio(write_job(workdir, "h.fio", raid5_verify_job(engine, "h")), timeout=300)
+    job = result.job("h")
+    assert job["error"] == 0
+    assert job["read"]["io_bytes"] == 48 * MiB
+    devices = {d["name"]: d for d in result.sidecars["stats/h.json"].devices}
+    m3 = devices["m3"]
+    assert m3["write"]["errors"] + m3["read"]["errors"] > 0, "m3 never died"
+    assert m3["write"]["ios"] - m3["write"]["errors"] > 0, "m3 died before the run started"
+    assert devices["md0"]["read"]["errors"] == 0 and devices["md0"]["write"]["errors"] == 0
+
+
+def test_raid5_two_failed_members_fail_fio_within_runtime(engine, workdir):
+    (workdir / "stack.toml").write_text(
+        raid5_stack({1: 'fail_at = "300ms"', 4: 'fail_at = "600ms"'},
+                    model='model = { command = "100us" }'))
+    job = f"""
+[two]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+thread=1
+rw=randrw
+bs=16k
+iodepth=8
+size=48m
+time_based=1
+runtime=30s
+mdsplit_stats=stats/two.json
+"""
+    t0 = time.monotonic()
+    result = run_fio(write_job(workdir, "two.fio", job), check=False, timeout=120)
+    elapsed = time.monotonic() - t0
+    assert result.returncode != 0
+    assert elapsed < 15, elapsed
+    assert result.job("two")["error"] == EIO
+    assert "Input/output error" in result.stderr
+    md0 = result.sidecars["stats/two.json"].device("md0")
+    assert md0["read"]["ios"] + md0["write"]["ios"] > 0

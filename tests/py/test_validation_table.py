@@ -1,0 +1,291 @@
+"""Every row of docs/validation.md, run as written.
+
+Kinds (the doc's "Definitions" section):
+  toml        the input is stack TOML for mdsplit.load_stack_text(text, base_dir=TMP):
+              it raises ValueError whose text is the message
+  toml+root   the same, with a fixture that needs root (a read-only mount)
+  toml+loop   the same, with loop devices (root, losetup)
+  fio         "STACK: job lines": real fio with the engine; the message is a
+              line of fio's stderr ("error=ENAME": fio's job error), and fio
+              exits non-zero; "(accepted)": fio succeeds
+  fio+loop    the same on loop devices (root, losetup, and an engine whose
+              glue calls check_device_safety)
+  io          "STACK: op offset length" through mdsplit.Simulation; the
+              message is the completion: an errno name, or "EOF"
+"""
+import errno
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT, losetup_works, write_job
+from harness import paths, run_fio
+
+DOC = ROOT / "docs" / "validation.md"
+CELL = re.compile(r"(?<!\\)\|")
+
+
+def parse_rows():
+    rows, in_table = [], False
+    for line in DOC.read_text().splitlines():
+        if line.startswith("## "):
+            in_table = line.strip() == "## Checks"
+            continue
+        if not in_table or not re.match(r"^\|\s*\d+\s*\|", line):
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in CELL.split(line.strip())[1:-1]]
+        assert len(cells) == 6, line
+        num, kind, key, condition, given, message = cells
+        rows.append(dict(num=int(num), kind=kind.strip("`"), key=key, condition=condition,
+                         input=unquote(given), message=unquote(message)))
+    return rows
+
+
+def unquote(cell):
+    cell = cell.strip()
+    if cell.startswith("`") and cell.endswith("`"):
+        cell = cell[1:-1]
+    return cell
+
+
+ROWS = parse_rows()
+
+# Macros of the "Definitions" section.
+MACROS = {
+    "{ram}": '[[members]]\nbackend = "ram"\nsize = "1m"\n',
+    "{ram4k}": '[[members]]\nbackend = "ram"\nsize = "1m"\nlogical_block_size = 4096\n',
+}
+STACKS = {
+    "pt": '[[members]]\npath = "m0.img"\nsize = "1m"\nlogical_block_size = 4096\n',
+    "r5": '[device]\nkind = "raid5"\nchunk = "64k"\n' + "".join(
+        f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in range(3)),
+    "ram": MACROS["{ram4k}"],
+    "loop": '[[members]]\npath = "{loop}"\n',
+    "loop-and-part": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n'
+                     '[[members]]\npath = "{part}"\n[[members]]\npath = "r2.img"\nsize = "1m"\n',
+}
+JOB = """[j]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+rw=read
+bs=4k
+size=1m
+"""
+
+
+def job_text(engine, lines):
+    """The job template with the row's lines: "opt=value" adds (fio takes the
+    last value), "-opt" removes the template's line."""
+    job = JOB.format(engine=engine).splitlines()
+    for line in lines.splitlines():
+        if line.startswith("-"):
+            job = [j for j in job if not j.startswith(line[1:] + "=")]
+        else:
+            job.append(line)
+    return "\n".join(job) + "\n"
+
+
+def line_matches(message, line):
+    """Exact, except that {pid} stands for a process id."""
+    pattern = re.escape(message).replace(re.escape("{pid}"), r"\d+")
+    return re.fullmatch(pattern, line) is not None
+
+
+def expand(text, subst, escapes=True):
+    if escapes:
+        text = text.replace("\\n", "\n").replace('\\"', '"')
+    for k, v in MACROS.items():
+        text = text.replace(k, v)
+    for k, v in subst.items():
+        text = text.replace(k, v)
+    return text
+
+
+def test_the_table_has_at_least_30_numbered_rows():
+    assert len(ROWS) >= 30
+    assert [r["num"] for r in ROWS] == list(range(1, len(ROWS) + 1))
+    assert {r["kind"] for r in ROWS} <= {"toml", "toml+root", "toml+loop", "fio", "fio+loop",
+                                          "io"}
+
+
+# ---------------------------------------------------------------- fixtures
+
+def make_files(tmp):
+    (tmp / "dir").mkdir()
+    (tmp / "empty.img").write_bytes(b"")
+    (tmp / "odd.img").write_bytes(b"\0" * 1000)
+    (tmp / "small.img").write_bytes(b"\0" * 16384)
+    (tmp / "m0.img").write_bytes(b"\0" * 1048576)
+    (tmp / "afile").write_text("not a directory\n")
+
+
+class Loops:
+    """Loop devices this test attaches (and detaches, by name)."""
+
+    def __init__(self, tmp):
+        self.tmp, self.devices, self.mounts = tmp, [], []
+
+    def attach(self, name, size=4 << 20, partitioned=False):
+        backing = self.tmp / name
+        with open(backing, "wb") as f:
+            f.truncate(size)
+            if partitioned:  # an MBR with one Linux partition from sector 2048 to the end
+                entry = bytes([0, 0xFE, 0xFF, 0xFF, 0x83, 0xFE, 0xFF, 0xFF]) + \
+                    (2048).to_bytes(4, "little") + (size // 512 - 2048).to_bytes(4, "little")
+                f.seek(446)
+                f.write(entry)
+                f.seek(510)
+                f.write(b"\x55\xaa")
+        dev = subprocess.run(["losetup", "-f", "--show"] + (["-P"] if partitioned else []) +
+                             [str(backing)], check=True, capture_output=True,
+                             text=True).stdout.strip()
+        self.devices.append(dev)
+        return dev
+
+    def mount(self, dev, where):
+        where.mkdir(exist_ok=True)
+        subprocess.run(["mount", dev, str(where)], check=True, capture_output=True)
+        self.mounts.append(where)
+
+    def close(self):
+        for m in reversed(self.mounts):
+            subprocess.run(["umount", str(m)], capture_output=True)
+        for d in self.devices:
+            subprocess.run(["losetup", "-d", d], capture_output=True)
+
+
+def poke(dev, offset, magic):
+    with open(dev, "r+b") as f:
+        f.seek(offset)
+        f.write(magic)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+SIGNATURES = {
+    "ext4": (1080, b"\x53\xef"), "xfs": (0, b"XFSB"), "btrfs": (65600, b"_BHRfS_M"),
+    "swap": (4086, b"SWAPSPACE2"), "mbr": (510, b"\x55\xaa"), "gpt": (512, b"EFI PART"),
+}
+
+
+def loop_fixture(row, tmp, loops):
+    """Sets up what a +loop row names in its input ("loop-ext4: ..."); returns the
+    substitutions for {loop}, {part}, {alias}, {devno}."""
+    head = row["input"].split(":", 1)[0]
+    subst = {}
+    if head in ("loop-mounted", "loop-part-mounted") and not shutil.which("mkfs.ext4"):
+        pytest.skip("needs mkfs.ext4")
+    if head == "loop-mounted":
+        dev = loops.attach("lm.img")
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        loops.mount(dev, tmp / "mnt")
+        subst["{loop}"] = dev
+    elif head in ("loop-part-mounted", "loop-and-part"):
+        dev = loops.attach("lp.img", 8 << 20, partitioned=True)
+        part = dev + "p1"
+        if not os.path.exists(part) and shutil.which("partx"):
+            subprocess.run(["partx", "-a", dev], capture_output=True)  # when the scan lags
+        for _ in range(100):  # devtmpfs creates the node; udev may not run here
+            if os.path.exists(part):
+                break
+            time.sleep(0.05)
+        if not os.path.exists(part):
+            pytest.skip(f"{part} did not appear")
+        if head == "loop-part-mounted":
+            subprocess.run(["mkfs.ext4", "-q", "-F", part], check=True, capture_output=True)
+            loops.mount(part, tmp / "mnt")
+        st = os.stat(part)
+        subst.update({"{loop}": dev, "{part}": part,
+                      "{partdevno}": f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"})
+    else:
+        dev = loops.attach("l.img")
+        kind = head.split("-", 1)[1] if "-" in head else ""
+        if kind in SIGNATURES:
+            poke(dev, *SIGNATURES[kind])
+        st = os.stat(dev)
+        alias = tmp / "alias"
+        os.mknod(alias, 0o600 | 0o060000, st.st_rdev)  # S_IFBLK
+        subst.update({"{loop}": dev, "{alias}": str(alias)})
+    return subst
+
+
+def engine_checks_devices(engine):
+    """The safety check is linked into the engine only when the glue calls it."""
+    return b"writing would destroy it" in engine.read_bytes()
+
+
+# ---------------------------------------------------------------- the rows
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r['num']}-{r['kind']}" for r in ROWS])
+def test_row(row, tmp_path, mdsplit_module, engine):
+    kind = row["kind"]
+    if kind.endswith("+root") or kind.endswith("+loop"):
+        if os.geteuid() != 0:
+            pytest.skip("needs root")
+    if kind.endswith("+loop"):
+        reason = losetup_works()
+        if reason:
+            pytest.skip(reason)
+    if kind == "fio+loop" and not engine_checks_devices(engine):
+        pytest.skip("the engine's glue does not call check_device_safety yet "
+                    "(engine/fio/mdsplit_engine.cpp)")
+    tmp = tmp_path
+    make_files(tmp)
+    subst = {"{tmp}": str(tmp)}
+    loops = Loops(tmp)
+    ro = None
+    try:
+        if kind == "toml+root":
+            ro = tmp / "ro"
+            ro.mkdir()
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
+                           check=True, capture_output=True)
+        if kind.endswith("+loop"):
+            subst.update(loop_fixture(row, tmp, loops))
+        message = expand(row["message"], subst, escapes=False)
+        if kind.startswith("toml"):
+            text = row["input"]
+            if kind == "toml+loop":
+                text = text.split(":", 1)[1].strip()
+            with pytest.raises(ValueError) as e:
+                mdsplit_module.load_stack_text(expand(text, subst), str(tmp))
+            assert str(e.value) == message
+        elif kind.startswith("fio"):
+            stack, _, lines = row["input"].partition(":")
+            stack_name = stack.strip()
+            stack_text = STACKS["loop"] if stack_name.startswith("loop") and \
+                stack_name != "loop-and-part" else STACKS[stack_name]
+            (tmp / "stack.toml").write_text(expand(stack_text, subst))
+            job = write_job(tmp, "row.fio", job_text(engine, expand(lines.strip(), subst)))
+            result = run_fio(job, check=False, timeout=60)
+            if message == "(accepted)":
+                assert result.returncode == 0, result.stderr
+            elif message.startswith("error="):  # fio's job error (JSON output has no line)
+                assert result.returncode != 0
+                assert result.jobs[0]["error"] == getattr(errno, message[6:]), result.stderr
+            else:
+                assert result.returncode != 0
+                assert any(line_matches(message, l) for l in result.stderr.splitlines()), \
+                    result.stderr
+        elif kind == "io":
+            stack, _, op = row["input"].partition(":")
+            sim = mdsplit_module.Simulation(expand(STACKS[stack.strip()], subst), str(tmp))
+            name, offset, length = op.split()
+            sim.submit(name, int(offset), int(length))
+            [done] = sim.run()
+            if message.startswith("EOF"):
+                assert done["error"] == 0 and done["resid"] == int(length), done
+            else:
+                assert done["error"] == -getattr(errno, message), done
+        else:
+            raise AssertionError(f"unknown kind {kind}")
+    finally:
+        loops.close()
+        if ro is not None:
+            subprocess.run(["umount", str(ro)], capture_output=True)
