@@ -129,7 +129,11 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
                                             top_->logical_block_size());
 }
 
-Stack::~Stack() { tracer_.flush(); }
+// Flushes the trace files the stack owns; sinks a caller attached (e.g. a
+// TraceRecorder) may already be gone.
+Stack::~Stack() {
+    for (auto& sink : trace_sinks_) sink->flush();
+}
 
 std::vector<MemberQueue*> Stack::members() const {
     std::vector<MemberQueue*> out;
