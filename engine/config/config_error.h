@@ -9,8 +9,35 @@
 
 namespace mdsplit {
 
+// Control characters that reach a message from the input (a path or value
+// written with TOML escapes like "\n") are shown escaped, so the message
+// stays one line whatever the input.
+inline std::string one_line_message(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        auto u = static_cast<unsigned char>(c);
+        if (u >= 0x20 && u != 0x7f) {
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else {
+            out += "\\x";
+            out += kHex[u >> 4];
+            out += kHex[u & 15];
+        }
+    }
+    return out;
+}
+
 struct ConfigError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+    explicit ConfigError(std::string_view message)
+        : std::runtime_error(one_line_message(message)) {}
 };
 
 // "<file>: <key>: <problem>; allowed: <allowed>". An empty `key` or `allowed`

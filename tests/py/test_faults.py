@@ -192,8 +192,12 @@ def test_raid5_one_faulty_member_full_verify_passes(engine, workdir, faults):
     assert job["read"]["io_bytes"] == 48 * MiB
     devices = {d["name"]: d for d in result.sidecars["stats/v.json"].devices}
     m2 = devices["m2"]
-    # The one failed request made the member Faulty: nothing after it.
-    assert m2["read"]["errors"] + m2["write"]["errors"] == 1
+    # The first failed request made the member Faulty: only requests already
+    # in flight then (at most its queue depth) can fail too.
+    failed = m2["read"]["errors"] + m2["write"]["errors"]
+    assert 1 <= failed <= 64
+    if faults.startswith("fail_nth"):
+        assert failed == 1
     assert devices["md0"]["read"]["errors"] == 0 and devices["md0"]["write"]["errors"] == 0
     assert result.mdsplit_errors() == []
 
