@@ -1,6 +1,7 @@
 """Runs fio on a job file and gathers fio's JSON and the engine's sidecars
 into one result object."""
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -48,6 +49,16 @@ def _sidecar_paths(job_file: Path, extra_args) -> list:
     return re.findall(r"mdsplit_stats\s*=\s*(\S+)", text)
 
 
+def fio_environment() -> dict:
+    """fio's environment: ours, plus LD_PRELOAD=$MDSPLIT_FIO_PRELOAD when set
+    (a sanitizer runtime, e.g. libtsan.so, for an instrumented engine loaded
+    by Debian's uninstrumented fio; it must not go into Python itself)."""
+    env = dict(os.environ)
+    if env.get("MDSPLIT_FIO_PRELOAD"):
+        env["LD_PRELOAD"] = env["MDSPLIT_FIO_PRELOAD"]
+    return env
+
+
 def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
             fio="fio", hosts=None) -> FioResult:
     """Runs `fio [args] job_file` in the job file's directory (job files use
@@ -63,7 +74,8 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
         out_path = Path(out.name)
     cmd = [fio, "--output-format=json", f"--output={out_path}", *args, str(job_file)]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=fio_environment())
     text = out_path.read_text() if out_path.exists() else ""
     out_path.unlink(missing_ok=True)
     start = text.find("{")

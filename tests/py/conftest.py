@@ -14,6 +14,12 @@ from harness import paths  # noqa: E402
 
 @pytest.fixture(scope="session")
 def engine() -> Path:
+    """The build's engine, or $MDSPLIT_ENGINE (CI points it at the TSan
+    build's engine for the multi-job tests)."""
+    if os.environ.get("MDSPLIT_ENGINE"):
+        p = Path(os.environ["MDSPLIT_ENGINE"]).resolve()
+        assert p.exists(), f"MDSPLIT_ENGINE={p} does not exist"
+        return p
     paths.ensure_built()
     p = paths.BUILD / "libmdsplit.so"
     assert p.exists(), f"{p} was not built"

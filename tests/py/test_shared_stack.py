@@ -72,3 +72,46 @@ def test_passthrough_shared_by_threads_verifies(engine, workdir):
     job = write_job(workdir, "two.fio", two_writers(engine, thread=True))
     result = run_fio(job, timeout=120)
     assert [j["error"] for j in result.jobs] == [0, 0]
+
+
+BFQ = """
+[device]
+kind = "passthrough"
+scheduler = "bfq"
+
+[[members]]
+path = "q0.img"
+size = "64m"
+model = "nvme"
+"""
+
+
+def test_bfq_shared_by_jobs_in_two_groups_verifies(engine, workdir):
+    """Four jobs, two cgroups, one bfq scheduler: each job is its own sync
+    queue, and every job's data verifies."""
+    (workdir / "stack.toml").write_text(BFQ)
+    jobs = "".join(f"""
+[j{i}]
+offset={i * 16}m
+mdsplit_group={"fast" if i % 2 else "slow"}
+mdsplit_group_weight={300 if i % 2 else 100}
+{"mdsplit_stats=stats/bfq.json" if i == 0 else ""}
+""" for i in range(4))
+    job = write_job(workdir, "bfq.fio", f"""
+[global]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+thread=1
+rw=randwrite
+bsrange=4k-64k
+iodepth=4
+size=8m
+verify=crc32c
+{jobs}""")
+    result = run_fio(job, timeout=120)
+    assert [j["error"] for j in result.jobs] == [0, 0, 0, 0]
+    bfq = result.sidecars["stats/bfq.json"].members[0]["bfq"]
+    assert len(bfq["queues"]) >= 4, bfq
+    assert {"fast", "slow"} <= {g["name"] for g in bfq["groups"]}, bfq
