@@ -125,9 +125,11 @@ std::vector<std::string> jobs_sharing(thread_data* self, const std::string& conf
     thread_data* td;
     int i;
     for_each_td(td, i) {
-        if (!td->eo || !td->o.ioengine_so_path || !self->o.ioengine_so_path ||
-            strcmp(td->o.ioengine_so_path, self->o.ioengine_so_path) != 0)
-            continue;
+        // Same engine = same ioengine_ops: fio dlopen()s one .so once and
+        // takes its "ioengine" symbol (dlopen_ioengine). Not the path:
+        // o.ioengine_so_path points into a parse buffer fio has freed by now
+        // (TSan: heap-use-after-free with ioengine= in [global]).
+        if (!td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
         if (o->config && canonical(o->config) == config)
             names.push_back(td->o.name ? td->o.name : "?");
