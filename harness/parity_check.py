@@ -11,6 +11,10 @@ report (drivers/md/raid5.c raid5_compute_sector / raid5_compute_blocknr).
     from harness.parity_check import check_parity
     bad = check_parity(["m0.img", "m1.img", "m2.img"], 64 * 1024, "left-symmetric")
 
+Members may be block devices (loop devices, disks): their page cache is
+dropped before reading, so the check sees what the device holds after
+direct-I/O writes, not pages cached before them.
+
 A failed member is never read: with it missing every row is consistent by
 construction (its unit is whatever the others XOR to), so a degraded array
 has nothing to check and no stripe is reported.
@@ -18,6 +22,7 @@ has nothing to check and no stripe is reported.
 import argparse
 import os
 import re
+import stat
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -123,6 +128,9 @@ def check_parity(member_paths, chunk_bytes, layout, failed=None) -> list:
     bad = []
     files = [open(p, "rb", buffering=0) for p in paths]
     try:
+        for f in files:
+            if stat.S_ISBLK(os.fstat(f.fileno()).st_mode):
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
         for first in range(0, rows, READ_ROWS):
             count = min(READ_ROWS, rows - first)
             length = count * STRIPE_BYTES

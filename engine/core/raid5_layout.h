@@ -19,8 +19,8 @@ inline constexpr uint64_t kRaid5StripeBytes = uint64_t(kRaid5StripeSectors) << k
 inline constexpr int raid5_algorithm(Raid5Layout layout) { return int(layout); }
 
 struct Raid5Location {
-    uint32_t dd_idx = 0;       // member holding the data
-    uint32_t pd_idx = 0;       // member holding the stripe's parity
+    uint32_t dd_idx = 0;  // member holding the data
+    uint32_t pd_idx = 0;  // member holding the stripe's parity
     sector_t member_sector = 0;
 };
 
@@ -52,6 +52,7 @@ public:
 private:
     uint32_t raid_disks_;
     uint32_t chunk_sectors_;
+    uint32_t chunk_shift_;  // chunk_sectors_ is a power of two
     Raid5Layout layout_;
 };
 
