@@ -4,19 +4,51 @@
 
 namespace mdsplit::bfq {
 
+namespace {
+
+std::vector<std::pair<uint32_t, uint32_t>>::iterator weight_slot(
+    std::vector<std::pair<uint32_t, uint32_t>>& weights, uint32_t weight) {
+    auto it = weights.begin();
+    while (it != weights.end() && it->first < weight) ++it;
+    return it;
+}
+
+}  // namespace
+
 // bfq_weights_tree_add(): count bfqq under its weight (once).
 void BfqData::weights_tree_add(BfqQueue* bfqq) {
     if (bfqq->weight_counter) return;
     bfqq->weight_counter = bfqq->entity.weight;
-    queue_weights[bfqq->weight_counter]++;
+    auto it = weight_slot(queue_weights, bfqq->weight_counter);
+    if (it != queue_weights.end() && it->first == bfqq->weight_counter)
+        it->second++;
+    else
+        queue_weights.insert(it, {bfqq->weight_counter, 1});
 }
 
 // __bfq_weights_tree_remove()
 void BfqData::weights_counter_remove(BfqQueue* bfqq) {
     if (!bfqq->weight_counter) return;
-    auto it = queue_weights.find(bfqq->weight_counter);
-    if (it != queue_weights.end() && --it->second == 0) queue_weights.erase(it);
+    auto it = weight_slot(queue_weights, bfqq->weight_counter);
+    if (it != queue_weights.end() && it->first == bfqq->weight_counter && --it->second == 0)
+        queue_weights.erase(it);
     bfqq->weight_counter = 0;
+}
+
+void BfqData::active_list_push_front(BfqQueue* bfqq) {
+    bfqq->active_prev = nullptr;
+    bfqq->active_next = active_list;
+    if (active_list) active_list->active_prev = bfqq;
+    active_list = bfqq;
+}
+
+void BfqData::active_list_erase(BfqQueue* bfqq) {
+    if (bfqq->active_prev)
+        bfqq->active_prev->active_next = bfqq->active_next;
+    else
+        active_list = bfqq->active_next;
+    if (bfqq->active_next) bfqq->active_next->active_prev = bfqq->active_prev;
+    bfqq->active_prev = bfqq->active_next = nullptr;
 }
 
 // bfq_weights_tree_remove(). Legacy (before 6.2): walk up from bfqq's parent
@@ -45,7 +77,8 @@ void BfqData::group_entity_activated(BfqEntity* entity) {
     if (!entity->in_groups_with_pending_reqs) {
         entity->in_groups_with_pending_reqs = true;
         num_groups_with_pending_reqs++;
-        max_groups_with_pending_reqs = std::max(max_groups_with_pending_reqs, num_groups_with_pending_reqs);
+        max_groups_with_pending_reqs =
+            std::max(max_groups_with_pending_reqs, num_groups_with_pending_reqs);
     }
 }
 
@@ -57,7 +90,8 @@ void BfqData::add_bfqq_in_groups_with_pending_reqs(BfqQueue* bfqq) {
     if (!entity.in_groups_with_pending_reqs) {
         entity.in_groups_with_pending_reqs = true;
         if (!(bfqq->group->num_queues_with_pending_reqs++)) num_groups_with_pending_reqs++;
-        max_groups_with_pending_reqs = std::max(max_groups_with_pending_reqs, num_groups_with_pending_reqs);
+        max_groups_with_pending_reqs =
+            std::max(max_groups_with_pending_reqs, num_groups_with_pending_reqs);
     }
 }
 
@@ -80,7 +114,7 @@ bool BfqData::asymmetric_scenario(const BfqQueue* bfqq) const {
     // bfqq has the smallest weight among the counted queues: it receives no
     // more than any other queue even without idling.
     bool smallest_weight = bfqq && bfqq->weight_counter && !queue_weights.empty() &&
-                           bfqq->weight_counter == queue_weights.begin()->first;
+                           bfqq->weight_counter == queue_weights.front().first;
     // For queue weights to differ, queue_weights_tree must contain at least
     // two nodes.
     bool varied_queue_weights = !smallest_weight && queue_weights.size() > 1;

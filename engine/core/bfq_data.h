@@ -17,8 +17,8 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <map>
+#include <utility>
+#include <vector>
 
 #include "config/stack_config.h"
 #include "core/bfq_group.h"
@@ -35,20 +35,23 @@ struct BfqData {
     uint64_t timeout_ns = 125'000'000;   // bfq_timeout (timeout_sync)
     uint64_t max_budget = 16384;         // bfq_max_budget, sectors (user-set: not autotuned)
     bool strict_guarantees = false;
-    bool nonrot = true;                  // blk_queue_nonrot()
+    bool nonrot = true;  // blk_queue_nonrot()
 
     BfqGroup* root_group = nullptr;
     BfqQueue* in_service_queue = nullptr;
     uint32_t busy_queues[kIoprioClasses] = {0, 0, 0};
     uint32_t wr_busy_queues = 0;  // always 0: no weight raising (low_latency off)
-    // queue_weights_tree: weight -> number of counted queues with that weight.
-    std::map<uint32_t, uint32_t> queue_weights;
+    // queue_weights_tree: (weight, number of counted queues with that
+    // weight), ascending by weight, no zero counts. A sorted vector: it
+    // holds one entry per distinct weight in use, and a queue enters and
+    // leaves it with nearly every request of a psync-like job.
+    std::vector<std::pair<uint32_t, uint32_t>> queue_weights;
     uint32_t num_groups_with_pending_reqs = 0;
 
     uint32_t queued = 0;        // requests in the scheduler
     uint32_t rq_in_driver = 0;  // dispatched, not completed
     uint32_t max_rq_in_driver = 0;
-    int hw_tag = -1;            // device queueing detected (bfq_update_hw_tag)
+    int hw_tag = -1;  // device queueing detected (bfq_update_hw_tag)
     uint32_t hw_tag_samples = 0;
     uint64_t budgets_assigned = 0;
 
@@ -63,8 +66,11 @@ struct BfqData {
     uint64_t last_budget_start_ns = 0;
     uint64_t last_idling_start_ns = 0;
 
-    // Queues on an active tree, most recently activated first (bfqd->active_list).
-    std::list<BfqQueue*> active_list;
+    // Queues on an active tree, most recently activated first
+    // (bfqd->active_list): intrusive, through BfqQueue::active_prev/next.
+    BfqQueue* active_list = nullptr;
+    void active_list_push_front(BfqQueue* bfqq);
+    void active_list_erase(BfqQueue* bfqq);
 
     // Statistics of the symmetry test (counted where idling is decided,
     // idling_needed_for_service_guarantees()).
@@ -72,7 +78,12 @@ struct BfqData {
     uint64_t asymmetric_true = 0;
     uint32_t max_groups_with_pending_reqs = 0;
 
-    uint64_t now() const { return clock->now_ns(); }
+    // The scheduler's notion of now: now_fn(now_ctx) when set (the event
+    // loop's time of the current turn, what the rest of the scheduler uses),
+    // else the clock.
+    uint64_t (*now_fn)(const void* ctx) = nullptr;
+    const void* now_ctx = nullptr;
+    uint64_t now() const { return now_fn ? now_fn(now_ctx) : clock->now_ns(); }
     uint32_t tot_busy_queues() const { return busy_queues[0] + busy_queues[1] + busy_queues[2]; }
     bool legacy_counting() const { return group_counting == GroupCounting::Legacy; }
 

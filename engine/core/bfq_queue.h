@@ -5,8 +5,6 @@
 
 #include <cstdint>
 #include <limits>
-#include <list>
-#include <map>
 
 #include "core/bfq_entity.h"
 #include "core/bfq_stats.h"
@@ -29,6 +27,89 @@ struct BfqTtime {
 
 struct BfqGroup;
 
+// A queued request's links in its queue's sort list and FIFO; the
+// scheduler's per-request data (rq->sched_data) embeds one, so queueing and
+// dispatching a request allocates nothing.
+struct BfqRqNode {
+    Request* rq = nullptr;
+    BfqRqNode* sort_prev = nullptr;
+    BfqRqNode* sort_next = nullptr;
+    BfqRqNode* fifo_prev = nullptr;
+    BfqRqNode* fifo_next = nullptr;
+};
+
+// The queue's requests by position (elv_rb_add()'s sort_list): ascending
+// rq->sector, equal sectors in insertion order. Intrusive, through
+// BfqRqNode; a queue holds at most its process's queue depth of requests,
+// and a new request is placed from the tail.
+class BfqSortList {
+public:
+    bool empty() const { return first_ == nullptr; }
+    BfqRqNode* first() const { return first_; }
+    BfqRqNode* last() const { return last_; }
+    void insert(BfqRqNode* n) {
+        sector_t key = n->rq->sector;
+        BfqRqNode* prev = last_;
+        while (prev && prev->rq->sector > key) prev = prev->sort_prev;
+        n->sort_prev = prev;
+        n->sort_next = prev ? prev->sort_next : first_;
+        if (n->sort_next)
+            n->sort_next->sort_prev = n;
+        else
+            last_ = n;
+        if (prev)
+            prev->sort_next = n;
+        else
+            first_ = n;
+    }
+    void erase(BfqRqNode* n) {
+        if (n->sort_prev)
+            n->sort_prev->sort_next = n->sort_next;
+        else
+            first_ = n->sort_next;
+        if (n->sort_next)
+            n->sort_next->sort_prev = n->sort_prev;
+        else
+            last_ = n->sort_prev;
+        n->sort_prev = n->sort_next = nullptr;
+    }
+
+private:
+    BfqRqNode* first_ = nullptr;
+    BfqRqNode* last_ = nullptr;
+};
+
+// The queue's requests in arrival order (bfqq->fifo), intrusive.
+class BfqFifo {
+public:
+    bool empty() const { return first_ == nullptr; }
+    BfqRqNode* front() const { return first_; }
+    void push_back(BfqRqNode* n) {
+        n->fifo_prev = last_;
+        n->fifo_next = nullptr;
+        if (last_)
+            last_->fifo_next = n;
+        else
+            first_ = n;
+        last_ = n;
+    }
+    void erase(BfqRqNode* n) {
+        if (n->fifo_prev)
+            n->fifo_prev->fifo_next = n->fifo_next;
+        else
+            first_ = n->fifo_next;
+        if (n->fifo_next)
+            n->fifo_next->fifo_prev = n->fifo_prev;
+        else
+            last_ = n->fifo_prev;
+        n->fifo_prev = n->fifo_next = nullptr;
+    }
+
+private:
+    BfqRqNode* first_ = nullptr;
+    BfqRqNode* last_ = nullptr;
+};
+
 struct BfqQueue {
     BfqEntity entity;
     BfqGroup* group = nullptr;  // bfqq_group()
@@ -40,14 +121,14 @@ struct BfqQueue {
 
     // Queued requests: sort_list (by position, as elv_rb_add) and the FIFO
     // with expiry times (bfq_fifo_expire).
-    std::multimap<sector_t, Request*> sort_list;
-    std::list<Request*> fifo;
+    BfqSortList sort_list;
+    BfqFifo fifo;
     Request* next_rq = nullptr;
     uint32_t queued[2] = {0, 0};  // [async, sync]
     uint32_t dispatched = 0;      // in the driver
 
-    uint64_t max_budget = 0;        // sectors
-    uint64_t budget_timeout_ns = 0; // end of the current slot (also: when it last emptied)
+    uint64_t max_budget = 0;         // sectors
+    uint64_t budget_timeout_ns = 0;  // end of the current slot (also: when it last emptied)
 
     // BFQQF_* flags.
     bool busy = false;
@@ -72,9 +153,10 @@ struct BfqQueue {
     // Weight under which this queue is counted in queue_weights_tree (0: not counted).
     uint32_t weight_counter = 0;
 
-    // bfqd->active_list membership (queues on an active tree).
+    // bfqd->active_list membership (queues on an active tree): intrusive links.
     bool on_active_list = false;
-    std::list<BfqQueue*>::iterator active_pos;
+    BfqQueue* active_prev = nullptr;
+    BfqQueue* active_next = nullptr;
 
     uint64_t idle_start_ns = 0;  // start of the current idle period (wait_request)
     BfqStats stats;

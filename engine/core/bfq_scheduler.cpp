@@ -9,7 +9,6 @@
 #include <cassert>
 #include <iterator>
 #include <limits>
-#include <list>
 
 #include "core/bfq_wf2q.h"
 
@@ -33,13 +32,18 @@ constexpr uint32_t kSectThrNonrot = 2 * 32;                    // BFQQ_SECT_THR_
 constexpr uint32_t kRequestsWithinTimer = 120;                 // bfq_requests_within_timer
 constexpr unsigned kAsyncChargeFactor = 3;                     // bfq_async_charge_factor
 
-bool is_sync(Op op, const Bio* first) { return op == Op::Read || (first && (first->flags & kBioSync)); }
+bool is_sync(Op op, const Bio* first) {
+    return op == Op::Read || (first && (first->flags & kBioSync));
+}
 
 const char* class_name(unsigned c) {
     switch (c) {
-    case 1: return "rt";
-    case 2: return "be";
-    case 3: return "idle";
+        case 1:
+            return "rt";
+        case 2:
+            return "be";
+        case 3:
+            return "idle";
     }
     return "none";
 }
@@ -47,17 +51,18 @@ const char* class_name(unsigned c) {
 }  // namespace
 
 struct BfqScheduler::RqData {
+    bfq::BfqRqNode node;  // links in the queue's sort_list and fifo
     BfqQueue* queue = nullptr;
     uint64_t fifo_time = 0;
     bool sync = true;
     bool queued = false;  // in the queue's sort_list and fifo
-    std::multimap<sector_t, Request*>::iterator sort_pos;
-    std::list<Request*>::iterator fifo_pos;
 };
 
 BfqScheduler::BfqScheduler(EventLoop& loop, const BfqConfig& config, const Options& options)
     : loop_(loop), config_(config), rq_pool_(std::make_unique<ObjectPool<RqData>>()) {
     bfqd_.clock = &loop.clock();
+    bfqd_.now_ctx = &loop;
+    bfqd_.now_fn = [](const void* ctx) { return static_cast<const EventLoop*>(ctx)->now(); };
     bfqd_.group_counting = config.group_counting;
     bfqd_.slice_idle_ns = config.slice_idle_ns;
     bfqd_.timeout_ns = config.timeout_sync_ns ? config.timeout_sync_ns : 125 * kMs;
@@ -84,7 +89,8 @@ BfqGroup* BfqScheduler::get_group(const std::string& name, uint32_t weight, bool
     if (it != groups_.end()) {
         BfqGroup* g = it->second.get();
         // io.bfq.weight written again: applied at the next (re)activation.
-        if (weight && std::clamp(weight, bfq::kMinWeight, bfq::kMaxWeight) != g->entity.new_weight) {
+        if (weight &&
+            std::clamp(weight, bfq::kMinWeight, bfq::kMaxWeight) != g->entity.new_weight) {
             g->entity.new_weight = std::clamp(weight, bfq::kMinWeight, bfq::kMaxWeight);
             g->entity.prio_changed = true;
         }
@@ -97,8 +103,8 @@ BfqGroup* BfqScheduler::get_group(const std::string& name, uint32_t weight, bool
                            : get_group(name.substr(0, slash), 0, true);
     auto g = std::make_unique<BfqGroup>();
     g->name = name;
-    g->entity.new_weight = weight ? std::clamp(weight, bfq::kMinWeight, bfq::kMaxWeight)
-                                  : bfq::kDefaultGroupWeight;
+    g->entity.new_weight =
+        weight ? std::clamp(weight, bfq::kMinWeight, bfq::kMaxWeight) : bfq::kDefaultGroupWeight;
     bfq::init_group_entity(g.get(), parent);
     BfqGroup* raw = g.get();
     groups_.emplace(name, std::move(g));
@@ -153,9 +159,18 @@ BfqQueue* BfqScheduler::get_queue(const SchedIdentity& id, uint32_t pid, bool sy
         group->async_queues.emplace(key, q);
         return q;
     }
-    auto it = sync_queues_.find({pid, group});
-    if (it != sync_queues_.end()) {
-        BfqQueue* q = it->second;
+    SyncQueueSlot& slot = sync_queue_cache_[pid % kSyncQueueSlots];
+    BfqQueue* q = nullptr;
+    if (slot.queue && slot.pid == pid && slot.group == group) {
+        q = slot.queue;
+    } else {
+        auto it = sync_queues_.find({pid, group});
+        if (it != sync_queues_.end()) {
+            q = it->second;
+            slot = {pid, group, q};
+        }
+    }
+    if (q) {
         if (q->new_ioprio != ioprio || q->new_ioprio_class != ioclass) {
             q->new_ioprio = ioprio;
             q->new_ioprio_class = ioclass;
@@ -165,14 +180,16 @@ BfqQueue* BfqScheduler::get_queue(const SchedIdentity& id, uint32_t pid, bool sy
         return q;
     }
     if (!create) return nullptr;
-    BfqQueue* q = new_queue(group, pid, true, ioclass, ioprio);
+    q = new_queue(group, pid, true, ioclass, ioprio);
     sync_queues_.emplace(std::make_pair(pid, static_cast<const BfqGroup*>(group)), q);
+    slot = {pid, group, q};
     return q;
 }
 
 const BfqQueue* BfqScheduler::find_queue(uint32_t pid, const std::string& group, bool sync) const {
     for (const auto& q : queues_)
-        if (q->sync == sync && (!sync || q->pid == pid) && q->group->name == (group == "/" ? "" : group))
+        if (q->sync == sync && (!sync || q->pid == pid) &&
+            q->group->name == (group == "/" ? "" : group))
             return q.get();
     return nullptr;
 }
@@ -209,7 +226,8 @@ int64_t BfqScheduler::budget_left(const BfqQueue* bfqq) const {
 void BfqScheduler::updated_next_req(BfqQueue* bfqq) {
     Request* next_rq = bfqq->next_rq;
     if (!next_rq || bfqq == bfqd_.in_service_queue) return;
-    uint64_t new_budget = std::max({bfqq->max_budget, serv_to_charge(next_rq, bfqq), bfqq->entity.service});
+    uint64_t new_budget =
+        std::max({bfqq->max_budget, serv_to_charge(next_rq, bfqq), bfqq->entity.service});
     if (bfqq->entity.budget != new_budget) {
         bfqq->entity.budget = new_budget;
         bfq::requeue_bfqq(bfqd_, bfqq, false);
@@ -227,12 +245,18 @@ Request* BfqScheduler::choose_req(Request* rq1, Request* rq2, sector_t last) con
     sector_t s1 = rq1->sector, s2 = rq2->sector;
     sector_t d1 = 0, d2 = 0;
     bool wrap1 = false, wrap2 = false;
-    if (s1 >= last) d1 = s1 - last;
-    else if (s1 + kBackMaxSectors >= last) d1 = (last - s1) * kBackPenalty;
-    else wrap1 = true;
-    if (s2 >= last) d2 = s2 - last;
-    else if (s2 + kBackMaxSectors >= last) d2 = (last - s2) * kBackPenalty;
-    else wrap2 = true;
+    if (s1 >= last)
+        d1 = s1 - last;
+    else if (s1 + kBackMaxSectors >= last)
+        d1 = (last - s1) * kBackPenalty;
+    else
+        wrap1 = true;
+    if (s2 >= last)
+        d2 = s2 - last;
+    else if (s2 + kBackMaxSectors >= last)
+        d2 = (last - s2) * kBackPenalty;
+    else
+        wrap2 = true;
     if (!wrap1 && !wrap2) {
         if (d1 < d2) return rq1;
         if (d2 < d1) return rq2;
@@ -249,7 +273,7 @@ Request* BfqScheduler::check_fifo(BfqQueue* bfqq, Request* last) {
     if (bfqq->fifo_expire) return nullptr;
     bfqq->fifo_expire = true;
     if (bfqq->fifo.empty()) return nullptr;
-    Request* rq = bfqq->fifo.front();
+    Request* rq = bfqq->fifo.front()->rq;
     if (rq == last || loop_.now() < rq_data(rq)->fifo_time) return nullptr;
     return rq;
 }
@@ -257,16 +281,15 @@ Request* BfqScheduler::check_fifo(BfqQueue* bfqq, Request* last) {
 // bfq_find_next_rq()
 Request* BfqScheduler::find_next_rq(BfqQueue* bfqq, Request* last) {
     if (Request* next = check_fifo(bfqq, last)) return next;
-    auto it = rq_data(last)->sort_pos;
+    const bfq::BfqRqNode* it = &rq_data(last)->node;
     Request* next = nullptr;
     Request* prev = nullptr;
-    if (it != bfqq->sort_list.begin()) prev = std::prev(it)->second;
-    auto nx = std::next(it);
-    if (nx != bfqq->sort_list.end()) {
-        next = nx->second;
+    if (it->sort_prev) prev = it->sort_prev->rq;
+    if (it->sort_next) {
+        next = it->sort_next->rq;
     } else {
-        auto first = bfqq->sort_list.begin();
-        if (first != it) next = first->second;
+        const bfq::BfqRqNode* first = bfqq->sort_list.first();
+        if (first != it) next = first->rq;
     }
     return choose_req(next, prev, last->sector);
 }
@@ -356,7 +379,7 @@ void BfqScheduler::add_request(Request* rq) {
             if (bfqd_.rq_in_driver == 0) bfqd_.rqs_injected = false;
         }
     }
-    d->sort_pos = bfqq->sort_list.emplace(rq->sector, rq);
+    bfqq->sort_list.insert(&d->node);
     d->queued = true;
     Request* prev = bfqq->next_rq;
     bfqq->next_rq = choose_req(bfqq->next_rq, rq, bfqd_.last_position);
@@ -374,10 +397,10 @@ void BfqScheduler::remove_request(Request* rq) {
         bfqq->next_rq = find_next_rq(bfqq, rq);
         updated_next_req(bfqq);
     }
-    bfqq->fifo.erase(d->fifo_pos);
+    bfqq->fifo.erase(&d->node);
     bfqq->queued[d->sync]--;
     bfqd_.queued--;
-    bfqq->sort_list.erase(d->sort_pos);
+    bfqq->sort_list.erase(&d->node);
     d->queued = false;
     if (bfqq->sort_list.empty()) {
         bfqq->next_rq = nullptr;
@@ -405,7 +428,8 @@ void BfqScheduler::update_io_thinktime(BfqQueue* bfqq) {
 // bfq_update_has_short_ttime()
 void BfqScheduler::update_has_short_ttime(BfqQueue* bfqq) {
     if (!bfqq->sync || bfqq->ioprio_class == 3 || bfqd_.slice_idle_ns == 0) return;
-    bool has_short_ttime = !(bfqq->ttime.ttime_samples > 80 && bfqq->ttime.ttime_mean > bfqd_.slice_idle_ns);
+    bool has_short_ttime =
+        !(bfqq->ttime.ttime_samples > 80 && bfqq->ttime.ttime_mean > bfqd_.slice_idle_ns);
     bool state_changed = has_short_ttime != bfqq->has_short_ttime;
     bfqq->has_short_ttime = has_short_ttime;
     // Until a baseline service time exists, the inject limit follows the
@@ -522,7 +546,8 @@ bool BfqScheduler::idling_needed_for_service_guarantees(const BfqQueue* bfqq) {
 // idling_boosts_thr_without_issues()
 bool BfqScheduler::idling_boosts_thr_without_issues(const BfqQueue* bfqq) const {
     bool rot_without_queueing = !bfqd_.nonrot && bfqd_.hw_tag == 0;
-    bool sequential_and_io_bound = !bfq::bfqq_seeky(*bfqq) && bfqq->io_bound && bfqq->has_short_ttime;
+    bool sequential_and_io_bound =
+        !bfq::bfqq_seeky(*bfqq) && bfqq->io_bound && bfqq->has_short_ttime;
     bool idling_boosts_thr =
         rot_without_queueing || ((!bfqd_.nonrot || bfqd_.hw_tag == 0) && sequential_and_io_bound);
     return idling_boosts_thr && bfqd_.wr_busy_queues == 0;
@@ -560,7 +585,8 @@ bool BfqScheduler::bfqq_is_slow(const BfqQueue* bfqq, bool compensate, uint64_t&
     bool slow = bfq::bfqq_seeky(*bfqq);  // if the interval is too short, use seekiness
     if (!bfqq->sync) return false;
     uint64_t ref = compensate ? bfqd_.last_idling_start_ns : loop_.now();
-    uint64_t delta_us = ref > bfqd_.last_budget_start_ns ? (ref - bfqd_.last_budget_start_ns) / 1000 : 0;
+    uint64_t delta_us =
+        ref > bfqd_.last_budget_start_ns ? (ref - bfqd_.last_budget_start_ns) / 1000 : 0;
     if (delta_us < 1000) {
         delta_ms = bfqd_.nonrot ? kMinTtNs / kMs : bfqd_.slice_idle_ns / kMs;
         return slow;
@@ -577,28 +603,28 @@ void BfqScheduler::recalc_budget(BfqQueue* bfqq, Expiration reason) {
     uint64_t budget = bfqq->max_budget;           // wr_coeff == 1
     if (bfqq->sync) {
         switch (reason) {
-        case Expiration::TooIdle:
-            // Outstanding requests: the process may still be waiting for
-            // them, so grow; otherwise assume a smaller budget would do.
-            if (bfqq->dispatched > 0)
+            case Expiration::TooIdle:
+                // Outstanding requests: the process may still be waiting for
+                // them, so grow; otherwise assume a smaller budget would do.
+                if (bfqq->dispatched > 0)
+                    budget = std::min(budget * 2, bfqd_.max_budget);
+                else if (budget > 5 * min_budget)
+                    budget -= 4 * min_budget;
+                else
+                    budget = min_budget;
+                break;
+            case Expiration::BudgetTimeout:
                 budget = std::min(budget * 2, bfqd_.max_budget);
-            else if (budget > 5 * min_budget)
-                budget -= 4 * min_budget;
-            else
-                budget = min_budget;
-            break;
-        case Expiration::BudgetTimeout:
-            budget = std::min(budget * 2, bfqd_.max_budget);
-            break;
-        case Expiration::BudgetExhausted:
-            budget = std::min(budget * 4, bfqd_.max_budget);
-            break;
-        case Expiration::NoMoreRequests:
-            // Keep the budget close to the service actually requested.
-            budget = std::max(bfqq->entity.service, min_budget);
-            break;
-        default:
-            return;
+                break;
+            case Expiration::BudgetExhausted:
+                budget = std::min(budget * 4, bfqd_.max_budget);
+                break;
+            case Expiration::NoMoreRequests:
+                // Keep the budget close to the service actually requested.
+                budget = std::max(bfqq->entity.service, min_budget);
+                break;
+            default:
+                return;
         }
     } else {
         budget = bfqd_.max_budget;  // async queues always get the maximum
@@ -633,16 +659,19 @@ void BfqScheduler::bfqq_expire(BfqQueue* bfqq, bool compensate, Expiration reaso
     bool slow = bfqq_is_slow(bfqq, compensate, delta_ms);
     // Charge slow (seeky) and timed-out queues with the time they held the
     // device, unless they consumed at least 2/3 of their budget.
-    if (slow || (reason == Expiration::BudgetTimeout && budget_left(bfqq) >= int64_t(entity.budget / 3)))
+    if (slow ||
+        (reason == Expiration::BudgetTimeout && budget_left(bfqq) >= int64_t(entity.budget / 3)))
         bfq::bfqq_charge_time(bfqd_, bfqq, delta_ms);
-    if (reason == Expiration::TooIdle && entity.service <= 2 * entity.budget / 10) bfqq->io_bound = false;
+    if (reason == Expiration::TooIdle && entity.service <= 2 * entity.budget / 10)
+        bfqq->io_bound = false;
     // No total service time to measure any longer.
     bfqd_.rqs_injected = bfqd_.wait_dispatch = false;
     bfqd_.waited_rq = nullptr;
     bfqq->stats.expirations[unsigned(reason)]++;
     recalc_budget(bfqq, reason);
     expire_queue(bfqq, reason);
-    if (!bfqq->busy && reason != Expiration::BudgetTimeout && reason != Expiration::BudgetExhausted) {
+    if (!bfqq->busy && reason != Expiration::BudgetTimeout &&
+        reason != Expiration::BudgetExhausted) {
         // Keep the service: if the next request arrives in time, the queue
         // goes on with this same budget (hole recovery).
         bfqq->non_blocking_wait_rq = true;
@@ -665,7 +694,7 @@ BfqQueue* BfqScheduler::choose_bfqq_for_injection() {
         loop_.now() >= bfqd_.last_idling_start_ns + bfqd_.slice_idle_ns)
         limit = 1;
     if (bfqd_.rq_in_driver >= limit) return nullptr;
-    for (BfqQueue* bfqq : bfqd_.active_list) {
+    for (BfqQueue* bfqq = bfqd_.active_list; bfqq; bfqq = bfqq->active_next) {
         if (bfqq->sort_list.empty()) continue;
         if (int64_t(serv_to_charge(bfqq->next_rq, bfqq)) > budget_left(bfqq)) continue;
         // Only one large in-flight request on non-rotational devices.
@@ -760,6 +789,7 @@ void BfqScheduler::insert(Request* rq, const TaskContext* task) {
     static const SchedIdentity kDefaultIdentity;
     RqData* d = rq_pool_->get();
     *d = RqData{};
+    d->node.rq = rq;
     rq->sched_data = d;
     d->sync = is_sync(rq->op, rq->bios.head);
     const SchedIdentity& id = task ? task->sched : kDefaultIdentity;
@@ -770,7 +800,7 @@ void BfqScheduler::insert(Request* rq, const TaskContext* task) {
     update_has_short_ttime(bfqq);
     update_io_seektime(bfqq, rq);
     d->fifo_time = loop_.now() + kFifoExpireNs[d->sync];
-    d->fifo_pos = bfqq->fifo.insert(bfqq->fifo.end(), rq);
+    bfqq->fifo.push_back(&d->node);
     add_request(rq);
     rq_enqueued(bfqq, rq);
 }
@@ -784,16 +814,19 @@ Request* BfqScheduler::find_merge(const Bio* bio, const TaskContext* task, bool&
     uint32_t pid = task ? task->pid : bio->pid;
     BfqQueue* bfqq = get_queue(id, pid, is_sync(bio->op, bio), false);
     if (!bfqq) return nullptr;
-    for (auto& [pos, rq] : bfqq->sort_list) {
+    for (const bfq::BfqRqNode* n = bfqq->sort_list.first(); n; n = n->sort_next) {
+        Request* rq = n->rq;
         if (rq->end_sector() == bio->sector && rq->mergeable() && rq->op == bio->op) {
             front = false;
             return rq;
         }
     }
-    auto range = bfqq->sort_list.equal_range(bio->end_sector());
-    for (auto it = range.first; it != range.second; ++it) {
-        Request* rq = it->second;
-        if (rq->mergeable() && rq->op == bio->op) {
+    // The requests starting where the bio ends, in sort order.
+    sector_t key = bio->end_sector();
+    for (const bfq::BfqRqNode* n = bfqq->sort_list.first(); n && n->rq->sector <= key;
+         n = n->sort_next) {
+        Request* rq = n->rq;
+        if (rq->sector == key && rq->mergeable() && rq->op == bio->op) {
             front = true;
             return rq;
         }
@@ -807,8 +840,8 @@ void BfqScheduler::merged(Request* rq, bool front) {
     RqData* d = rq_data(rq);
     if (!d || !d->queued || !front) return;
     BfqQueue* bfqq = d->queue;
-    bfqq->sort_list.erase(d->sort_pos);
-    d->sort_pos = bfqq->sort_list.emplace(rq->sector, rq);
+    bfqq->sort_list.erase(&d->node);
+    bfqq->sort_list.insert(&d->node);
     Request* prev = bfqq->next_rq;
     bfqq->next_rq = choose_req(bfqq->next_rq, rq, bfqd_.last_position);
     if (prev != bfqq->next_rq) updated_next_req(bfqq);
@@ -848,7 +881,8 @@ void BfqScheduler::update_inject_limit(BfqQueue* bfqq) {
         }
     }
     // rq_in_driver == 1: nothing else in flight (this request still counts).
-    if ((bfqq->last_serv_time_ns == 0 && bfqd_.rq_in_driver == 1) || tot_time_ns < bfqq->last_serv_time_ns) {
+    if ((bfqq->last_serv_time_ns == 0 && bfqd_.rq_in_driver == 1) ||
+        tot_time_ns < bfqq->last_serv_time_ns) {
         if (bfqq->last_serv_time_ns == 0) bfqq->inject_limit = std::max<uint32_t>(1, old_limit);
         bfqq->last_serv_time_ns = tot_time_ns;
     } else if (!bfqd_.rqs_injected && bfqd_.rq_in_driver == 1) {
@@ -909,22 +943,27 @@ void BfqScheduler::write_json(std::ostream& o) const {
         per_group[q->group].add(q->stats);
     }
     o << "{\"scheduler\": \"bfq\", \"group_counting\": \""
-      << (bfqd_.legacy_counting() ? "legacy" : "fixed") << "\", \"slice_idle_ns\": " << bfqd_.slice_idle_ns
-      << ", \"timeout_sync_ns\": " << bfqd_.timeout_ns << ", \"max_budget_sectors\": " << bfqd_.max_budget
+      << (bfqd_.legacy_counting() ? "legacy" : "fixed")
+      << "\", \"slice_idle_ns\": " << bfqd_.slice_idle_ns
+      << ", \"timeout_sync_ns\": " << bfqd_.timeout_ns
+      << ", \"max_budget_sectors\": " << bfqd_.max_budget
       << ", \"low_latency\": " << (config_.low_latency ? "true" : "false")
-      << ", \"weight_raising\": false, \"strict_guarantees\": " << (bfqd_.strict_guarantees ? "true" : "false")
+      << ", \"weight_raising\": false, \"strict_guarantees\": "
+      << (bfqd_.strict_guarantees ? "true" : "false")
       << ", \"nonrot\": " << (bfqd_.nonrot ? "true" : "false") << ", \"hw_tag\": " << bfqd_.hw_tag
       << ", \"num_groups_with_pending_reqs\": " << bfqd_.num_groups_with_pending_reqs
       << ", \"max_groups_with_pending_reqs\": " << bfqd_.max_groups_with_pending_reqs
       << ", \"asymmetric_checks\": " << bfqd_.asymmetric_checks
-      << ", \"asymmetric_true\": " << bfqd_.asymmetric_true << ", \"busy_queues\": " << bfqd_.tot_busy_queues()
-      << ", \"queued\": " << bfqd_.queued << ", \"rq_in_driver\": " << bfqd_.rq_in_driver << ", ";
+      << ", \"asymmetric_true\": " << bfqd_.asymmetric_true
+      << ", \"busy_queues\": " << bfqd_.tot_busy_queues() << ", \"queued\": " << bfqd_.queued
+      << ", \"rq_in_driver\": " << bfqd_.rq_in_driver << ", ";
     total.write_json_fields(o);
     o << ", \"queues\": [";
     bool first = true;
     for (const auto& q : queues_) {
-        o << (first ? "" : ", ") << "{\"pid\": " << q->pid << ", \"sync\": " << (q->sync ? "true" : "false")
-          << ", \"group\": \"" << (q->group->name.empty() ? "/" : q->group->name) << "\", \"ioprio_class\": \""
+        o << (first ? "" : ", ") << "{\"pid\": " << q->pid
+          << ", \"sync\": " << (q->sync ? "true" : "false") << ", \"group\": \""
+          << (q->group->name.empty() ? "/" : q->group->name) << "\", \"ioprio_class\": \""
           << class_name(q->ioprio_class) << "\", \"ioprio\": " << q->ioprio
           << ", \"weight\": " << q->entity.weight << ", \"budget\": " << q->entity.budget
           << ", \"max_budget\": " << q->max_budget << ", \"inject_limit\": " << q->inject_limit
@@ -937,9 +976,12 @@ void BfqScheduler::write_json(std::ostream& o) const {
     }
     o << "], \"groups\": [";
     auto group_json = [&](const BfqGroup* g, bool lead) {
-        o << (lead ? "" : ", ") << "{\"name\": \"" << (g->name.empty() ? "/" : g->name) << "\", \"weight\": ";
-        if (g->is_root()) o << "null";
-        else o << g->entity.orig_weight;
+        o << (lead ? "" : ", ") << "{\"name\": \"" << (g->name.empty() ? "/" : g->name)
+          << "\", \"weight\": ";
+        if (g->is_root())
+            o << "null";
+        else
+            o << g->entity.orig_weight;
         o << ", \"queues\": " << g->queues << ", ";
         auto it = per_group.find(g);
         (it == per_group.end() ? bfq::BfqStats{} : it->second).write_json_fields(o);

@@ -53,7 +53,8 @@ public:
     };
 
     BfqScheduler(EventLoop& loop, const BfqConfig& config, const Options& options);
-    BfqScheduler(EventLoop& loop, const BfqConfig& config) : BfqScheduler(loop, config, Options{}) {}
+    BfqScheduler(EventLoop& loop, const BfqConfig& config)
+        : BfqScheduler(loop, config, Options{}) {}
     ~BfqScheduler() override;
     BfqScheduler(const BfqScheduler&) = delete;
     BfqScheduler& operator=(const BfqScheduler&) = delete;
@@ -75,7 +76,9 @@ public:
     std::vector<const bfq::BfqQueue*> queues() const;
     bool idle_timer_pending() const { return idle_timer_id_ != 0; }
     // bfq_asymmetric_scenario() for a queue (null: the device-wide test).
-    bool asymmetric_scenario(const bfq::BfqQueue* bfqq) const { return bfqd_.asymmetric_scenario(bfqq); }
+    bool asymmetric_scenario(const bfq::BfqQueue* bfqq) const {
+        return bfqd_.asymmetric_scenario(bfqq);
+    }
 
 private:
     struct RqData;  // per-request scheduler data (rq->sched_data)
@@ -134,6 +137,16 @@ private:
     std::map<std::string, std::unique_ptr<bfq::BfqGroup>> groups_;
     std::vector<std::unique_ptr<bfq::BfqQueue>> queues_;  // creation order
     std::map<std::pair<uint32_t, const bfq::BfqGroup*>, bfq::BfqQueue*> sync_queues_;
+    // The last sync queue looked up per pid slot: insert() and find_merge()
+    // look a task's queue up for every request. Queues live as long as the
+    // scheduler, so an entry never dangles; a miss falls back to the map.
+    struct SyncQueueSlot {
+        uint32_t pid = 0;
+        const bfq::BfqGroup* group = nullptr;
+        bfq::BfqQueue* queue = nullptr;
+    };
+    static constexpr size_t kSyncQueueSlots = 64;
+    SyncQueueSlot sync_queue_cache_[kSyncQueueSlots];
     std::unique_ptr<ObjectPool<RqData>> rq_pool_;
     uint64_t idle_timer_id_ = 0;
 };

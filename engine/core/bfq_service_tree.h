@@ -6,15 +6,15 @@
 // an entity is eligible when its virtual start time is not after the tree's
 // virtual time, and the next entity served is the eligible one with the
 // smallest finish time (bfq_first_active_entity). The kernel keeps min_start
-// in an augmented rb-tree; here a multiset of start times gives the same
-// minimum. The idle tree keeps entities that went idle before their finish
-// time (so that a quick reactivation cannot gain service), until the virtual
-// time passes their finish time (bfq_forget_idle).
+// in an augmented rb-tree; here the trees are short sorted lists (see
+// BfqEntitySet) and the minimum is found by walking the active one. The
+// idle tree keeps entities that went idle before their finish time (so that
+// a quick reactivation cannot gain service), until the virtual time passes
+// their finish time (bfq_forget_idle).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <set>
 
 #include "core/bfq_entity.h"
 
@@ -23,7 +23,8 @@ namespace mdsplit::bfq {
 class BfqServiceTree {
 public:
     uint64_t vtime = 0;  // system virtual time of this tree
-    uint64_t wsum = 0;   // sum of the weights of the entities on this tree (active, idle, in service)
+    // Sum of the weights of the entities on this tree (active, idle, in service).
+    uint64_t wsum = 0;
 
     bool active_empty() const { return active_.empty(); }
     size_t active_size() const { return active_.size(); }
@@ -37,11 +38,12 @@ public:
     // bfq_idle_insert() / bfq_idle_extract().
     void idle_insert(BfqEntity* entity);
     void idle_extract(BfqEntity* entity);
-    BfqEntity* first_idle() const { return idle_.empty() ? nullptr : *idle_.begin(); }
-    BfqEntity* last_idle() const { return idle_.empty() ? nullptr : *idle_.rbegin(); }
+    BfqEntity* first_idle() const { return idle_.first(); }
+    BfqEntity* last_idle() const { return idle_.last(); }
 
-    // Smallest start time on the active tree (the root's min_start).
-    uint64_t min_start() const { return *active_starts_.begin(); }
+    // Smallest start time on the active tree (the root's min_start). The
+    // tree must not be empty.
+    uint64_t min_start() const;
     // bfq_first_active_entity(): the eligible (start <= vtime) entity with
     // the smallest finish time, or null.
     BfqEntity* first_active_entity(uint64_t vtime) const;
@@ -52,7 +54,6 @@ public:
 private:
     BfqEntitySet active_;
     BfqEntitySet idle_;
-    std::multiset<uint64_t> active_starts_;
     uint64_t next_seq_ = 1;
 };
 

@@ -11,10 +11,7 @@ namespace {
 
 constexpr uint64_t kClassIdleTimeoutNs = 200'000'000;  // BFQ_CL_IDLE_TIMEOUT (HZ / 5)
 
-// bfq_class_idx(): a queue's class, or BFQ_DEFAULT_GRP_CLASS (BE) for groups.
-unsigned class_idx(const BfqEntity* entity) {
-    return entity->queue ? entity->queue->ioprio_class - 1 : 1;
-}
+unsigned class_idx(const BfqEntity* entity) { return entity_class_idx(entity); }
 
 // bfq_delta(): map service into the virtual time domain.
 uint64_t bfq_delta(uint64_t service, uint64_t weight) {
@@ -31,7 +28,7 @@ void calc_finish(BfqEntity* entity, uint64_t service) {
 void active_insert(BfqData& bfqd, BfqServiceTree* st, BfqEntity* entity) {
     st->active_insert(entity);
     if (BfqQueue* q = entity->queue) {
-        q->active_pos = bfqd.active_list.insert(bfqd.active_list.begin(), q);
+        bfqd.active_list_push_front(q);
         q->on_active_list = true;
     }
     BfqGroup* owner = entity->sched_data->group;
@@ -42,7 +39,7 @@ void active_insert(BfqData& bfqd, BfqServiceTree* st, BfqEntity* entity) {
 void active_extract(BfqData& bfqd, BfqServiceTree* st, BfqEntity* entity) {
     st->active_extract(entity);
     if (BfqQueue* q = entity->queue) {
-        if (q->on_active_list) bfqd.active_list.erase(q->active_pos);
+        if (q->on_active_list) bfqd.active_list_erase(q);
         q->on_active_list = false;
     }
     BfqGroup* owner = entity->sched_data->group;
@@ -109,7 +106,8 @@ BfqServiceTree* update_weight_prio(BfqData& bfqd, BfqServiceTree* old_st, BfqEnt
 }
 
 // bfq_update_fin_time_enqueue()
-void update_fin_time_enqueue(BfqData& bfqd, BfqEntity* entity, BfqServiceTree* st, bool backshifted) {
+void update_fin_time_enqueue(BfqData& bfqd, BfqEntity* entity, BfqServiceTree* st,
+                             bool backshifted) {
     st = update_weight_prio(bfqd, st, entity, true);
     calc_finish(entity, entity->budget);
     // Push backshifted timestamps up to the system virtual time, so that a
@@ -165,7 +163,8 @@ void requeue_entity(BfqData& bfqd, BfqEntity* entity) {
 }
 
 // __bfq_activate_requeue_entity()
-void activate_requeue_one(BfqData& bfqd, BfqEntity* entity, BfqSchedData* sd, bool non_blocking_wait_rq) {
+void activate_requeue_one(BfqData& bfqd, BfqEntity* entity, BfqSchedData* sd,
+                          bool non_blocking_wait_rq) {
     if (sd->in_service_entity == entity || entity->tree == BfqTree::Active)
         requeue_entity(bfqd, entity);
     else
@@ -205,8 +204,8 @@ BfqEntity* lookup_next_entity(BfqData& bfqd, BfqSchedData* sd, bool expiration) 
     for (; idx < kIoprioClasses; idx++) {
         // On the expiration path the in-service entity is no longer in
         // service (it has been requeued), even if still recorded as such.
-        if (BfqEntity* e = lookup_next_in_tree(&sd->service_tree[idx],
-                                               sd->in_service_entity && !expiration))
+        if (BfqEntity* e =
+                lookup_next_in_tree(&sd->service_tree[idx], sd->in_service_entity && !expiration))
             return e;
     }
     return nullptr;
@@ -214,7 +213,8 @@ BfqEntity* lookup_next_entity(BfqData& bfqd, BfqSchedData* sd, bool expiration) 
 
 // bfq_update_next_in_service(): returns true if the change may let the
 // parent entity become the next in service of its own parent.
-bool update_next_in_service(BfqData& bfqd, BfqSchedData* sd, BfqEntity* new_entity, bool expiration) {
+bool update_next_in_service(BfqData& bfqd, BfqSchedData* sd, BfqEntity* new_entity,
+                            bool expiration) {
     BfqEntity* next_in_service = sd->next_in_service;
     bool parent_sched_may_change = false;
     bool change_without_lookup = false;
@@ -243,8 +243,8 @@ bool update_next_in_service(BfqData& bfqd, BfqSchedData* sd, BfqEntity* new_enti
 
 // bfq_activate_requeue_entity(): up the hierarchy while the parent's
 // schedule may change (always, for a requeue on expiration).
-void activate_requeue_entity(BfqData& bfqd, BfqEntity* entity, bool non_blocking_wait_rq, bool requeue,
-                             bool expiration) {
+void activate_requeue_entity(BfqData& bfqd, BfqEntity* entity, bool non_blocking_wait_rq,
+                             bool requeue, bool expiration) {
     for (; entity; entity = entity->parent) {
         BfqSchedData* sd = entity->sched_data;
         activate_requeue_one(bfqd, entity, sd, non_blocking_wait_rq);
@@ -304,10 +304,6 @@ bool no_longer_next_in_service(BfqEntity* entity) {
 }
 
 }  // namespace
-
-BfqServiceTree* entity_service_tree(BfqEntity* entity) {
-    return &entity->sched_data->service_tree[class_idx(entity)];
-}
 
 void init_queue_entity(BfqQueue* bfqq, BfqGroup* group) {
     BfqEntity& e = bfqq->entity;
@@ -387,7 +383,8 @@ BfqQueue* get_next_queue(BfqData& bfqd) {
         sd->in_service_entity = entity;
         // A queue, or a group with a single active child, stops being a
         // candidate for next service at its level.
-        if (no_longer_next_in_service(entity)) active_extract(bfqd, entity_service_tree(entity), entity);
+        if (no_longer_next_in_service(entity))
+            active_extract(bfqd, entity_service_tree(entity), entity);
     }
     BfqQueue* bfqq = entity->queue;
     for (; entity; entity = entity->parent)

@@ -23,8 +23,15 @@ void init_queue_entity(BfqQueue* bfqq, BfqGroup* group);
 // bfq_init_entity() for a group's entity / bfq_group_set_parent().
 void init_group_entity(BfqGroup* group, BfqGroup* parent);
 
+// bfq_class_idx(): a queue's class, or BFQ_DEFAULT_GRP_CLASS (BE) for groups.
+inline unsigned entity_class_idx(const BfqEntity* entity) {
+    return entity->queue ? entity->queue->ioprio_class - 1 : 1;
+}
+
 // bfq_entity_service_tree()
-BfqServiceTree* entity_service_tree(BfqEntity* entity);
+inline BfqServiceTree* entity_service_tree(BfqEntity* entity) {
+    return &entity->sched_data->service_tree[entity_class_idx(entity)];
+}
 
 // bfq_activate_bfqq(), bfq_requeue_bfqq(), bfq_deactivate_bfqq()
 void activate_bfqq(BfqData& bfqd, BfqQueue* bfqq);

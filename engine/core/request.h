@@ -34,7 +34,7 @@ struct Request {
     class Backend* ring_owner = nullptr;  // the io_uring backend a CQE returns to
     uint64_t model_done_ns = 0;           // timing model: modelled completion time
     int64_t result = 0;                   // backend result held until model_done_ns
-    std::vector<iovec> iov;   // built by the backend from the bios
+    std::vector<iovec> iov;               // built by the backend from the bios
 
     uint64_t bytes() const { return uint64_t(nr_sectors) << kSectorShift; }
     sector_t end_sector() const { return sector + nr_sectors; }
@@ -44,7 +44,11 @@ struct Request {
     void build_iov() {
         iov.clear();
         for (Bio* b = bios.head; b; b = b->next) {
-            if (!iov.empty() && static_cast<uint8_t*>(iov.back().iov_base) + iov.back().iov_len == b->data)
+            // Addresses as integers: bios without data (null backend) have
+            // a null buffer, and null + offset is undefined (clang UBSan).
+            if (!iov.empty() &&
+                reinterpret_cast<uintptr_t>(iov.back().iov_base) + iov.back().iov_len ==
+                    reinterpret_cast<uintptr_t>(b->data))
                 iov.back().iov_len += b->bytes();
             else
                 iov.push_back(iovec{b->data, size_t(b->bytes())});
