@@ -19,8 +19,7 @@ build=${MDSPLIT_FUZZ_BUILD_DIR:-$root/build-fuzz}
 targets=${*:-fuzz_config fuzz_bio_split fuzz_blktrace}
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-    -DMDSPLIT_BUILD_FUZZERS=ON -DMDSPLIT_BUILD_ENGINE=OFF -DMDSPLIT_BUILD_PYTHON=OFF \
-    -DMDSPLIT_BUILD_TESTS=OFF >/dev/null
+    -DMDSPLIT_BUILD_FUZZERS=ON -DMDSPLIT_BUILD_ENGINE=OFF -DMDSPLIT_BUILD_PYTHON=OFF >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$build" -j2 --target $targets >/dev/null
 

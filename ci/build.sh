@@ -13,6 +13,7 @@ if [ -z "$fio_src" ]; then
 fi
 cmake -S "$root" -B "$build" -DFIO_SOURCE_DIR="$fio_src" "$@" >&2
 cmake --build "$build" -j"$(nproc)" >&2
-# Job files load /usr/local/lib/mdsplit/libmdsplit.so (see README).
-if [ "$(id -u)" = 0 ]; then cmake --install "$build" >/dev/null; fi
+# Job files load /usr/local/lib/mdsplit/libmdsplit.so (see README): the
+# plain build is installed there; sanitizer builds (extra cmake args) never.
+if [ "$(id -u)" = 0 ] && [ $# -eq 0 ]; then cmake --install "$build" >/dev/null; fi
 echo "$build"

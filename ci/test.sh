@@ -1,17 +1,46 @@
 #!/bin/sh
-# Everything CI runs: build, GoogleTest under ctest, pytest on a real fio,
-# then the C++ tests again under ASan + UBSan.
+# Everything CI runs: build, GoogleTest under ctest, pytest on a real fio;
+# the C++ tests again under ASan + UBSan (clang, the build that also holds the
+# libFuzzer targets), each fuzzer for 60 s beside a 2-minute soak; and the
+# multi-job tests (threads sharing one stack) under TSan, in ctest and in fio.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
+stage() { echo "== $1 (at $(( $(date +%s) - start )) s)" >&2; }
 "$root/ci/build.sh" "$root/build" >/dev/null
-echo "== ctest" >&2
+stage ctest
 ctest --test-dir "$root/build" --output-on-failure -j2
-echo "== pytest" >&2
+stage pytest
 cd "$root" && MDSPLIT_BUILD_DIR="$root/build" /usr/bin/python3 -m pytest -q tests/py
-echo "== ASan + UBSan" >&2
-"$root/ci/build.sh" "$root/build-asan" -DMDSPLIT_SANITIZE=address -DMDSPLIT_BUILD_ENGINE=OFF \
-    -DMDSPLIT_BUILD_PYTHON=OFF >/dev/null
+
+stage "ASan + UBSan"
+"$root/ci/build.sh" "$root/build-asan" -DCMAKE_CXX_COMPILER=clang++ -DMDSPLIT_SANITIZE=address \
+    -DMDSPLIT_BUILD_FUZZERS=ON -DMDSPLIT_BUILD_ENGINE=OFF -DMDSPLIT_BUILD_PYTHON=OFF >/dev/null
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j2
-echo "== all tests passed in $(( $(date +%s) - start )) s" >&2
+
+stage "soak 2 min, fuzzing 60 s per target"
+soak_log=$(mktemp /tmp/mdsplit-ci-soak.XXXXXX)
+MDSPLIT_ENGINE="$root/build/libmdsplit.so" "$root/bench/soak.sh" 120 >"$soak_log" 2>&1 &
+soak=$!
+fuzz_rc=0
+MDSPLIT_FUZZ_BUILD_DIR="$root/build-asan" MDSPLIT_FUZZ_PARALLEL=1 "$root/bench/fuzz.sh" 60 || fuzz_rc=$?
+soak_rc=0
+wait $soak || soak_rc=$?
+cat "$soak_log"
+rm -f "$soak_log"
+[ $fuzz_rc -eq 0 ] && [ $soak_rc -eq 0 ] || { echo "fuzz exit $fuzz_rc, soak exit $soak_rc" >&2; exit 1; }
+
+stage "TSan: jobs sharing one stack"
+"$root/ci/build.sh" "$root/build-tsan" -DMDSPLIT_SANITIZE=thread -DMDSPLIT_BUILD_PYTHON=OFF >/dev/null
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir "$root/build-tsan" --output-on-failure -j2 \
+    -R 'SharedStack|RealWorkerThreads'
+# The TSan-built engine inside Debian's (uninstrumented) fio: the runtime is
+# preloaded into fio only; fio's own synchronization TSan cannot see is in
+# tests/tsan/fio.supp.
+MDSPLIT_ENGINE="$root/build-tsan/libmdsplit.so" MDSPLIT_FIO_PRELOAD="$(gcc -print-file-name=libtsan.so)" \
+    TSAN_OPTIONS="halt_on_error=1:exitcode=66:suppressions=$root/tests/tsan/fio.supp" \
+    /usr/bin/python3 -m pytest -q tests/py/test_shared_stack.py \
+    "tests/py/test_engine_passthrough.py::test_randwrite_then_verify_passes[thread]"
+stage "all tests passed"
