@@ -3,6 +3,7 @@ import pytest
 
 from conftest import write_job
 from harness import run_fio
+from harness.parity_check import check_parity, load_stack
 
 STACKS = {
     "passthrough": '[device]\nkind = "passthrough"\n[[members]]\npath = "m0.img"\nsize = "64m"\n',
@@ -35,6 +36,10 @@ mdsplit_stats=stats/b.json
     # Everything written reached the members (write-back on fsync/job end).
     written = sum(m["write"]["sectors"] for m in pc.members) * 512
     assert written >= 32 * 1024 * 1024
+    if kind == "raid5":
+        # What write-back left on the members is what md would store.
+        members, chunk, layout, _ = load_stack(workdir / "stack.toml")
+        assert check_parity(members, chunk, layout) == []
 
 
 def test_buffered_data_survives_a_new_stack(engine, workdir):
