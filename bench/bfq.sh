@@ -34,49 +34,26 @@
 #   MDSPLIT_BENCH_DIR      where the temporary directory goes (default /var/tmp)
 #   FIO                    the fio binary (default fio on PATH)
 set -euo pipefail
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
-engine=${1:-${MDSPLIT_ENGINE:-/usr/local/lib/mdsplit/libmdsplit.so}}
-runtime=${2:-${MDSPLIT_BENCH_RUNTIME:-10}}
-repeats=${MDSPLIT_BENCH_REPEATS:-3}
+bench_parse_env "$@"
 iodepth=${MDSPLIT_BENCH_IODEPTH:-1}
 jobs=${MDSPLIT_BENCH_JOBS:-8}
-base_dir=${MDSPLIT_BENCH_DIR:-/var/tmp}
-fio_bin=${FIO:-fio}
-python=/usr/bin/python3
-
-die() {
-    echo "bfq.sh: $*" >&2
-    exit 1
-}
-
-[[ $runtime =~ ^[0-9]+$ && $runtime -gt 0 ]] \
-    || die "runtime must be a whole number of seconds, got '$runtime'"
-[[ $repeats =~ ^[0-9]+$ && $repeats -gt 0 ]] \
-    || die "MDSPLIT_BENCH_REPEATS must be >= 1, got '$repeats'"
-[[ $iodepth =~ ^[0-9]+$ && $iodepth -gt 0 ]] \
-    || die "MDSPLIT_BENCH_IODEPTH must be >= 1, got '$iodepth'"
-[[ $jobs =~ ^[0-9]+$ && $jobs -gt 0 ]] \
-    || die "MDSPLIT_BENCH_JOBS must be >= 1, got '$jobs'"
-command -v "$fio_bin" >/dev/null || die "fio not found (set FIO=/path/to/fio)"
-[[ -x $python ]] || die "$python not found"
-# fio's external: prefix needs a path with a slash; make it absolute.
-[[ -f $engine ]] \
-    || die "engine not found: $engine (pass it as the first argument or set MDSPLIT_ENGINE)"
-engine=$(cd "$(dirname "$engine")" && pwd)/$(basename "$engine")
-
-work=$(mktemp -d "$base_dir/mdsplit-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+require_positive "$iodepth" "MDSPLIT_BENCH_IODEPTH must be >= 1, got '$iodepth'"
+require_positive "$jobs" "MDSPLIT_BENCH_JOBS must be >= 1, got '$jobs'"
+bench_make_work
 
 # Options shared by every measured run. thread=1: the jobs share one stack
 # (a BFQ stack refuses to be named by several processes).
 common=(--ioengine="external:$engine" --filename=md0 --rw=randread --bs=4k
         --iodepth="$iodepth" --numjobs="$jobs" --thread=1 --direct=1 --size=1g
         --time_based=1 --runtime="$runtime" --ramp_time=1 --norandommap=1
-        --randrepeat=0 --group_reporting=1 --output-format=json)
+        --randrepeat=0 --group_reporting=1)
 
 echo "# bfq bench: 4k randread, $jobs jobs (thread=1, one stack), iodepth $iodepth each," \
      "direct=1, null member, ${runtime}s per run, $repeats round(s)"
-echo "# fio: $("$fio_bin" --version)  engine: $engine"
+print_fio_line
 
 for sched in none bfq; do
     cat >"$work/$sched.toml" <<EOF
@@ -91,50 +68,19 @@ size = "1g"
 EOF
 done
 
-# IOPS of a finished run from fio's JSON (anything fio printed before the
-# JSON object is skipped); with group_reporting the one entry is the sum
-# over the jobs.
-iops_of() {
-    "$python" -c '
-import json, sys
-text = open(sys.argv[1]).read()
-start = text.find("{")
-if start < 0:
-    sys.exit("no JSON in " + sys.argv[1])
-jobs = json.loads(text[start:])["jobs"]
-for job in jobs:
-    if job.get("error"):
-        sys.exit("fio job failed with error %d" % job["error"])
-print("%.0f" % sum(job["read"]["iops"] for job in jobs))
-' "$1"
+# run_case SCHED : one measured run; prints its IOPS (with group_reporting
+# the sum over the jobs). The sidecar of the first job is kept to check that
+# the scheduler really was in use.
+run_case() {
+    run_fio_metric "$1" "$1" iops --name="$1" "${common[@]}" \
+        --mdsplit_config="$work/$1.toml" --mdsplit_stats="$work/$1.stats.json"
 }
 
-# run SCHED : one measured run; prints its IOPS. The sidecar of the first
-# job is kept to check that the scheduler really was in use.
-run() {
-    local sched=$1 out="$work/$1.json"
-    # The engine's label (md0) is not a file: run where nothing is called so.
-    if ! (cd "$work" && "$fio_bin" --name="$sched" "${common[@]}" \
-              --mdsplit_config="$work/$sched.toml" --mdsplit_stats="$work/$sched.stats.json" \
-              >"$out" 2>"$work/$sched.err"); then
-        cat "$work/$sched.err" >&2
-        die "run $sched failed"
-    fi
-    iops_of "$out"
+print_round() {
+    printf '# round %d (%s): none %s  bfq %s\n' "$1" "${order[*]}" "${result[none]}" "${result[bfq]}"
 }
 
-samples_none=""
-samples_bfq=""
-for ((round = 1; round <= repeats; round++)); do
-    if ((round % 2)); then order=(none bfq); else order=(bfq none); fi
-    declare -A iops=()
-    for sched in "${order[@]}"; do
-        iops[$sched]=$(run "$sched")
-    done
-    samples_none+=" ${iops[none]}"
-    samples_bfq+=" ${iops[bfq]}"
-    printf '# round %d (%s): none %s  bfq %s\n' "$round" "${order[*]}" "${iops[none]}" "${iops[bfq]}"
-done
+run_rounds none bfq
 
 # The bfq runs must have gone through BFQ: its sidecar counts dispatches.
 "$python" - "$work/bfq.stats.json" <<'EOF'
@@ -148,16 +94,8 @@ print("# last bfq run: %d dispatches, %d slices, %d idle periods, %d injected, h
       % (b["dispatches"], b["slices"], b["idle_periods"], b["injected"], b["hw_tag"]))
 EOF
 
-"$python" - "$samples_none" "$samples_bfq" <<'EOF'
-import statistics, sys
-none, bfq = ([float(x) for x in arg.split()] for arg in sys.argv[1:3])
-med = statistics.median
-for label, values in (("(a) scheduler none", none), ("(b) scheduler bfq", bfq)):
-    print("%-20s median %10.0f IOPS   runs: %s" % (label, med(values),
-          " ".join("%.0f" % v for v in values)))
-# Each round's pair ran back to back: its ratio is the least noisy figure.
-ratios = [b / a for a, b in zip(none, bfq)]
-print("# per-round ratios: %s" % " ".join("%.2f" % r for r in ratios))
-print("# ratio of medians: %.2f" % (med(bfq) / med(none)))
-print("ratio bfq/none: %.2f (target >= 0.5)" % med(ratios))
-EOF
+print_samples 20 "(a) scheduler none" "${samples[none]}"
+print_samples 20 "(b) scheduler bfq" "${samples[bfq]}"
+echo "# per-round ratios: $(round_ratios "${samples[none]}" "${samples[bfq]}")"
+echo "# ratio of medians: $(medians_ratio "${samples[none]}" "${samples[bfq]}")"
+print_ratio bfq/none "${samples[none]}" "${samples[bfq]}" 0.5

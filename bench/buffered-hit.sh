@@ -26,50 +26,24 @@
 #   MDSPLIT_BENCH_DIR      where the temporary directory goes (default /var/tmp)
 #   FIO                    the fio binary (default fio on PATH)
 set -euo pipefail
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
-engine=${1:-${MDSPLIT_ENGINE:-/usr/local/lib/mdsplit/libmdsplit.so}}
-runtime=${2:-${MDSPLIT_BENCH_RUNTIME:-10}}
-repeats=${MDSPLIT_BENCH_REPEATS:-3}
+bench_parse_env "$@"
 size=${MDSPLIT_BENCH_SIZE:-256m}
-base_dir=${MDSPLIT_BENCH_DIR:-/var/tmp}
-fio_bin=${FIO:-fio}
-python=/usr/bin/python3
-
-die() {
-    echo "buffered-hit.sh: $*" >&2
-    exit 1
-}
-
-[[ $runtime =~ ^[0-9]+$ && $runtime -gt 0 ]] \
-    || die "runtime must be a whole number of seconds, got '$runtime'"
-[[ $repeats =~ ^[0-9]+$ && $repeats -gt 0 ]] \
-    || die "MDSPLIT_BENCH_REPEATS must be >= 1, got '$repeats'"
-command -v "$fio_bin" >/dev/null || die "fio not found (set FIO=/path/to/fio)"
-[[ -x $python ]] || die "$python not found"
-# fio's external: prefix needs a path with a slash; make it absolute.
-[[ -f $engine ]] \
-    || die "engine not found: $engine (pass it as the first argument or set MDSPLIT_ENGINE)"
-engine=$(cd "$(dirname "$engine")" && pwd)/$(basename "$engine")
-
-work=$(mktemp -d "$base_dir/mdsplit-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+bench_make_work
 data="$work/data.img"
 
 # Options of the io_uring run (the mdsplit job file below has the same).
 common=(--rw=randread --bs=4k --iodepth=32 --numjobs=1 --direct=0 --invalidate=0
         --size="$size" --time_based=1 --runtime="$runtime" --norandommap=1
-        --randrepeat=0 --output-format=json)
+        --randrepeat=0)
 
 echo "# buffered-hit bench: 4k randread, iodepth 32, 1 job, direct=0, fully cached file $size," \
      "${runtime}s per run, $repeats round(s)"
-echo "# fio: $("$fio_bin" --version)  engine: $engine"
+print_fio_line
 
-# A file whose every block was written once, so reads hit real extents.
-echo "# writing $size to $data ..."
-"$fio_bin" --name=fill --filename="$data" --size="$size" --rw=write --bs=1m --direct=1 \
-    --ioengine=io_uring --iodepth=8 --output-format=terse >/dev/null \
-    || die "could not write the test file $data"
-sync
+write_test_file "$data" "$size"
 
 # The engine's page cache holds the whole file with room to spare (twice its
 # size); readahead stays at its default (the warm-up pass uses it; the hits
@@ -120,23 +94,6 @@ randrepeat=0
 mdsplit_stats=$work/hit.stats.json
 EOF
 
-# IOPS of the measured job of a finished run from fio's JSON (anything fio
-# printed before the JSON object is skipped).
-iops_of() {
-    "$python" -c '
-import json, sys
-text = open(sys.argv[1]).read()
-start = text.find("{")
-if start < 0:
-    sys.exit("no JSON in " + sys.argv[1])
-jobs = json.loads(text[start:])["jobs"]
-for job in jobs:
-    if job.get("error"):
-        sys.exit("fio job %s failed with error %d" % (job["jobname"], job["error"]))
-print("%.0f" % [j for j in jobs if j["jobname"] == sys.argv[2]][0]["read"]["iops"])
-' "$1" "$2"
-}
-
 # The measured phase's page-cache counters: hit job's sidecar minus the
 # warm-up job's (both describe the one shared stack). Fails unless every
 # page looked up was a hit. Prints one summary line.
@@ -161,60 +118,34 @@ print("reads %d hits %d misses %d read_bios %d inline %d" %
 EOF
 }
 
-# Runs one measured case by its letter; prints its IOPS.
+# Runs one measured case by its letter; prints the measured job's IOPS.
 run_case() {
-    local out="$work/$1.json"
     case $1 in
     a)
         # Warm the kernel's page cache with a buffered read pass.
         "$fio_bin" --name=warm --filename="$data" --size="$size" --rw=read --bs=1m \
             --ioengine=psync --direct=0 --invalidate=0 --output-format=terse >/dev/null \
             || die "warm-up read of $data failed"
-        if ! "$fio_bin" --name=io_uring --ioengine=io_uring --filename="$data" "${common[@]}" \
-                >"$out" 2>"$work/a.err"; then
-            cat "$work/a.err" >&2
-            die "run io_uring failed"
-        fi
-        iops_of "$out" io_uring
+        run_fio_metric io_uring io_uring iops --name=io_uring --ioengine=io_uring \
+            --filename="$data" "${common[@]}"
         ;;
     b)
         rm -f "$work/warm.stats.json" "$work/hit.stats.json"
-        # The engine's label (md0) is not a file: run where nothing is called so.
-        if ! (cd "$work" && "$fio_bin" --output-format=json "$work/mdsplit.fio" \
-                  >"$out" 2>"$work/b.err"); then
-            cat "$work/b.err" >&2
-            die "run mdsplit failed"
-        fi
-        iops_of "$out" hit
+        run_fio_metric mdsplit hit iops "$work/mdsplit.fio"
         ;;
     esac
 }
 
-samples_a=""
-samples_b=""
-for ((round = 1; round <= repeats; round++)); do
-    if ((round % 2)); then order=(a b); else order=(b a); fi
-    declare -A iops=()
-    for letter in "${order[@]}"; do
-        iops[$letter]=$(run_case "$letter")
-    done
-    samples_a+=" ${iops[a]}"
-    samples_b+=" ${iops[b]}"
-    printf '# round %d (%s): io_uring %s  mdsplit %s   (%s)\n' "$round" "${order[*]}" \
-        "${iops[a]}" "${iops[b]}" "$(check_hits)"
-done
+print_round() {
+    printf '# round %d (%s): io_uring %s  mdsplit %s   (%s)\n' "$1" "${order[*]}" \
+        "${result[a]}" "${result[b]}" "$(check_hits)"
+}
+
+run_rounds a b
 echo "# kernel page cache for the file after the runs: $(fincore --noheadings --output=RES,SIZE "$data" 2>/dev/null || echo 'fincore unavailable')"
 
-"$python" - "$samples_a" "$samples_b" <<'EOF'
-import statistics, sys
-a, b = ([float(x) for x in arg.split()] for arg in sys.argv[1:3])
-med = statistics.median
-for label, values in (("(a) fio io_uring", a), ("(b) mdsplit", b)):
-    print("%-18s median %10.0f IOPS   runs: %s" % (label, med(values),
-          " ".join("%.0f" % v for v in values)))
-# Each round's pair ran back to back: its ratio is the least noisy figure.
-ratios = [y / x for x, y in zip(a, b)]
-print("# per-round ratios: %s" % " ".join("%.2f" % r for r in ratios))
-print("# ratio of medians: %.2f" % (med(b) / med(a)))
-print("ratio buffered hit: %.2f (target >= 0.5)" % med(ratios))
-EOF
+print_samples 18 "(a) fio io_uring" "${samples[a]}"
+print_samples 18 "(b) mdsplit" "${samples[b]}"
+echo "# per-round ratios: $(round_ratios "${samples[a]}" "${samples[b]}")"
+echo "# ratio of medians: $(medians_ratio "${samples[a]}" "${samples[b]}")"
+print_ratio "buffered hit" "${samples[a]}" "${samples[b]}" 0.5

@@ -20,50 +20,24 @@
 #   MDSPLIT_BENCH_DIR      where the temporary directory goes (default /var/tmp)
 #   FIO                    the fio binary (default fio on PATH)
 set -euo pipefail
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
-engine=${1:-${MDSPLIT_ENGINE:-/usr/local/lib/mdsplit/libmdsplit.so}}
-runtime=${2:-${MDSPLIT_BENCH_RUNTIME:-10}}
-repeats=${MDSPLIT_BENCH_REPEATS:-3}
+bench_parse_env "$@"
 size=${MDSPLIT_BENCH_SIZE:-1g}
-base_dir=${MDSPLIT_BENCH_DIR:-/var/tmp}
-fio_bin=${FIO:-fio}
-python=/usr/bin/python3
-
-die() {
-    echo "passthrough.sh: $*" >&2
-    exit 1
-}
-
-[[ $runtime =~ ^[0-9]+$ && $runtime -gt 0 ]] \
-    || die "runtime must be a whole number of seconds, got '$runtime'"
-[[ $repeats =~ ^[0-9]+$ && $repeats -gt 0 ]] \
-    || die "MDSPLIT_BENCH_REPEATS must be >= 1, got '$repeats'"
-command -v "$fio_bin" >/dev/null || die "fio not found (set FIO=/path/to/fio)"
-[[ -x $python ]] || die "$python not found"
-# fio's external: prefix needs a path with a slash; make it absolute.
-[[ -f $engine ]] \
-    || die "engine not found: $engine (pass it as the first argument or set MDSPLIT_ENGINE)"
-engine=$(cd "$(dirname "$engine")" && pwd)/$(basename "$engine")
-
-work=$(mktemp -d "$base_dir/mdsplit-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+bench_make_work
 data="$work/data.img"
 
 # Options shared by every measured run.
 common=(--rw=randread --bs=4k --iodepth=32 --numjobs=1 --direct=1 --size="$size"
         --time_based=1 --runtime="$runtime" --ramp_time=1 --norandommap=1
-        --randrepeat=0 --group_reporting=1 --output-format=json)
+        --randrepeat=0 --group_reporting=1)
 
 echo "# passthrough bench: 4k randread, iodepth 32, 1 job, direct=1, ${runtime}s per run," \
      "$repeats round(s), file $size"
-echo "# fio: $("$fio_bin" --version)  engine: $engine"
+print_fio_line
 
-# A file whose every block was written once, so reads hit real extents.
-echo "# writing $size to $data ..."
-"$fio_bin" --name=fill --filename="$data" --size="$size" --rw=write --bs=1m --direct=1 \
-    --ioengine=io_uring --iodepth=8 --output-format=terse >/dev/null \
-    || die "could not write the test file $data"
-sync
+write_test_file "$data" "$size"
 
 cat >"$work/io_uring.toml" <<EOF
 # (b) one io_uring member on the test file behind a passthrough device
@@ -85,34 +59,8 @@ backend = "null"
 size = "$size"
 EOF
 
-# IOPS of a finished run from fio's JSON (anything fio printed before the
-# JSON object is skipped).
-iops_of() {
-    "$python" -c '
-import json, sys
-text = open(sys.argv[1]).read()
-start = text.find("{")
-if start < 0:
-    sys.exit("no JSON in " + sys.argv[1])
-job = json.loads(text[start:])["jobs"][0]
-if job.get("error"):
-    sys.exit("fio job failed with error %d" % job["error"])
-print("%.0f" % job["read"]["iops"])
-' "$1"
-}
-
-# run NAME fio-options... : one measured run; prints its IOPS.
-run() {
-    local name=$1 out="$work/$1.json"
-    shift
-    # The engine's label (md0) is not a file: run where nothing is called so.
-    if ! (cd "$work" && "$fio_bin" --name="$name" "${common[@]}" "$@" \
-              >"$out" 2>"$work/$name.err"); then
-        cat "$work/$name.err" >&2
-        die "run $name failed"
-    fi
-    iops_of "$out"
-}
+# run NAME fio-options... : one measured run (job NAME); prints its IOPS.
+run() { run_fio_metric "$1" "$1" iops --name="$1" "${common[@]}" "${@:2}"; }
 
 # Runs one measured case by its letter; prints its IOPS.
 run_case() {
@@ -126,33 +74,20 @@ run_case() {
     esac
 }
 
-declare -A samples=([a]="" [b]="" [c]="" [d]="")
-for ((round = 1; round <= repeats; round++)); do
-    if ((round % 2)); then order=(a b c d); else order=(b a d c); fi
-    declare -A iops=()
-    for letter in "${order[@]}"; do
-        iops[$letter]=$(run_case "$letter")
-        samples[$letter]+=" ${iops[$letter]}"
-    done
+print_round() {
     printf '# round %d (%s): io_uring %s  mdsplit/io_uring %s  null %s  mdsplit/null %s\n' \
-        "$round" "${order[*]}" "${iops[a]}" "${iops[b]}" "${iops[c]}" "${iops[d]}"
-done
+        "$1" "${order[*]}" "${result[a]}" "${result[b]}" "${result[c]}" "${result[d]}"
+}
 
-"$python" - "${samples[a]}" "${samples[b]}" "${samples[c]}" "${samples[d]}" <<'EOF'
-import statistics, sys
-a, b, c, d = ([float(x) for x in arg.split()] for arg in sys.argv[1:5])
-med = statistics.median
-rows = [("(a) fio io_uring", a), ("(b) mdsplit io_uring", b),
-        ("(c) fio null", c), ("(d) mdsplit null", d)]
-for label, values in rows:
-    print("%-22s median %10.0f IOPS   runs: %s" % (label, med(values),
-          " ".join("%.0f" % v for v in values)))
-# Each round's pair ran back to back: its ratio is the least noisy figure.
-uring = [y / x for x, y in zip(a, b)]
-null = [y / x for x, y in zip(c, d)]
-print("# per-round ratios: io_uring %s  null %s" % (" ".join("%.2f" % r for r in uring),
-      " ".join("%.2f" % r for r in null)))
-print("# ratio of medians: io_uring %.2f  null %.2f" % (med(b) / med(a), med(d) / med(c)))
-print("ratio io_uring: %.2f (target >= 0.95)" % med(uring))
-print("ratio null: %.2f (target >= 0.6)" % med(null))
-EOF
+run_rounds a b c d
+
+print_samples 22 "(a) fio io_uring" "${samples[a]}"
+print_samples 22 "(b) mdsplit io_uring" "${samples[b]}"
+print_samples 22 "(c) fio null" "${samples[c]}"
+print_samples 22 "(d) mdsplit null" "${samples[d]}"
+echo "# per-round ratios: io_uring $(round_ratios "${samples[a]}" "${samples[b]}")" \
+     " null $(round_ratios "${samples[c]}" "${samples[d]}")"
+echo "# ratio of medians: io_uring $(medians_ratio "${samples[a]}" "${samples[b]}")" \
+     " null $(medians_ratio "${samples[c]}" "${samples[d]}")"
+print_ratio io_uring "${samples[a]}" "${samples[b]}" 0.95
+print_ratio null "${samples[c]}" "${samples[d]}" 0.6

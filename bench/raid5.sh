@@ -21,44 +21,23 @@
 #   MDSPLIT_BENCH_DIR      where the temporary directory goes (default /var/tmp)
 #   FIO                    the fio binary (default fio on PATH)
 set -euo pipefail
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 
-engine=${1:-${MDSPLIT_ENGINE:-/usr/local/lib/mdsplit/libmdsplit.so}}
-runtime=${2:-${MDSPLIT_BENCH_RUNTIME:-10}}
-repeats=${MDSPLIT_BENCH_REPEATS:-3}
-base_dir=${MDSPLIT_BENCH_DIR:-/var/tmp}
-fio_bin=${FIO:-fio}
-python=/usr/bin/python3
+bench_parse_env "$@"
 members=8
 member_size=640m   # 7 x 640 MiB = 4480 MiB usable, a whole number of 4480 KiB reads
-
-die() {
-    echo "raid5.sh: $*" >&2
-    exit 1
-}
-
-[[ $runtime =~ ^[0-9]+$ && $runtime -gt 0 ]] \
-    || die "runtime must be a whole number of seconds, got '$runtime'"
-[[ $repeats =~ ^[0-9]+$ && $repeats -gt 0 ]] \
-    || die "MDSPLIT_BENCH_REPEATS must be >= 1, got '$repeats'"
-command -v "$fio_bin" >/dev/null || die "fio not found (set FIO=/path/to/fio)"
-[[ -x $python ]] || die "$python not found"
-# fio's external: prefix needs a path with a slash; make it absolute.
-[[ -f $engine ]] \
-    || die "engine not found: $engine (pass it as the first argument or set MDSPLIT_ENGINE)"
-engine=$(cd "$(dirname "$engine")" && pwd)/$(basename "$engine")
-
-work=$(mktemp -d "$base_dir/mdsplit-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+bench_make_work
 
 # Options shared by every measured run.
 common=(--numjobs=1 --direct=1 --time_based=1 --runtime="$runtime" --ramp_time=1
-        --group_reporting=1 --output-format=json)
+        --group_reporting=1)
 random=(--rw=randread --bs=4k --iodepth=32 --norandommap=1 --randrepeat=0)
 seq=(--rw=read --bs=4480k)
 
 echo "# raid5 bench: $members null members, 64 KiB chunks; 4k randread iodepth 32 and" \
      "4480k sequential reads, 1 job, direct=1, ${runtime}s per run, $repeats round(s)"
-echo "# fio: $("$fio_bin" --version)  engine: $engine"
+print_fio_line
 
 {
     cat <<EOF2
@@ -81,76 +60,35 @@ EOF2
     done
 } >"$work/raid5.toml"
 
-# "IOPS BYTES_PER_SECOND" of a finished run from fio's JSON (anything fio
-# printed before the JSON object is skipped).
-rate_of() {
-    "$python" -c '
-import json, sys
-text = open(sys.argv[1]).read()
-start = text.find("{")
-if start < 0:
-    sys.exit("no JSON in " + sys.argv[1])
-job = json.loads(text[start:])["jobs"][0]
-if job.get("error"):
-    sys.exit("fio job failed with error %d" % job["error"])
-print("%.0f %.0f" % (job["read"]["iops"], job["read"]["bw_bytes"]))
-' "$1"
-}
-
-# run NAME fio-options... : one measured run; prints "IOPS BYTES/S".
-run() {
-    local name=$1 out="$work/$1.json"
-    shift
-    # The engine's label (md0) is not a file: run where nothing is called so.
-    if ! (cd "$work" && "$fio_bin" --name="$name" "${common[@]}" "$@" \
-              >"$out" 2>"$work/$name.err"); then
-        cat "$work/$name.err" >&2
-        die "run $name failed"
-    fi
-    rate_of "$out"
-}
+# run NAME METRIC fio-options... : one measured run (job NAME); prints its
+# IOPS (METRIC iops) or bytes/s (bw_bytes).
+run() { run_fio_metric "$1" "$1" "$2" --name="$1" "${common[@]}" "${@:3}"; }
 
 mdsplit=(--ioengine="external:$engine" --filename=md0 --mdsplit_config="$work/raid5.toml")
 
-# Runs one measured case by its letter; prints "IOPS BYTES/S".
+# Runs one measured case by its letter; prints IOPS (a, b) or bytes/s (c, d).
 run_case() {
     case $1 in
-    a) run null "${random[@]}" --ioengine=null --filename=nullfile --size=4480m ;;
-    b) run raid5_null "${random[@]}" "${mdsplit[@]}" ;;
-    c) run raid5_seq_qd1 "${seq[@]}" --iodepth=1 "${mdsplit[@]}" ;;
-    d) run raid5_seq_qd4 "${seq[@]}" --iodepth=4 "${mdsplit[@]}" ;;
+    a) run null iops "${random[@]}" --ioengine=null --filename=nullfile --size=4480m ;;
+    b) run raid5_null iops "${random[@]}" "${mdsplit[@]}" ;;
+    c) run raid5_seq_qd1 bw_bytes "${seq[@]}" --iodepth=1 "${mdsplit[@]}" ;;
+    d) run raid5_seq_qd4 bw_bytes "${seq[@]}" --iodepth=4 "${mdsplit[@]}" ;;
     esac
 }
 
-declare -A samples=([a]="" [b]="" [c]="" [d]="")
-for ((round = 1; round <= repeats; round++)); do
-    if ((round % 2)); then order=(a b c d); else order=(b a d c); fi
-    declare -A iops=() bw=()
-    for letter in "${order[@]}"; do
-        read -r iops[$letter] bw[$letter] < <(run_case "$letter")
-        [[ -n ${iops[$letter]} ]] || die "run $letter gave no result"
-        if [[ $letter == [ab] ]]; then samples[$letter]+=" ${iops[$letter]}"
-        else samples[$letter]+=" ${bw[$letter]}"; fi
-    done
+print_round() {
     printf '# round %d (%s): null %s IOPS  raid5/null %s IOPS  seq qd1 %s B/s  seq qd4 %s B/s\n' \
-        "$round" "${order[*]}" "${iops[a]}" "${iops[b]}" "${bw[c]}" "${bw[d]}"
-done
+        "$1" "${order[*]}" "${result[a]}" "${result[b]}" "${result[c]}" "${result[d]}"
+}
 
-"$python" - "${samples[a]}" "${samples[b]}" "${samples[c]}" "${samples[d]}" <<'EOF2'
-import statistics, sys
-a, b, c, d = ([float(x) for x in arg.split()] for arg in sys.argv[1:5])
-med = statistics.median
-for label, values in (("(a) fio null", a), ("(b) mdsplit raid5/null", b)):
-    print("%-26s median %10.0f IOPS   runs: %s" % (label, med(values),
-          " ".join("%.0f" % v for v in values)))
-for label, values in (("(c) raid5 seq 4480k qd1", c), ("(d) raid5 seq 4480k qd4", d)):
-    print("%-26s median %8.2f GB/s   runs: %s" % (label, med(values) / 1e9,
-          " ".join("%.2f" % (v / 1e9) for v in values)))
-# Each round's pair ran back to back: its ratio is the least noisy figure.
-ratios = [y / x for x, y in zip(a, b)]
-print("# per-round ratios: %s  ratio of medians: %.2f" % (
-    " ".join("%.2f" % r for r in ratios), med(b) / med(a)))
-print("ratio raid5 null: %.2f (target >= 0.4)" % med(ratios))
-print("raid5 seq 4480k: %.2f GB/s (target >= 20)  [iodepth 1; iodepth 4: %.2f GB/s]" % (
-    med(c) / 1e9, med(d) / 1e9))
-EOF2
+run_rounds a b c d
+
+print_samples 26 "(a) fio null" "${samples[a]}"
+print_samples 26 "(b) mdsplit raid5/null" "${samples[b]}"
+print_samples 26 "(c) raid5 seq 4480k qd1" "${samples[c]}" GB/s
+print_samples 26 "(d) raid5 seq 4480k qd4" "${samples[d]}" GB/s
+echo "# per-round ratios: $(round_ratios "${samples[a]}" "${samples[b]}")" \
+     " ratio of medians: $(medians_ratio "${samples[a]}" "${samples[b]}")"
+print_ratio "raid5 null" "${samples[a]}" "${samples[b]}" 0.4
+echo "raid5 seq 4480k: $(median "${samples[c]}" %.2f 1e9) GB/s (target >= 20)" \
+     " [iodepth 1; iodepth 4: $(median "${samples[d]}" %.2f 1e9) GB/s]"
