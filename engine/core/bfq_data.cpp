@@ -35,22 +35,6 @@ void BfqData::weights_counter_remove(BfqQueue* bfqq) {
     bfqq->weight_counter = 0;
 }
 
-void BfqData::active_list_push_front(BfqQueue* bfqq) {
-    bfqq->active_prev = nullptr;
-    bfqq->active_next = active_list;
-    if (active_list) active_list->active_prev = bfqq;
-    active_list = bfqq;
-}
-
-void BfqData::active_list_erase(BfqQueue* bfqq) {
-    if (bfqq->active_prev)
-        bfqq->active_prev->active_next = bfqq->active_next;
-    else
-        active_list = bfqq->active_next;
-    if (bfqq->active_next) bfqq->active_next->active_prev = bfqq->active_prev;
-    bfqq->active_prev = bfqq->active_next = nullptr;
-}
-
 // bfq_weights_tree_remove(). Legacy (before 6.2): walk up from bfqq's parent
 // group and, for each ancestor group that is no longer active (neither a
 // next_in_service nor an in_service_entity in its sched_data), perform the

@@ -24,6 +24,7 @@
 #include "core/bfq_group.h"
 #include "core/bfq_queue.h"
 #include "core/clock.h"
+#include "core/intrusive_list.h"
 #include "core/request.h"
 
 namespace mdsplit::bfq {
@@ -67,10 +68,8 @@ struct BfqData {
     uint64_t last_idling_start_ns = 0;
 
     // Queues on an active tree, most recently activated first
-    // (bfqd->active_list): intrusive, through BfqQueue::active_prev/next.
-    BfqQueue* active_list = nullptr;
-    void active_list_push_front(BfqQueue* bfqq);
-    void active_list_erase(BfqQueue* bfqq);
+    // (bfqd->active_list): intrusive, through BfqQueue::active_link.
+    IntrusiveList<BfqQueue, &BfqQueue::active_link> active_list;
 
     // Statistics of the symmetry test (counted where idling is decided,
     // idling_needed_for_service_guarantees()).

@@ -5,9 +5,9 @@
 // in-service / next-in-service entities of that level.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <iterator>
+
+#include "core/intrusive_list.h"
 
 namespace mdsplit::bfq {
 
@@ -41,54 +41,6 @@ struct BfqFinishOrder {
     bool operator()(const BfqEntity* a, const BfqEntity* b) const;
 };
 
-// The entities of one active or idle tree in BfqFinishOrder: an intrusive
-// doubly-linked list through the entities themselves (BfqEntity::tree_prev /
-// tree_next), so that (re)activating and expiring a queue, which happens
-// for nearly every request of a psync-like job, allocates nothing. A tree
-// holds one entity per queue or child group of one level and class, so a
-// sorted insertion (from the tail, where new finish times go) is short; the
-// order and its tie break are the kernel's rb-tree order.
-class BfqEntitySet {
-public:
-    class iterator {
-    public:
-        using iterator_category = std::forward_iterator_tag;
-        using value_type = BfqEntity*;
-        using difference_type = std::ptrdiff_t;
-        using pointer = BfqEntity* const*;
-        using reference = BfqEntity* const&;
-        iterator() = default;
-        explicit iterator(BfqEntity* e) : cur_(e) {}
-        reference operator*() const { return cur_; }
-        iterator& operator++();
-        iterator operator++(int) {
-            iterator t = *this;
-            ++*this;
-            return t;
-        }
-        bool operator==(const iterator& o) const { return cur_ == o.cur_; }
-
-    private:
-        BfqEntity* cur_ = nullptr;
-    };
-
-    bool empty() const { return head_ == nullptr; }
-    size_t size() const { return size_; }
-    BfqEntity* first() const { return head_; }
-    BfqEntity* last() const { return tail_; }
-    iterator begin() const { return iterator(head_); }
-    iterator end() const { return iterator(); }
-    // Inserts after every entity that does not order after `e` (e's seq
-    // must be the largest of the set, as BfqServiceTree assigns it).
-    void insert(BfqEntity* e);
-    void erase(BfqEntity* e);
-
-private:
-    BfqEntity* head_ = nullptr;
-    BfqEntity* tail_ = nullptr;
-    size_t size_ = 0;
-};
-
 enum class BfqTree : uint8_t { None, Active, Idle };
 
 struct BfqEntity {
@@ -106,9 +58,8 @@ struct BfqEntity {
 
     bool on_st = false;  // on_st_or_in_serv: on a service tree or in service
     BfqTree tree = BfqTree::None;
-    BfqEntity* tree_prev = nullptr;  // neighbours on the tree, valid while tree != None
-    BfqEntity* tree_next = nullptr;
-    uint64_t seq = 0;  // insertion order (tie break)
+    ListHook<BfqEntity> tree_link;  // neighbours on the tree, valid while tree != None
+    uint64_t seq = 0;               // insertion order (tie break)
 
     BfqEntity* parent = nullptr;            // the group's entity; null at the top level
     BfqSchedData* sched_data = nullptr;     // where this entity is scheduled
@@ -126,39 +77,13 @@ inline bool BfqFinishOrder::operator()(const BfqEntity* a, const BfqEntity* b) c
     return a->seq < b->seq;
 }
 
-inline BfqEntitySet::iterator& BfqEntitySet::iterator::operator++() {
-    cur_ = cur_->tree_next;
-    return *this;
-}
-
-inline void BfqEntitySet::insert(BfqEntity* e) {
-    BfqFinishOrder before;
-    BfqEntity* prev = tail_;
-    while (prev && before(e, prev)) prev = prev->tree_prev;
-    e->tree_prev = prev;
-    e->tree_next = prev ? prev->tree_next : head_;
-    if (e->tree_next)
-        e->tree_next->tree_prev = e;
-    else
-        tail_ = e;
-    if (prev)
-        prev->tree_next = e;
-    else
-        head_ = e;
-    size_++;
-}
-
-inline void BfqEntitySet::erase(BfqEntity* e) {
-    if (e->tree_prev)
-        e->tree_prev->tree_next = e->tree_next;
-    else
-        head_ = e->tree_next;
-    if (e->tree_next)
-        e->tree_next->tree_prev = e->tree_prev;
-    else
-        tail_ = e->tree_prev;
-    e->tree_prev = e->tree_next = nullptr;
-    size_--;
-}
+// The entities of one active or idle tree, kept in BfqFinishOrder by
+// insert_sorted(): an intrusive list through the entities themselves, so
+// that (re)activating and expiring a queue, which happens for nearly every
+// request of a psync-like job, allocates nothing. A tree holds one entity
+// per queue or child group of one level and class, so a sorted insertion
+// (from the tail, where new finish times go) is short; the order and its tie
+// break are the kernel's rb-tree order.
+using BfqEntitySet = IntrusiveList<BfqEntity, &BfqEntity::tree_link>;
 
 }  // namespace mdsplit::bfq

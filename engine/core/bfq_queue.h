@@ -8,6 +8,7 @@
 
 #include "core/bfq_entity.h"
 #include "core/bfq_stats.h"
+#include "core/intrusive_list.h"
 #include "core/request.h"
 #include "core/units.h"
 
@@ -32,83 +33,24 @@ struct BfqGroup;
 // dispatching a request allocates nothing.
 struct BfqRqNode {
     Request* rq = nullptr;
-    BfqRqNode* sort_prev = nullptr;
-    BfqRqNode* sort_next = nullptr;
-    BfqRqNode* fifo_prev = nullptr;
-    BfqRqNode* fifo_next = nullptr;
+    ListHook<BfqRqNode> sort_link;
+    ListHook<BfqRqNode> fifo_link;
 };
 
-// The queue's requests by position (elv_rb_add()'s sort_list): ascending
-// rq->sector, equal sectors in insertion order. Intrusive, through
-// BfqRqNode; a queue holds at most its process's queue depth of requests,
-// and a new request is placed from the tail.
-class BfqSortList {
-public:
-    bool empty() const { return first_ == nullptr; }
-    BfqRqNode* first() const { return first_; }
-    BfqRqNode* last() const { return last_; }
-    void insert(BfqRqNode* n) {
-        sector_t key = n->rq->sector;
-        BfqRqNode* prev = last_;
-        while (prev && prev->rq->sector > key) prev = prev->sort_prev;
-        n->sort_prev = prev;
-        n->sort_next = prev ? prev->sort_next : first_;
-        if (n->sort_next)
-            n->sort_next->sort_prev = n;
-        else
-            last_ = n;
-        if (prev)
-            prev->sort_next = n;
-        else
-            first_ = n;
+// Order of the sort list (elv_rb_add()): ascending rq->sector; with
+// insert_sorted(), equal sectors stay in insertion order.
+struct BfqSectorOrder {
+    bool operator()(const BfqRqNode* a, const BfqRqNode* b) const {
+        return a->rq->sector < b->rq->sector;
     }
-    void erase(BfqRqNode* n) {
-        if (n->sort_prev)
-            n->sort_prev->sort_next = n->sort_next;
-        else
-            first_ = n->sort_next;
-        if (n->sort_next)
-            n->sort_next->sort_prev = n->sort_prev;
-        else
-            last_ = n->sort_prev;
-        n->sort_prev = n->sort_next = nullptr;
-    }
-
-private:
-    BfqRqNode* first_ = nullptr;
-    BfqRqNode* last_ = nullptr;
 };
 
-// The queue's requests in arrival order (bfqq->fifo), intrusive.
-class BfqFifo {
-public:
-    bool empty() const { return first_ == nullptr; }
-    BfqRqNode* front() const { return first_; }
-    void push_back(BfqRqNode* n) {
-        n->fifo_prev = last_;
-        n->fifo_next = nullptr;
-        if (last_)
-            last_->fifo_next = n;
-        else
-            first_ = n;
-        last_ = n;
-    }
-    void erase(BfqRqNode* n) {
-        if (n->fifo_prev)
-            n->fifo_prev->fifo_next = n->fifo_next;
-        else
-            first_ = n->fifo_next;
-        if (n->fifo_next)
-            n->fifo_next->fifo_prev = n->fifo_prev;
-        else
-            last_ = n->fifo_prev;
-        n->fifo_prev = n->fifo_next = nullptr;
-    }
-
-private:
-    BfqRqNode* first_ = nullptr;
-    BfqRqNode* last_ = nullptr;
-};
+// The queue's requests by position (sort_list), in BfqSectorOrder. A queue
+// holds at most its process's queue depth of requests, and a new request is
+// placed from the tail.
+using BfqSortList = IntrusiveList<BfqRqNode, &BfqRqNode::sort_link>;
+// The queue's requests in arrival order (bfqq->fifo).
+using BfqFifo = IntrusiveList<BfqRqNode, &BfqRqNode::fifo_link>;
 
 struct BfqQueue {
     BfqEntity entity;
@@ -155,8 +97,7 @@ struct BfqQueue {
 
     // bfqd->active_list membership (queues on an active tree): intrusive links.
     bool on_active_list = false;
-    BfqQueue* active_prev = nullptr;
-    BfqQueue* active_next = nullptr;
+    ListHook<BfqQueue> active_link;
 
     uint64_t idle_start_ns = 0;  // start of the current idle period (wait_request)
     BfqStats stats;

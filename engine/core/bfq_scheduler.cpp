@@ -36,6 +36,20 @@ bool is_sync(Op op, const Bio* first) {
     return op == Op::Read || (first && (first->flags & kBioSync));
 }
 
+// bfq_choose_req()'s cost of moving the head from last to s: a forward seek
+// at its length, a short backward one (bfq_back_max) at bfq_back_penalty
+// times its length; a longer backward seek wraps (no cost, wrap set).
+struct SeekDistance {
+    sector_t distance = 0;
+    bool wrap = false;
+};
+
+SeekDistance seek_distance(sector_t s, sector_t last) {
+    if (s >= last) return {s - last, false};
+    if (s + kBackMaxSectors >= last) return {(last - s) * kBackPenalty, false};
+    return {0, true};
+}
+
 const char* class_name(unsigned c) {
     switch (c) {
         case 1:
@@ -243,20 +257,8 @@ Request* BfqScheduler::choose_req(Request* rq1, Request* rq2, sector_t last) con
     if (sync1 && !sync2) return rq1;
     if (sync2 && !sync1) return rq2;
     sector_t s1 = rq1->sector, s2 = rq2->sector;
-    sector_t d1 = 0, d2 = 0;
-    bool wrap1 = false, wrap2 = false;
-    if (s1 >= last)
-        d1 = s1 - last;
-    else if (s1 + kBackMaxSectors >= last)
-        d1 = (last - s1) * kBackPenalty;
-    else
-        wrap1 = true;
-    if (s2 >= last)
-        d2 = s2 - last;
-    else if (s2 + kBackMaxSectors >= last)
-        d2 = (last - s2) * kBackPenalty;
-    else
-        wrap2 = true;
+    auto [d1, wrap1] = seek_distance(s1, last);
+    auto [d2, wrap2] = seek_distance(s2, last);
     if (!wrap1 && !wrap2) {
         if (d1 < d2) return rq1;
         if (d2 < d1) return rq2;
@@ -284,11 +286,11 @@ Request* BfqScheduler::find_next_rq(BfqQueue* bfqq, Request* last) {
     const bfq::BfqRqNode* it = &rq_data(last)->node;
     Request* next = nullptr;
     Request* prev = nullptr;
-    if (it->sort_prev) prev = it->sort_prev->rq;
-    if (it->sort_next) {
-        next = it->sort_next->rq;
+    if (bfq::BfqRqNode* p = bfq::BfqSortList::prev(it)) prev = p->rq;
+    if (bfq::BfqRqNode* n = bfq::BfqSortList::next(it)) {
+        next = n->rq;
     } else {
-        const bfq::BfqRqNode* first = bfqq->sort_list.first();
+        const bfq::BfqRqNode* first = bfqq->sort_list.front();
         if (first != it) next = first->rq;
     }
     return choose_req(next, prev, last->sector);
@@ -379,7 +381,7 @@ void BfqScheduler::add_request(Request* rq) {
             if (bfqd_.rq_in_driver == 0) bfqd_.rqs_injected = false;
         }
     }
-    bfqq->sort_list.insert(&d->node);
+    bfqq->sort_list.insert_sorted(&d->node, bfq::BfqSectorOrder());
     d->queued = true;
     Request* prev = bfqq->next_rq;
     bfqq->next_rq = choose_req(bfqq->next_rq, rq, bfqd_.last_position);
@@ -694,7 +696,7 @@ BfqQueue* BfqScheduler::choose_bfqq_for_injection() {
         loop_.now() >= bfqd_.last_idling_start_ns + bfqd_.slice_idle_ns)
         limit = 1;
     if (bfqd_.rq_in_driver >= limit) return nullptr;
-    for (BfqQueue* bfqq = bfqd_.active_list; bfqq; bfqq = bfqq->active_next) {
+    for (BfqQueue* bfqq : bfqd_.active_list) {
         if (bfqq->sort_list.empty()) continue;
         if (int64_t(serv_to_charge(bfqq->next_rq, bfqq)) > budget_left(bfqq)) continue;
         // Only one large in-flight request on non-rotational devices.
@@ -814,7 +816,7 @@ Request* BfqScheduler::find_merge(const Bio* bio, const TaskContext* task, bool&
     uint32_t pid = task ? task->pid : bio->pid;
     BfqQueue* bfqq = get_queue(id, pid, is_sync(bio->op, bio), false);
     if (!bfqq) return nullptr;
-    for (const bfq::BfqRqNode* n = bfqq->sort_list.first(); n; n = n->sort_next) {
+    for (const bfq::BfqRqNode* n : bfqq->sort_list) {
         Request* rq = n->rq;
         if (rq->end_sector() == bio->sector && rq->mergeable() && rq->op == bio->op) {
             front = false;
@@ -823,9 +825,9 @@ Request* BfqScheduler::find_merge(const Bio* bio, const TaskContext* task, bool&
     }
     // The requests starting where the bio ends, in sort order.
     sector_t key = bio->end_sector();
-    for (const bfq::BfqRqNode* n = bfqq->sort_list.first(); n && n->rq->sector <= key;
-         n = n->sort_next) {
+    for (const bfq::BfqRqNode* n : bfqq->sort_list) {
         Request* rq = n->rq;
+        if (rq->sector > key) break;
         if (rq->sector == key && rq->mergeable() && rq->op == bio->op) {
             front = true;
             return rq;
@@ -841,7 +843,7 @@ void BfqScheduler::merged(Request* rq, bool front) {
     if (!d || !d->queued || !front) return;
     BfqQueue* bfqq = d->queue;
     bfqq->sort_list.erase(&d->node);
-    bfqq->sort_list.insert(&d->node);
+    bfqq->sort_list.insert_sorted(&d->node, bfq::BfqSectorOrder());
     Request* prev = bfqq->next_rq;
     bfqq->next_rq = choose_req(bfqq->next_rq, rq, bfqd_.last_position);
     if (prev != bfqq->next_rq) updated_next_req(bfqq);

@@ -9,7 +9,7 @@ namespace mdsplit::bfq {
 void BfqServiceTree::active_insert(BfqEntity* entity) {
     assert(entity->tree == BfqTree::None);
     entity->seq = next_seq_++;
-    active_.insert(entity);
+    active_.insert_sorted(entity, BfqFinishOrder());
     entity->tree = BfqTree::Active;
 }
 
@@ -25,7 +25,7 @@ void BfqServiceTree::active_extract(BfqEntity* entity) {
 void BfqServiceTree::idle_insert(BfqEntity* entity) {
     assert(entity->tree == BfqTree::None);
     entity->seq = next_seq_++;
-    idle_.insert(entity);
+    idle_.insert_sorted(entity, BfqFinishOrder());
     entity->tree = BfqTree::Idle;
 }
 
@@ -36,9 +36,8 @@ void BfqServiceTree::idle_extract(BfqEntity* entity) {
 }
 
 uint64_t BfqServiceTree::min_start() const {
-    BfqEntity* e = active_.first();
-    uint64_t m = e->start;
-    for (e = e->tree_next; e; e = e->tree_next)
+    uint64_t m = active_.front()->start;
+    for (const BfqEntity* e : active_)
         if (e->start < m) m = e->start;
     return m;
 }
@@ -47,7 +46,7 @@ uint64_t BfqServiceTree::min_start() const {
 // at the first eligible entity finds the same entity as the kernel's
 // min_start-guided descent.
 BfqEntity* BfqServiceTree::first_active_entity(uint64_t vt) const {
-    for (BfqEntity* e = active_.first(); e; e = e->tree_next)
+    for (BfqEntity* e : active_)
         if (!bfq_gt(e->start, vt)) return e;
     return nullptr;
 }

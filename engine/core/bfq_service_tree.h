@@ -38,8 +38,8 @@ public:
     // bfq_idle_insert() / bfq_idle_extract().
     void idle_insert(BfqEntity* entity);
     void idle_extract(BfqEntity* entity);
-    BfqEntity* first_idle() const { return idle_.first(); }
-    BfqEntity* last_idle() const { return idle_.last(); }
+    BfqEntity* first_idle() const { return idle_.front(); }
+    BfqEntity* last_idle() const { return idle_.back(); }
 
     // Smallest start time on the active tree (the root's min_start). The
     // tree must not be empty.

@@ -28,7 +28,7 @@ void calc_finish(BfqEntity* entity, uint64_t service) {
 void active_insert(BfqData& bfqd, BfqServiceTree* st, BfqEntity* entity) {
     st->active_insert(entity);
     if (BfqQueue* q = entity->queue) {
-        bfqd.active_list_push_front(q);
+        bfqd.active_list.push_front(q);
         q->on_active_list = true;
     }
     BfqGroup* owner = entity->sched_data->group;
@@ -39,7 +39,7 @@ void active_insert(BfqData& bfqd, BfqServiceTree* st, BfqEntity* entity) {
 void active_extract(BfqData& bfqd, BfqServiceTree* st, BfqEntity* entity) {
     st->active_extract(entity);
     if (BfqQueue* q = entity->queue) {
-        if (q->on_active_list) bfqd.active_list_erase(q);
+        if (q->on_active_list) bfqd.active_list.erase(q);
         q->on_active_list = false;
     }
     BfqGroup* owner = entity->sched_data->group;
