@@ -1,7 +1,7 @@
 """Command line: python3 -m harness {run,reproduce,history,check,compare} ...
 
   run JOB.fio [--hosts H ...]           one job file, fio JSON + sidecars summarised
-  reference bio-size|buffered           kernel reference runs with fio's own engines
+  reference bio-size|buffered|bfq       kernel reference runs with fio's own engines
   reproduce [EXPERIMENT|all]            the reproductions, their tables and a report
   history [EXPERIMENT] [--metric M]     recorded runs (--mark-baseline RUN ...)
   check [EXPERIMENT ...] [--repeat N]   newest run vs baseline; exit 1 on a regression
@@ -86,6 +86,50 @@ def _emulator_sizes(spec):
     return None, None
 
 
+def _emulator_bfq(spec, db, progress, rounds=1):
+    """The emulator's fixed root / non-root MiB/s for `reference bfq`:
+    ({"root": .., "nonroot": ..}, where from) or (None, reason). spec: a
+    report (dir or result.json), "run" (run the fixed parts now), "none";
+    default reports/latest/bfq, else the newest bfq run in the history,
+    else run (`rounds` times, medians)."""
+    from pathlib import Path
+    keys = {"root": "root.after_MiBps", "nonroot": "nonroot.after_MiBps"}
+    if spec == "none":
+        return None, "not asked for (--emulator none)"
+    if spec != "run":
+        p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / "bfq"
+        for f in (p, p / "result.json", p / "bfq" / "result.json"):
+            if f.is_file():
+                try:
+                    m = json.loads(f.read_text()).get("metrics", {})
+                except ValueError:
+                    m = {}
+                if all(k in m for k in keys.values()):
+                    return {k: m[v] for k, v in keys.items()}, f"report {f}"
+                if spec:
+                    return None, f"{f} has no {', '.join(keys.values())}"
+        if spec:
+            return None, f"no report at {p}"
+        from harness.history import History, HistoryError, db_path
+        if db_path(db).exists():
+            try:
+                with History(db) as h:
+                    for r in h.runs("bfq", source="mdsplit", limit=20):
+                        if all(k in r.metrics for k in keys.values()):
+                            return ({k: r.metrics[v] for k, v in keys.items()},
+                                    f"history run {r.run_id} ({r.time}, commit {r.git_commit[:10]})")
+            except HistoryError:
+                pass
+    from harness.experiments import bfq
+    from harness.fio_runner import FioError
+    try:
+        return bfq.run_variant("fixed", progress, rounds), \
+            ("the emulator's fixed root and non-root runs of jobs/bfq-groups.fio, run now"
+             + (f" {rounds} times, medians" if rounds > 1 else ""))
+    except (FioError, OSError) as e:
+        return None, f"the emulator's run failed: {e}"
+
+
 def cmd_reference(args) -> int:
     import time
     from harness import reference
@@ -100,8 +144,15 @@ def cmd_reference(args) -> int:
             sizes, where = _emulator_sizes(args.emulator)
             tables = reference.format_bio_size(ref, sizes, f"emulator ({where})" if where else "")
             metrics = ref.metrics("kernel.")
+        elif args.what == "bfq":
+            ref = reference.bfq_reference(runtime_s=args.runtime, delay_scale=args.delay_scale,
+                                          rounds=args.rounds, warmup=not args.no_warmup,
+                                          keep_dir=args.keep, progress=progress)
+            emu, where = _emulator_bfq(args.emulator, args.db, progress, args.rounds)
+            tables = reference.format_bfq(ref, emu, where)
+            metrics = ref.metrics("kernel.")
         else:
-            sweep = reference.buffered_sweep(args.depths, args.runtime, args.size,
+            sweep = reference.buffered_sweep(args.depths, args.runtime or 3, args.size,
                                              target=args.target, keep_dir=args.keep,
                                              progress=progress)
             tables = reference.format_buffered(sweep)
@@ -263,16 +314,27 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     kp = sub.add_parser("reference", help="kernel reference runs with fio's own engines "
-                                          "(root, loop device, tracefs)")
-    kp.add_argument("what", choices=["bio-size", "buffered"])
+                                          "(root, loop device, tracefs; bfq: cgroups)")
+    kp.add_argument("what", choices=["bio-size", "buffered", "bfq"])
     kp.add_argument("--keep", metavar="DIR", help="keep job files, fio JSON and traces in DIR")
     kp.add_argument("--no-hugepages", action="store_true", help="bio-size: skip the mem=mmaphuge rows")
     kp.add_argument("--emulator", metavar="REPORT",
                     help="bio-size: the emulator's distributions from this report (default "
-                         "reports/latest/bio-size)")
+                         "reports/latest/bio-size); bfq: the emulator's fixed root/non-root "
+                         "MiB/s from this report, 'run' (run those two parts now) or 'none' "
+                         "(default reports/latest/bfq, else the newest bfq run in the history, "
+                         "else run)")
     kp.add_argument("--depths", type=int, nargs="+", default=list((1, 2, 4, 8, 16, 32, 64, 128)),
                     help="buffered: iodepths (default 1 2 4 ... 128)")
-    kp.add_argument("--runtime", type=float, default=3, help="buffered: seconds per iodepth (3)")
+    kp.add_argument("--runtime", type=float, default=None,
+                    help="buffered: seconds per iodepth (3); bfq: each writer's runtime "
+                         "(default the job file's)")
+    kp.add_argument("--delay-scale", type=float, default=1.0,
+                    help="bfq: multiply the job file's startdelays (1)")
+    kp.add_argument("--rounds", type=int, default=3,
+                    help="bfq: root/non-root alternations, medians reported (3)")
+    kp.add_argument("--no-warmup", action="store_true",
+                    help="bfq: no unmeasured first run (allocating the sparse file's blocks)")
     kp.add_argument("--size", type=_parse_size, default=4 << 30, help="buffered: device size (4g)")
     kp.add_argument("--target", choices=["auto", "loop", "file"], default="auto",
                     help="buffered: loop device (setra 0) or file (fadvise_hint=random)")

@@ -13,12 +13,19 @@ run with fio's own engines on this machine's kernel.
   random reads with readahead off, iodepth 1, 2, 4 ... 128: IOPS per depth
   (kernel_buffered_sweep).
 
+  bfq (seed 004): the job of jobs/bfq-groups.fio (8 psync 4k random writers,
+  startdelay steps, offset_increment) with fio's psync engine on a loop
+  device under the kernel's bfq, once with fio in the root cgroup and once
+  in a child cgroup (cgroup v1 blkio or v2 io): the kernel's non-root/root
+  ratio (bfq_reference), beside the emulator's fixed ratio.
+
 Everything that needs the machine (root, losetup, a free loop device,
-tracefs) is checked first; what is missing raises ReferenceUnavailable with
+tracefs, bfq, a blkio / io cgroup hierarchy) is checked first; what is missing raises ReferenceUnavailable with
 a one-line reason. What a run sets up (loop device, backing file, tracefs
 instance, huge pages) is undone in `finally` blocks, also on errors, ^C and
-SIGTERM; leftovers of a killed run (named after its pid) are removed by the
-next run once that pid is gone.
+SIGTERM; leftovers of a killed run (loop devices, tracefs instances, child
+cgroups, all named after its pid) are removed by the next run once that pid
+is gone.
 """
 from __future__ import annotations
 
@@ -31,6 +38,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections import Counter
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -40,7 +48,7 @@ MiB = 1 << 20
 SECTOR = 512
 TRACEFS_MOUNTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 EVENTS = ("block_bio_queue", "block_split", "block_rq_issue")
-PREFIX = "mdsplit-ref-"           # backing directories, tracefs instances
+PREFIX = "mdsplit-ref-"           # backing directories, tracefs instances, cgroups
 DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
@@ -156,6 +164,12 @@ def cleanup_stale() -> list:
                 _remove_instance(p)
                 removed.append(str(p))
         break
+    for root in _cgroup_roots():
+        for p in root.glob(PREFIX + "*"):
+            m = re.match(rf"{PREFIX}(\d+)-", p.name)
+            if m and p.is_dir() and not _pid_alive(int(m.group(1))):
+                if _rmdir_cgroup(p, wait_s=0):
+                    removed.append(str(p))
     for p in Path(tempfile.gettempdir()).glob(PREFIX + "*"):
         m = re.match(rf"{PREFIX}(\d+)-", p.name)
         if m and p.is_dir() and not _pid_alive(int(m.group(1))):
@@ -566,10 +580,12 @@ def _fio_json(text: str) -> dict:
     return json.loads(text[m.start():]) if m else {}
 
 
-def _run_fio_job(job: Path, fio: str, timeout: float) -> dict:
+def _run_fio_job(job: Path, fio: str, timeout: float, prefix=()) -> dict:
+    """fio's JSON for a job file; prefix = a command that execs fio (the
+    cgroup wrapper)."""
     out = job.with_suffix(".json")
     try:
-        proc = subprocess.run([fio, "--output-format=json", f"--output={out}", str(job)],
+        proc = subprocess.run([*prefix, fio, "--output-format=json", f"--output={out}", str(job)],
                               cwd=job.parent, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"fio {job.name}: no result after {timeout:g} s") from None
@@ -827,3 +843,487 @@ def format_buffered(sweep: BufferedSweep, emulator: dict = None) -> list:
             row += f"{v / 1000:>{w}.1f}" if v is not None else f"{'-':>{w}}"
         lines.append(row)
     return ["\n".join(lines), "\n".join(_wrap(sweep.note))]
+
+
+# --- seed 004: bfq, root vs non-root cgroup --------------------------------------
+
+BFQ_JOB = Path(__file__).resolve().parent.parent / "jobs" / "bfq-groups.fio"
+# Options of the emulator's job file that do not carry over to fio's psync
+# engine on a loop device (the engine, its device and its sidecars, the logs).
+_EMULATOR_ONLY = ("ioengine", "filename", "write_bw_log", "write_lat_log", "write_iops_log",
+                  "log_avg_msec")
+
+
+def read_fio_job(text: str) -> list:
+    """A fio job file as [(section, [(key, value or None)])], in file order
+    (comments dropped, bare options such as `stonewall` with value None)."""
+    sections, cur = [], None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            cur = (line[1:-1].strip(), [])
+            sections.append(cur)
+            continue
+        if cur is None:
+            raise ValueError(f"option outside a section: {line!r}")
+        key, eq, value = line.partition("=")
+        cur[1].append((key.strip(), value.strip() if eq else None))
+    return sections
+
+
+def write_fio_job(sections, header: str = "") -> str:
+    lines = [f"; {h}" for h in header.splitlines()] if header else []
+    for name, opts in sections:
+        lines.append(f"[{name}]")
+        lines += [k if v is None else f"{k}={v}" for k, v in opts]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _duration_ms(text: str) -> float:
+    """fio's time values: a number with us, ms, s, m (default seconds)."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*(us|usec|ms|msec|s|sec|m|min)?\s*", text.lower())
+    if not m:
+        raise ValueError(f"bad fio time {text!r}")
+    unit = {"us": 1e-3, "usec": 1e-3, "ms": 1, "msec": 1, "s": 1000, "sec": 1000,
+            "m": 60000, "min": 60000}[m.group(2) or "s"]
+    return float(m.group(1)) * unit
+
+
+def _size_bytes(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", text.lower())
+    if not m:
+        raise ValueError(f"bad fio size {text!r}")
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+
+
+@dataclass
+class BfqKernelJob:
+    text: str                 # the job file for fio's psync engine
+    jobs: int                 # writers
+    span: int                 # bytes the writers cover (offset_increment x jobs)
+    runtime_s: float
+    delays_ms: list           # startdelay of each writer
+    tunables: dict            # bfq iosched tunables from the emulator's TOML
+
+
+def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
+                   runtime_s: float = None, delay_scale: float = 1.0) -> BfqKernelJob:
+    """The kernel's job, generated from the emulator's bfq-groups.fio: its
+    [global] and the 8 writers of the root/<variant> run, with fio's psync
+    engine on `device` instead of the emulator (mdsplit_* options, the
+    engine's filename and the bandwidth logs dropped). runtime_s replaces
+    the runtime; delay_scale multiplies each startdelay (for short runs).
+    The bfq tunables (slice_idle, low_latency) come from the TOML the
+    writers' mdsplit_config names."""
+    sections = read_fio_job(Path(src).read_text())
+    glob = next((o for n, o in sections if n == "global"), [])
+    writers = [(n, o) for n, o in sections if n.startswith(f"root-{variant}-")]
+    if not writers:
+        raise ValueError(f"{src}: no [root-{variant}-*] jobs")
+    configs = {v for _, o in writers for k, v in o if k == "mdsplit_config"}
+    g = [(k, v) for k, v in glob if k not in _EMULATOR_ONLY and not k.startswith("mdsplit_")]
+    opts = dict(g)
+    if runtime_s is not None:
+        g = [(k, v) for k, v in g if k != "runtime"] + [("runtime", f"{runtime_s:g}")]
+    runtime = _duration_ms(dict(g).get("runtime", "0")) / 1000
+    g = [("ioengine", "psync"), ("filename", device)] + g
+    jobs, delays = [], []
+    for i, (name, o) in enumerate(writers):
+        keep = []
+        for k, v in o:
+            if k.startswith("mdsplit_") or k in _EMULATOR_ONLY:
+                continue
+            if k == "startdelay":
+                ms = _duration_ms(v) * delay_scale
+                delays.append(ms)
+                v = f"{ms:g}ms"
+            keep.append((k, v))
+        if not any(k == "startdelay" for k, _ in o):
+            delays.append(0.0)
+        jobs.append((name.split("-")[-1] if name.count("-") >= 2 else name, keep))
+    inc = _size_bytes(opts.get("offset_increment", "0"))
+    size = _size_bytes(opts.get("size", "0"))
+    span = inc * (len(jobs) - 1) + max(size, inc)
+    tunables = {}
+    for c in sorted(configs):
+        cfg = Path(src).parent / c
+        try:
+            import tomllib
+            bfq = tomllib.loads(cfg.read_text()).get("bfq", {})
+        except (ImportError, OSError, ValueError):
+            continue
+        if "slice_idle" in bfq:
+            tunables["slice_idle"] = int(round(_duration_ms(str(bfq["slice_idle"]))))
+        if "low_latency" in bfq:
+            tunables["low_latency"] = int(bool(bfq["low_latency"]))
+    header = (f"kernel reference for seed 004, generated from {Path(src).name} "
+              f"([global] and [root-{variant}-*]):\nfio's psync engine on {device} under "
+              f"the kernel's bfq; run once in the root cgroup and once in a child cgroup")
+    return BfqKernelJob(write_fio_job([("global", g)] + jobs, header), len(jobs), span,
+                        runtime, delays, tunables)
+
+
+# --- cgroups --------------------------------------------------------------------
+
+@dataclass
+class IoCgroups:
+    version: int              # 1 (blkio) or 2 (io)
+    root: Path                # the hierarchy's root cgroup
+
+    @property
+    def label(self) -> str:
+        return f"cgroup v{self.version} {'blkio' if self.version == 1 else 'io'} ({self.root})"
+
+    @property
+    def weight_file(self) -> str:
+        return "blkio.bfq.weight" if self.version == 1 else "io.bfq.weight"
+
+
+def _mounts() -> list:
+    try:
+        return [l.split()[1:4] for l in Path("/proc/mounts").read_text().splitlines()
+                if len(l.split()) >= 4]
+    except OSError:
+        return []
+
+
+def _cgroup_roots() -> list:
+    """The roots of the hierarchies with blkio (v1) or io (v2)."""
+    roots = []
+    for mp, fs, opts in _mounts():
+        p = Path(mp.replace("\\040", " "))
+        if fs == "cgroup" and "blkio" in opts.split(","):
+            roots.append(p)
+        elif fs == "cgroup2":
+            try:
+                if "io" in _read(p / "cgroup.controllers").split():
+                    roots.append(p)
+            except OSError:
+                pass
+    return roots
+
+
+def io_cgroups() -> IoCgroups:
+    """The blkio (v1) or io (v2) cgroup hierarchy; ReferenceUnavailable
+    without one."""
+    require_root()
+    for mp, fs, opts in _mounts():
+        p = Path(mp.replace("\\040", " "))
+        if fs == "cgroup" and "blkio" in opts.split(",") and (p / "cgroup.procs").exists():
+            return IoCgroups(1, p)
+    for mp, fs, opts in _mounts():
+        p = Path(mp.replace("\\040", " "))
+        if fs == "cgroup2":
+            try:
+                if "io" in _read(p / "cgroup.controllers").split():
+                    return IoCgroups(2, p)
+            except OSError:
+                pass
+    raise ReferenceUnavailable("no blkio (cgroup v1) or io (cgroup v2) cgroup controller mounted")
+
+
+def _rmdir_cgroup(path: Path, wait_s: float = 5.0) -> bool:
+    """rmdir of a cgroup, retried while its last tasks exit (EBUSY)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            path.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+
+
+_cgroups_made = 0
+
+
+@contextmanager
+def child_cgroup(cg: IoCgroups, name: str = "bfq"):
+    """A child cgroup <root>/mdsplit-ref-<pid>-<name>-N (v2: with +io in the
+    root's cgroup.subtree_control); removed at the end, also on errors."""
+    global _cgroups_made
+    _cgroups_made += 1
+    path = cg.root / f"{PREFIX}{os.getpid()}-{name}-{_cgroups_made}"
+    enabled = False
+    if cg.version == 2:
+        ctl = cg.root / "cgroup.subtree_control"
+        if "io" not in _read(ctl).split():
+            try:
+                _write(ctl, "+io")
+                enabled = True
+            except OSError as e:
+                raise ReferenceUnavailable(f"cannot enable +io in {ctl}: {e}")
+    try:
+        try:
+            path.mkdir()
+        except OSError as e:
+            raise ReferenceUnavailable(f"cannot create a cgroup in {cg.root}: {e}")
+        try:
+            yield path
+        except BaseException:
+            _rmdir_cgroup(path)          # the error in flight is the one to report
+            raise
+        if not _rmdir_cgroup(path):
+            raise RuntimeError(f"could not remove the cgroup {path} (tasks still in it?)")
+    finally:
+        if enabled:
+            try:
+                _write(cg.root / "cgroup.subtree_control", "-io")
+            except OSError:
+                pass
+
+
+def cgroup_written_bytes(cg: IoCgroups, path: Path, dev: LoopDevice) -> int:
+    """Bytes the cgroup wrote to dev: v1 blkio.bfq.io_service_bytes (or the
+    throttle layer's), v2 io.stat wbytes; -1 when the files are missing."""
+    key = f"{dev.major}:{dev.minor}"
+    if cg.version == 2:
+        try:
+            for line in _read(path / "io.stat").splitlines():
+                if line.startswith(key + " "):
+                    m = re.search(r"\bwbytes=(\d+)", line)
+                    return int(m.group(1)) if m else 0
+            return 0
+        except OSError:
+            return -1
+    for f in ("blkio.bfq.io_service_bytes", "blkio.throttle.io_service_bytes"):
+        try:
+            text = _read(path / f)
+        except OSError:
+            continue
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == key and parts[1] == "Write":
+                return int(parts[2])
+        return 0
+    return -1
+
+
+def _in_cgroup(procs: Path) -> list:
+    """A command prefix that puts the command into a cgroup, then execs it."""
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs)]
+
+
+# --- the run ----------------------------------------------------------------------
+
+@dataclass
+class BfqPlace:
+    place: str                # root | nonroot
+    cgroup: str               # the cgroup fio ran in
+    MiBps: list = field(default_factory=list)       # per round: sum of the writers' MiB/s
+    per_job: list = field(default_factory=list)     # per round: [MiB/s of each writer]
+    written: list = field(default_factory=list)     # per round: bytes fio wrote
+    charged: list = field(default_factory=list)     # per round: bytes the cgroup was charged
+
+    @property
+    def median(self) -> float:
+        v = sorted(self.MiBps)
+        if not v:
+            return 0.0
+        n = len(v)
+        return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+@dataclass
+class BfqReference:
+    kernel: str
+    device: str
+    cgroups: str
+    scheduler: str
+    job: BfqKernelJob
+    root: BfqPlace
+    nonroot: BfqPlace
+    weight: str = ""
+    settings: dict = field(default_factory=dict)     # queue / iosched attributes set
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        """non-root / root MiB/s (medians over the rounds)."""
+        return self.nonroot.median / self.root.median if self.root.median else float("nan")
+
+    def metrics(self, prefix: str = "kernel.") -> dict:
+        return {f"{prefix}root_MiBps": self.root.median,
+                f"{prefix}nonroot_MiBps": self.nonroot.median,
+                f"{prefix}nonroot_over_root": self.ratio}
+
+    def as_dict(self) -> dict:
+        return {"kernel": self.kernel, "device": self.device, "cgroups": self.cgroups,
+                "scheduler": self.scheduler, "weight": self.weight, "settings": self.settings,
+                "ratio": self.ratio, "job": self.job.text, "note": self.note,
+                **{p.place: {"cgroup": p.cgroup, "MiBps": p.MiBps, "per_job": p.per_job,
+                             "written": p.written, "charged": p.charged}
+                   for p in (self.root, self.nonroot)}}
+
+
+def require_bfq(dev: LoopDevice) -> str:
+    """Switches dev to bfq; ReferenceUnavailable when the kernel has none."""
+    line = dev.queue("scheduler")
+    if "bfq" not in line.replace("[", " ").replace("]", " ").split():
+        raise ReferenceUnavailable(f"no bfq scheduler for {dev.name} "
+                                   f"(queue/scheduler lists: {line}; modprobe bfq?)")
+    try:
+        dev.set_queue("scheduler", "bfq")
+    except OSError as e:
+        raise ReferenceUnavailable(f"cannot set {dev.name}'s scheduler to bfq: {e}")
+    line = dev.queue("scheduler")
+    if "[bfq]" not in line:
+        raise ReferenceUnavailable(f"{dev.name}'s scheduler is not bfq after setting it: {line}")
+    return line
+
+
+def bfq_reference(*, src: Path = BFQ_JOB, variant: str = "fixed", runtime_s: float = None,
+                  delay_scale: float = 1.0, rounds: int = 1, warmup: bool = True,
+                  rotational: int = 0,
+                  fio: str = "fio", keep_dir: Path = None, timeout: float = None,
+                  progress=None) -> BfqReference:
+    """Seed 004 on this kernel: jobs/bfq-groups.fio's 8 writers with fio's
+    psync engine on a loop device (direct-io, sparse backing file) under
+    bfq (the TOML's slice_idle and low_latency, rotational 0 like the
+    thread's NVMe drive), with fio in the root cgroup, then in a child
+    cgroup; `rounds` alternations (root first, then non-root first, ...),
+    medians reported. fio writes the same random offsets each run
+    (randrepeat); with `warmup`, an unmeasured run first allocates the
+    sparse file's blocks, so that the first measured run does not pay for
+    the allocation alone. Raises ReferenceUnavailable where the machine
+    cannot."""
+    require_fio(fio)
+    require_losetup()
+    cg = io_cgroups()
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1: {rounds}")
+    cleanup_stale()
+    with ExitStack() as stack:
+        stack.enter_context(sigterm_as_interrupt())
+        wd = stack.enter_context(workdir())
+        probe = bfq_kernel_job("/dev/null", src, variant=variant, runtime_s=runtime_s,
+                               delay_scale=delay_scale)
+        dev = stack.enter_context(loop_device(wd / "bfq.img", probe.span))
+        sched = require_bfq(dev)
+        job = bfq_kernel_job(dev.path, src, variant=variant, runtime_s=runtime_s,
+                             delay_scale=delay_scale)
+        settings = {}
+        for attr, value in [("rotational", rotational)] + \
+                [(f"iosched/{k}", v) for k, v in job.tunables.items()]:
+            if value is None:
+                continue
+            try:
+                dev.set_queue(attr, value)
+                settings[attr] = dev.queue(attr)
+            except OSError as e:
+                settings[attr] = f"not set ({e.strerror})"
+        path = wd / "bfq-kernel.fio"
+        path.write_text(job.text)
+        child = stack.enter_context(child_cgroup(cg))
+        weight = ""
+        try:
+            weight = " ".join(_read(child / cg.weight_file).split())
+        except OSError:
+            pass
+        places = {"root": BfqPlace("root", f"{cg.root} (root)"),
+                  "nonroot": BfqPlace("nonroot", str(child))}
+        where = {"root": cg.root, "nonroot": child}
+        limit = timeout or (job.runtime_s + max(job.delays_ms or [0]) / 1000 + 60)
+        if warmup:
+            if progress:
+                progress(f"kernel reference: warm-up run (allocates the blocks of {dev.path}'s "
+                         f"sparse file that the writers touch), not measured")
+            try:
+                _run_fio_job(path, fio, limit, prefix=_in_cgroup(cg.root / "cgroup.procs"))
+            except RuntimeError as e:
+                raise ReferenceUnavailable(f"fio (warm-up): {e}")
+        for rnd in range(rounds):
+            for place in ("root", "nonroot") if rnd % 2 == 0 else ("nonroot", "root"):
+                p = places[place]
+                if progress:
+                    progress(f"kernel reference: {job.jobs} psync 4k randwrite jobs on {dev.path} "
+                             f"(bfq), fio in the {'root' if place == 'root' else 'child'} cgroup"
+                             + (f", round {rnd + 1}/{rounds}" if rounds > 1 else ""))
+                before = cgroup_written_bytes(cg, where[place], dev)
+                try:
+                    data = _run_fio_job(path, fio, limit,
+                                        prefix=_in_cgroup(where[place] / "cgroup.procs"))
+                except RuntimeError as e:
+                    raise ReferenceUnavailable(f"fio in the {place} cgroup: {e}")
+                after = cgroup_written_bytes(cg, where[place], dev)
+                jobs = data.get("jobs", [])
+                per = [j["write"]["bw_bytes"] / MiB for j in jobs]
+                p.per_job.append(per)
+                p.MiBps.append(sum(per))
+                p.written.append(sum(j["write"]["io_bytes"] for j in jobs))
+                p.charged.append(after - before if before >= 0 and after >= 0 else -1)
+                if keep_dir is not None:
+                    keep = Path(keep_dir)
+                    keep.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(path, keep / path.name)
+                    (keep / f"bfq-{place}-{rnd + 1}.json").write_text(json.dumps(data, indent=1))
+        ref = BfqReference(kernel_release(), dev.path, cg.label, sched, job,
+                           places["root"], places["nonroot"], weight, settings)
+        delays = ", ".join(f"{d:g}" for d in job.delays_ms)
+        ref.note = (f"Kernel reference: fio's psync engine on Linux {ref.kernel}, {dev.path} "
+                    f"(loop, direct-io={'on' if dev.direct_io else 'OFF'}, sparse backing file "
+                    f"of {job.span >> 20} MiB) with bfq; "
+                    + ", ".join(f"{k} {v}" for k, v in settings.items())
+                    + f". {job.jobs} writers, startdelay {delays} ms, {job.runtime_s:g} s each "
+                    f"(from {Path(src).name}); fio in the root cgroup, then in the child cgroup "
+                    f"{child.name} of {cg.label}"
+                    + (f" (bfq weight {weight})" if weight else "")
+                    + (", after an unmeasured warm-up run" if warmup else "")
+                    + (f", {rounds} alternations, medians" if rounds > 1 else "")
+                    + ". MiB/s = the sum of the writers' averages, as the emulator's table. "
+                    "A loop device on a file of this machine's disk, not the thread's NVMe: "
+                    "compare ratios, not MiB/s.")
+    return ref
+
+
+def format_bfq(ref: BfqReference, emulator: dict = None, emulator_label: str = "",
+               tolerance: float = 0.15, thread: tuple = (550, 550)) -> list:
+    """The kernel's root / non-root MiB/s and ratio beside the emulator's
+    fixed figures (emulator = {"root": MiB/s, "nonroot": MiB/s}) and the
+    thread's; the verdict: the emulator's ratio within `tolerance` of the
+    kernel's."""
+    w = 34
+    lines = [f"{'':<{w}}{'root MiB/s':>12}{'non-root MiB/s':>16}{'non-root/root':>15}"]
+
+    def row(label, r, n):
+        ratio = n / r if r else float("nan")
+        lines.append(f"  {label:<{w - 2}}{r:>12.1f}{n:>16.1f}{ratio:>15.3f}")
+        return ratio
+    k = row(f"kernel {ref.kernel.split('-')[0]} (bfq, loop)", ref.root.median, ref.nonroot.median)
+    if len(ref.root.MiBps) > 1:
+        lines.append(f"  {'  rounds':<{w - 2}}"
+                     f"{'/'.join(f'{v:.0f}' for v in ref.root.MiBps):>12}"
+                     f"{'/'.join(f'{v:.0f}' for v in ref.nonroot.MiBps):>16}")
+    e = None
+    if emulator:
+        e = row("emulator fixed", emulator["root"], emulator["nonroot"])
+        rounds = emulator.get("rounds") or {}
+        if len(rounds.get("root", [])) > 1:
+            lines.append(f"  {'  rounds':<{w - 2}}"
+                         f"{'/'.join(f'{v:.0f}' for v in rounds['root']):>12}"
+                         f"{'/'.join(f'{v:.0f}' for v in rounds['nonroot']):>16}")
+    row("thread v5.18-rc1-patched", *thread)
+    out = ["\n".join(lines)]
+    verdict = []
+    if emulator_label:
+        verdict.append(f"emulator figures: {emulator_label}.")
+    if e is not None and k == k and k > 0:
+        dev = e / k - 1
+        verdict.append(f"emulator fixed non-root/root {e:.3f} vs kernel {k:.3f}: "
+                       f"{dev * 100:+.1f}%, {'within' if abs(dev) <= tolerance else 'NOT within'} "
+                       f"{tolerance * 100:.0f}%.")
+    elif e is None:
+        verdict.append("no emulator figures to compare with.")
+    charged = ref.nonroot.charged[-1] if ref.nonroot.charged else -1
+    verdict.append(f"child cgroup charged with {charged / MiB:.0f} MiB of writes to {ref.device} "
+                   f"(fio wrote {ref.nonroot.written[-1] / MiB:.0f} MiB)" if charged >= 0 else
+                   "the child cgroup's I/O statistics were not readable")
+    out.append("\n".join(_wrap(" ".join(verdict))))
+    out.append("\n".join(_wrap(ref.note)))
+    return out

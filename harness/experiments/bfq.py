@@ -26,10 +26,9 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         lines.append(f"running fio on {label}")
         for variant, when, kernel in VARIANTS:
             prefix = f"{place}-{variant}-"
-            jobs = [j for j in fio.jobs if j["jobname"].startswith(prefix)]
             sidecar = fio.sidecars[f"stats/bfq-{place}-{variant}.json"]
             scale = sidecar.time_scale
-            mibps = sum(j["write"]["bw_bytes"] for j in jobs) / 2**20 * scale
+            mibps = place_MiBps(fio, place, variant)
             bfq = sidecar.members[0].get("bfq", {})
             idles = _total(bfq, "idle_periods")
             injections = _total(bfq, "injections")
@@ -60,6 +59,54 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     except ImportError:
         pass
     return result
+
+
+def place_MiBps(fio, place: str, variant: str) -> float:
+    """The total MiB/s of one run's 8 writers in device time (fio's figure
+    x the stack's time_scale)."""
+    jobs = [j for j in fio.jobs if j["jobname"].startswith(f"{place}-{variant}-")]
+    scale = fio.sidecars[f"stats/bfq-{place}-{variant}.json"].time_scale
+    return sum(j["write"]["bw_bytes"] for j in jobs) / 2**20 * scale
+
+
+def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
+    """Only the root and non-root runs of one variant of bfq-groups.fio
+    (16 jobs instead of 32), in a scratch copy of jobs/ removed afterwards,
+    `rounds` times (root first, then non-root first, ...): {"root": MiB/s,
+    "nonroot": MiB/s} as run() reports them (medians over the rounds), and
+    "rounds": {place: [MiB/s per round]}. For the kernel reference's
+    comparison (`python3 -m harness reference bfq`)."""
+    import shutil
+    import statistics
+    import tempfile
+    from harness.reference import read_fio_job, write_fio_job
+    from harness.reproduce import prepare_jobs
+    per = {p: [] for p, _ in PLACES}
+    with tempfile.TemporaryDirectory(prefix="mdsplit-bfq-") as tmp:
+        jobs_dir = prepare_jobs(Path(tmp))
+        sections = read_fio_job((jobs_dir / "bfq-groups.fio").read_text())
+        glob = [(n, o) for n, o in sections if n == "global"]
+        runs = {p: [(n, o) for n, o in sections if n.startswith(f"{p}-{variant}-")]
+                for p, _ in PLACES}
+        try:
+            for r in range(rounds):
+                order = [p for p, _ in PLACES]
+                if r % 2:
+                    order.reverse()
+                job = jobs_dir / f"bfq-groups-{variant}.fio"
+                job.write_text(write_fio_job(glob + [s for p in order for s in runs[p]],
+                                             f"bfq-groups.fio, the {variant} runs only"))
+                if progress:
+                    progress(f"emulator: fio {job.name} ({' and '.join(order)} {variant}, 2 runs "
+                             f"of 8 jobs)" + (f", round {r + 1}/{rounds}" if rounds > 1 else ""))
+                fio = run_fio(job)
+                for p in order:
+                    per[p].append(place_MiBps(fio, p, variant))
+        finally:
+            shutil.rmtree(jobs_dir, ignore_errors=True)
+    out = {p: statistics.median(v) for p, v in per.items()}
+    out["rounds"] = per
+    return out
 
 
 def _total(bfq: dict, key: str) -> int:

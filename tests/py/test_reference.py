@@ -1,6 +1,7 @@
-"""Kernel reference runs (harness/reference.py): the trace parser everywhere;
-the real runs where root, a loop device and tracefs are available (skipped
-with the reason elsewhere)."""
+"""Kernel reference runs (harness/reference.py): the trace parser and the
+bfq job generation everywhere; the real runs where root, a loop device and
+tracefs (bfq: the kernel's bfq and a blkio / io cgroup hierarchy) are
+available (skipped with the reason elsewhere)."""
 import json
 import os
 import subprocess
@@ -102,6 +103,8 @@ def _ours_left() -> list:
             left.append(d["name"])
     left += [str(p) for p in (R.tracefs() / "instances").glob(f"{R.PREFIX}{os.getpid()}-*")]
     left += [str(p) for p in Path("/tmp").glob(f"{R.PREFIX}{os.getpid()}-*")]
+    for root in R._cgroup_roots():
+        left += [str(p) for p in root.glob(f"{R.PREFIX}{os.getpid()}-*")]
     return left
 
 
@@ -262,3 +265,102 @@ def test_pagemap_emulator_beside_kernel_write(needs_machine, tmp_path):
 
 def test_pagemap_emulator_beside_kernel_read(needs_machine, tmp_path):
     _compare(tmp_path, "read")
+
+
+# --- seed 004: bfq, root vs non-root cgroup --------------------------------------
+
+def test_bfq_kernel_job_keeps_the_emulators_workload():
+    job = R.bfq_kernel_job("/dev/loop7")
+    sections = R.read_fio_job(job.text)
+    glob = dict(sections[0][1])
+    emu = dict(R.read_fio_job(R.BFQ_JOB.read_text())[0][1])
+    assert sections[0][0] == "global"
+    assert glob["ioengine"] == "psync" and glob["filename"] == "/dev/loop7"
+    for k in ("thread", "direct", "iodepth", "rw", "bs", "offset_increment", "size",
+              "time_based", "runtime"):
+        assert glob[k] == emu[k], k
+    assert not any(k.startswith("mdsplit_") or k.startswith("write_bw") or k == "log_avg_msec"
+                   for _, opts in sections for k, _ in opts)
+    assert [n for n, _ in sections[1:]] == [f"test{i}" for i in range(1, 9)]
+    assert job.jobs == 8 and job.delays_ms == [500.0 * i for i in range(8)]
+    assert job.span == 8 * 256 * R.MiB and job.runtime_s == 4
+    assert job.tunables == {"slice_idle": 8, "low_latency": 0}       # bfq-fixed.toml's [bfq]
+    short = R.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.25)
+    assert short.runtime_s == 2 and short.delays_ms[-1] == 875
+    assert "runtime=2\n" in short.text and "startdelay=875ms" in short.text
+
+
+def test_read_fio_job_bare_options_and_comments():
+    s = R.read_fio_job("; c\n[global]\nbs=4k\n# c\n[a]\nstonewall\nstartdelay = 1s\n")
+    assert s == [("global", [("bs", "4k")]), ("a", [("stonewall", None), ("startdelay", "1s")])]
+    assert R._duration_ms("1s") == 1000 and R._duration_ms("500ms") == 500
+    assert R._duration_ms("2") == 2000
+
+
+def _bfq_unavailable() -> str:
+    try:
+        R.require_fio()
+        R.require_losetup()
+        R.io_cgroups()
+    except R.ReferenceUnavailable as e:
+        return str(e)
+    return ""
+
+
+@pytest.fixture
+def needs_bfq_machine():
+    reason = _bfq_unavailable()
+    if reason:
+        pytest.skip(f"kernel bfq reference unavailable: {reason}")
+
+
+def test_kernel_bfq_root_and_child_cgroup(needs_bfq_machine, tmp_path):
+    try:
+        ref = R.bfq_reference(runtime_s=2, delay_scale=0.25, warmup=False, keep_dir=tmp_path)
+    except R.ReferenceUnavailable as e:       # e.g. no bfq in this kernel
+        pytest.skip(f"kernel bfq reference unavailable: {e}")
+    print("\n\n".join(R.format_bfq(ref)))
+    print(f"kernel non-root/root {ref.ratio:.3f} (informative only: real-clock figures)")
+    for p in (ref.root, ref.nonroot):
+        assert len(p.MiBps) == 1 and p.MiBps[0] > 0, p.place
+        assert len(p.per_job[0]) == 8 and all(v > 0 for v in p.per_job[0]), p.place
+        assert p.written[0] > 0
+    # The child run's writes were charged to the child cgroup (fio really
+    # ran in it), the root run's not.
+    if ref.nonroot.charged[0] >= 0:
+        assert ref.nonroot.charged[0] > 0
+    assert "[bfq]" in ref.scheduler
+    assert "filename=/dev/loop" in (tmp_path / "bfq-kernel.fio").read_text()
+    assert (tmp_path / "bfq-nonroot-1.json").exists()
+    # No loop device, cgroup, or directory left.
+    assert _ours_left() == []
+
+
+def test_kernel_bfq_cleanup_after_a_failure(needs_bfq_machine, monkeypatch):
+    seen = {}
+
+    def boom(job, fio, timeout, prefix=()):
+        seen["left"] = _ours_left()
+        raise KeyboardInterrupt("interrupted in the middle")
+
+    monkeypatch.setattr(R, "_run_fio_job", boom)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            R.bfq_reference(runtime_s=1, delay_scale=0.1, warmup=False)
+    except R.ReferenceUnavailable as e:
+        pytest.skip(f"kernel bfq reference unavailable: {e}")
+    assert any("/dev/loop" in x for x in seen["left"])
+    assert any(f"{R.PREFIX}{os.getpid()}-bfq" in x and "cgroup" in x for x in seen["left"])
+    assert _ours_left() == []
+
+
+def test_cli_reference_bfq(needs_bfq_machine):
+    r = subprocess.run(["/usr/bin/python3", "-m", "harness", "reference", "bfq", "--runtime", "1",
+                        "--delay-scale", "0.1", "--rounds", "1", "--no-warmup",
+                        "--emulator", "none", "--no-history", "--quiet"],
+                       cwd=paths.ROOT, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    print(r.stdout)
+    if "skipped:" in r.stdout:
+        pytest.skip(r.stdout.strip())
+    assert "non-root/root" in r.stdout and "kernel" in r.stdout
