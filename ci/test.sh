@@ -32,7 +32,8 @@ rm -f "$soak_log"
 [ $fuzz_rc -eq 0 ] && [ $soak_rc -eq 0 ] || { echo "fuzz exit $fuzz_rc, soak exit $soak_rc" >&2; exit 1; }
 
 stage "TSan: jobs sharing one stack"
-"$root/ci/build.sh" "$root/build-tsan" -DMDSPLIT_SANITIZE=thread -DMDSPLIT_BUILD_PYTHON=OFF >/dev/null
+"$root/ci/build.sh" "$root/build-tsan" -DMDSPLIT_SANITIZE=thread -DMDSPLIT_BUILD_PYTHON=OFF \
+    -DMDSPLIT_TESTS="shared_stack;buffered_io" >/dev/null
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir "$root/build-tsan" --output-on-failure -j2 \
     -R 'SharedStack|RealWorkerThreads'
