@@ -11,7 +11,11 @@ namespace mdsplit {
 
 class IoUringRing final : public CompletionSource {
 public:
-    explicit IoUringRing(unsigned entries);
+    // single_issuer: only one thread ever submits to or waits on the ring
+    // (the first to use it, not necessarily the one constructing it), which
+    // lets completions run as deferred task work, as fio's own io_uring
+    // engine sets the ring up (IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN).
+    explicit IoUringRing(unsigned entries, bool single_issuer = false);
     ~IoUringRing() override;
     IoUringRing(const IoUringRing&) = delete;
     IoUringRing& operator=(const IoUringRing&) = delete;
@@ -30,10 +34,20 @@ public:
         in_flight_++;
         pending_++;
     }
+    // The IORING_SETUP_* flags the kernel accepted.
+    unsigned setup_flags() const { return flags_; }
 
 private:
     size_t reap();
+    // A ring created disabled (single issuer) is enabled by its first user:
+    // that thread becomes the ring's submitter task.
+    void enable() {
+        if (disabled_) enable_rings();
+    }
+    void enable_rings();
     io_uring ring_;
+    unsigned flags_ = 0;
+    bool disabled_ = false;
     int eventfd_ = -1;
     size_t in_flight_ = 0;
     unsigned pending_ = 0;

@@ -17,20 +17,18 @@ TraceEvent BlockLayer::bio_event(TraceAction action, const BlockDevice* dev, con
     return e;
 }
 
-void BlockLayer::trace_bio(TraceAction action, const BlockDevice* dev, const Bio* bio) {
-    if (tracer_.enabled()) tracer_.emit(bio_event(action, dev, bio));
+void BlockLayer::emit_bio(TraceAction action, const BlockDevice* dev, const Bio* bio) {
+    tracer_.emit(bio_event(action, dev, bio));
 }
 
-void BlockLayer::trace_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector) {
-    if (!tracer_.enabled()) return;
+void BlockLayer::emit_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector) {
     TraceEvent e = bio_event(TraceAction::Remap, clone->dev, clone);
     e.from_device = from_devt;
     e.from_sector = from_sector;
     tracer_.emit(e);
 }
 
-void BlockLayer::trace_rq(TraceAction action, const BlockDevice* dev, const Request* rq) {
-    if (!tracer_.enabled()) return;
+void BlockLayer::emit_rq(TraceAction action, const BlockDevice* dev, const Request* rq) {
     TraceEvent e;
     e.device = dev->devt();
     e.action = action;
@@ -51,8 +49,10 @@ void BlockLayer::submit_bio_noacct(Bio* bio, bool split) {
     }
     TaskContext* task = current_ ? current_ : &default_task_;
     if (task->bio_list) {
-        if (split && split_insert_ == SplitInsert::Head) task->bio_list[0].push_front(bio);
-        else task->bio_list[0].push_back(bio);
+        if (split && split_insert_ == SplitInsert::Head)
+            task->bio_list[0].push_front(bio);
+        else
+            task->bio_list[0].push_back(bio);
     } else if (!bio->dev->stacked()) {
         submit_mq(bio);
     } else {
@@ -85,8 +85,10 @@ void BlockLayer::submit_stacked(Bio* bio) {
         bio->dev->submit_bio(bio);
         BioList lower, same;
         while (Bio* b = lists[0].pop_front()) {
-            if (b->dev == q) same.push_back(b);
-            else lower.push_back(b);
+            if (b->dev == q)
+                same.push_back(b);
+            else
+                lower.push_back(b);
         }
         lists[0].append(lower);
         lists[0].append(same);

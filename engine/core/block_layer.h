@@ -49,13 +49,23 @@ public:
     // blk_mq_flush_plug_list()
     void flush_plug(PlugList& plug);
 
-    void trace_bio(TraceAction action, const BlockDevice* dev, const Bio* bio);
+    // Tracepoints: inline checks, so that with tracing off they cost a test.
+    void trace_bio(TraceAction action, const BlockDevice* dev, const Bio* bio) {
+        if (tracer_.enabled()) emit_bio(action, dev, bio);
+    }
     // trace_block_bio_remap(): A on the clone's (lower) device, with where
     // the bio came from.
-    void trace_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector);
-    void trace_rq(TraceAction action, const BlockDevice* dev, const Request* rq);
+    void trace_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector) {
+        if (tracer_.enabled()) emit_remap(clone, from_devt, from_sector);
+    }
+    void trace_rq(TraceAction action, const BlockDevice* dev, const Request* rq) {
+        if (tracer_.enabled()) emit_rq(action, dev, rq);
+    }
 
 private:
+    void emit_bio(TraceAction action, const BlockDevice* dev, const Bio* bio);
+    void emit_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector);
+    void emit_rq(TraceAction action, const BlockDevice* dev, const Request* rq);
     static TraceEvent bio_event(TraceAction action, const BlockDevice* dev, const Bio* bio);
     void submit_stacked(Bio* bio);  // __submit_bio_noacct()
     void submit_mq(Bio* bio);       // __submit_bio_noacct_mq()

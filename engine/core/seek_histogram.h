@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 
 #include "core/units.h"
@@ -26,13 +27,12 @@ public:
         have_prev_ = true;
         prev_end_ = sector + nr_sectors;
     }
+    // [2^(b-1), 2^b) KiB is bucket b: 1 + floor(log2(kib)), capped.
     static int bucket_of(uint64_t bytes) {
         uint64_t kib = bytes / 1024;
         if (kib == 0) return 0;
-        int b = 1;
-        for (uint64_t lo = 1; b < kBuckets - 1; b++, lo <<= 1)
-            if (kib < lo * 2) return b;
-        return kBuckets - 1;
+        int b = 64 - std::countl_zero(kib);
+        return b < kBuckets - 1 ? b : kBuckets - 1;
     }
     uint64_t count() const { return count_; }
     uint64_t zero_count() const { return zero_; }

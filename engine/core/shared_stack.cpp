@@ -9,11 +9,20 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <stdexcept>
 
 namespace mdsplit {
 
-SharedStack::SharedStack(std::unique_ptr<Stack> stack) : stack_(std::move(stack)) {
-    kick_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+SharedStack::SharedStack(std::unique_ptr<Stack> stack, bool exclusive)
+    : stack_(std::move(stack)), exclusive_(exclusive) {
+    if (!exclusive_) kick_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+void SharedStack::attach() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (exclusive_ && users_ > 0)
+        throw std::logic_error("mdsplit: a second user attached to an exclusive stack");
+    users_++;
 }
 
 SharedStack::~SharedStack() {
@@ -30,7 +39,7 @@ void SharedStack::kick_poller_if_late() {
 
 void SharedStack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                         uint64_t cookie) {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     stack_->begin_batch(task);
     stack_->queue(task, op, offset, length, buffer, cookie);
     kick_poller_if_late();
@@ -38,36 +47,36 @@ void SharedStack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t leng
 
 void SharedStack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length,
                                  void* buffer, uint64_t cookie) {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     stack_->begin_batch(task);
     stack_->queue_buffered(task, op, offset, length, buffer, cookie);
     kick_poller_if_late();
 }
 
 void SharedStack::fsync(TaskContext& task, uint64_t cookie) {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     stack_->begin_batch(task);
     stack_->fsync(task, cookie);
     kick_poller_if_late();
 }
 
 void SharedStack::invalidate() {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     stack_->invalidate();
 }
 
 void SharedStack::sync_buffered() {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     stack_->sync_buffered();
 }
 
 void SharedStack::set_buffered_iodepth(uint32_t iodepth) {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     stack_->buffered().set_iodepth(iodepth);
 }
 
 void SharedStack::commit(TaskContext& task) {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     stack_->commit(task);
     kick_poller_if_late();
 }
@@ -106,9 +115,25 @@ void SharedStack::wait_unlocked(std::unique_lock<std::mutex>& lock, uint64_t dea
 
 void SharedStack::reap(TaskContext& task, size_t min, uint64_t timeout_ns,
                        std::vector<IoCompletion>& out) {
-    std::unique_lock<std::mutex> lock(mu_);
-    reap_locked(lock, task, min > out.size() ? min - out.size() : 0, timeout_ns);
-    out.insert(out.end(), task.completions.begin(), task.completions.end());
+    size_t want = min > out.size() ? min - out.size() : 0;
+    if (exclusive_) {
+        stack_->reap(task, want, timeout_ns);
+        take_completions(task, out);
+    } else {
+        std::unique_lock<std::mutex> lock(mu_);
+        reap_locked(lock, task, want, timeout_ns);
+        // Under the lock: another thread's reap may be completing this
+        // task's I/O into task.completions right now (TSan found it).
+        take_completions(task, out);
+    }
+}
+
+void SharedStack::take_completions(TaskContext& task, std::vector<IoCompletion>& out) {
+    if (out.empty()) {
+        out.swap(task.completions);  // keeps both buffers' capacity
+    } else {
+        out.insert(out.end(), task.completions.begin(), task.completions.end());
+    }
     task.completions.clear();
 }
 
@@ -141,12 +166,12 @@ void SharedStack::drain(TaskContext& task) {
 }
 
 std::string SharedStack::stats_json() {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     return stack_->stats_json();
 }
 
 void SharedStack::flush_traces() {
-    std::lock_guard<std::mutex> l(mu_);
+    Guard g(*this);
     stack_->flush_traces();
 }
 

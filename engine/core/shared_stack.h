@@ -4,7 +4,8 @@
 // either becomes the poller (it sleeps, unlocked, on the ring's completion
 // eventfd or until the next timer, then runs the loop for everyone) or waits
 // on a condition variable for the poller to deliver. A stack with one user
-// bypasses all of this and blocks in the ring directly.
+// bypasses all of this and blocks in the ring directly; an exclusive stack
+// (one user for its whole life, known when it is made) also takes no lock.
 #pragma once
 
 #include <condition_variable>
@@ -19,15 +20,15 @@ namespace mdsplit {
 
 class SharedStack {
 public:
-    explicit SharedStack(std::unique_ptr<Stack> stack);
+    // exclusive: exactly one user ever attaches, and never two threads use
+    // the stack at once (one fio job): calls take no lock.
+    explicit SharedStack(std::unique_ptr<Stack> stack, bool exclusive = false);
     ~SharedStack();
     SharedStack(const SharedStack&) = delete;
     SharedStack& operator=(const SharedStack&) = delete;
 
-    void attach() {
-        std::lock_guard<std::mutex> l(mu_);
-        users_++;
-    }
+    // Throws std::logic_error when a second user attaches to an exclusive stack.
+    void attach();
     // Returns true when the caller was the last user.
     bool detach() {
         std::lock_guard<std::mutex> l(mu_);
@@ -57,11 +58,30 @@ public:
 private:
     void reap_locked(std::unique_lock<std::mutex>& lock, TaskContext& task, size_t min,
                      uint64_t timeout_ns);
+    // Moves the task's completions into `out` (callers hold mu_ when shared).
+    static void take_completions(TaskContext& task, std::vector<IoCompletion>& out);
     void wait_unlocked(std::unique_lock<std::mutex>& lock, uint64_t deadline);
     // Wakes a sleeping poller when new work is due before it would wake.
     void kick_poller_if_late();
 
+    // mu_, unless the stack is exclusive.
+    class Guard {
+    public:
+        explicit Guard(SharedStack& s) : mu_(s.exclusive_ ? nullptr : &s.mu_) {
+            if (mu_) mu_->lock();
+        }
+        ~Guard() {
+            if (mu_) mu_->unlock();
+        }
+        Guard(const Guard&) = delete;
+        Guard& operator=(const Guard&) = delete;
+
+    private:
+        std::mutex* mu_;
+    };
+
     std::unique_ptr<Stack> stack_;
+    const bool exclusive_;
     std::mutex mu_;
     std::condition_variable delivered_;
     bool polling_ = false;

@@ -1,11 +1,11 @@
 #include "core/stack.h"
 
 #include <cerrno>
-#include <filesystem>
-#include <system_error>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 #include "backends/fault_injector.h"
 #include "backends/io_uring_backend.h"
@@ -21,8 +21,8 @@
 namespace mdsplit {
 
 namespace {
-constexpr uint32_t kMdMajor = 9;    // md
-constexpr uint32_t kSdMajor = 8;    // sd: members are sda, sdb, ... (minor 16 * i)
+constexpr uint32_t kMdMajor = 9;  // md
+constexpr uint32_t kSdMajor = 8;  // sd: members are sda, sdb, ... (minor 16 * i)
 
 std::string member_name(size_t i) { return "m" + std::to_string(i); }
 }  // namespace
@@ -39,21 +39,21 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         const MemberConfig& m = config.members[i];
         std::unique_ptr<Backend> backend;
         switch (m.backend) {
-        case BackendKind::IoUring:
-            if (!ring_) {
-                ring_ = std::make_unique<IoUringRing>(options.ring_entries);
-                loop_.add_source(ring_.get());
-            }
-            backend = std::make_unique<IoUringBackend>(*ring_, m.path, m.size,
-                                                       options.open_direct && m.direct,
-                                                       options.writable);
-            break;
-        case BackendKind::Ram:
-            backend = std::make_unique<RamBackend>(loop_, m.size);
-            break;
-        case BackendKind::Null:
-            backend = std::make_unique<NullBackend>(loop_, m.size);
-            break;
+            case BackendKind::IoUring:
+                if (!ring_) {
+                    ring_ =
+                        std::make_unique<IoUringRing>(options.ring_entries, options.single_issuer);
+                    loop_.add_source(ring_.get());
+                }
+                backend = std::make_unique<IoUringBackend>(
+                    *ring_, m.path, m.size, options.open_direct && m.direct, options.writable);
+                break;
+            case BackendKind::Ram:
+                backend = std::make_unique<RamBackend>(loop_, m.size);
+                break;
+            case BackendKind::Null:
+                backend = std::make_unique<NullBackend>(loop_, m.size);
+                break;
         }
         if (m.model) {
             TimingModelConfig model = *m.model;
@@ -72,13 +72,15 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         }
         // [members.faults]: outermost, so a failed request costs no model time.
         if (m.faults)
-            backend = std::make_unique<FaultInjector>(loop_, std::move(backend), *m.faults, start_ns_);
+            backend =
+                std::make_unique<FaultInjector>(loop_, std::move(backend), *m.faults, start_ns_);
         MemberQueueLimits limits;
         limits.max_sectors = uint32_t(m.max_sectors_bytes >> kSectorShift);
         limits.queue_depth = m.queue_depth;
         limits.logical_block_size = m.logical_block_size;
-        members_.push_back(std::make_unique<MemberQueue>(
-            *layer_, member_name(i), make_devt(kSdMajor, uint32_t(16 * i)), std::move(backend), limits));
+        members_.push_back(std::make_unique<MemberQueue>(*layer_, member_name(i),
+                                                         make_devt(kSdMajor, uint32_t(16 * i)),
+                                                         std::move(backend), limits));
         // device.scheduler = "bfq": one BFQ instance per member queue.
         if (config.device.scheduler == SchedulerKind::Bfq) {
             BfqScheduler::Options bfq_options;
@@ -94,18 +96,18 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
     }
 
     switch (config.device.kind) {
-    case DeviceKind::Passthrough:
-        top_ = std::make_unique<PassthroughDevice>(*layer_, options.label, make_devt(kMdMajor, 0),
-                                                   *members_.at(0));
-        break;
-    case DeviceKind::Raid5: {
-        // Every member is opened; a failed one is never submitted to.
-        std::vector<bool> failed;
-        for (const MemberConfig& m : config.members) failed.push_back(m.failed);
-        top_ = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
-                                             members(), failed, config.device);
-        break;
-    }
+        case DeviceKind::Passthrough:
+            top_ = std::make_unique<PassthroughDevice>(*layer_, options.label,
+                                                       make_devt(kMdMajor, 0), *members_.at(0));
+            break;
+        case DeviceKind::Raid5: {
+            // Every member is opened; a failed one is never submitted to.
+            std::vector<bool> failed;
+            for (const MemberConfig& m : config.members) failed.push_back(m.failed);
+            top_ = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
+                                                 members(), failed, config.device);
+            break;
+        }
     }
 
     if (!options.trace_dir.empty()) {
@@ -125,8 +127,8 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         add(*top_);
         for (auto& m : members_) add(*m);
     }
-    builder_ = std::make_unique<BioBuilder>(config.bio, uint64_t(top_->max_sectors()) << kSectorShift,
-                                            top_->logical_block_size());
+    builder_ = std::make_unique<BioBuilder>(
+        config.bio, uint64_t(top_->max_sectors()) << kSectorShift, top_->logical_block_size());
 }
 
 // Flushes the trace files the stack owns; sinks a caller attached (e.g. a
@@ -141,9 +143,15 @@ std::vector<MemberQueue*> Stack::members() const {
     return out;
 }
 
+// blk_start_plug(). The plug caches the time (blk_time_get_ns(),
+// plug->cur_ktime): everything queued and flushed under it is stamped with
+// one clock read, taken here.
 void Stack::begin_batch(TaskContext& task) {
     layer_->set_current(&task);
-    if (!task.plug.active) layer_->start_plug(task);
+    if (!task.plug.active) {
+        layer_->start_plug(task);
+        loop_.refresh();
+    }
 }
 
 void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid) {
@@ -155,7 +163,6 @@ void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint
 void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                   uint64_t cookie) {
     layer_->set_current(&task);
-    loop_.refresh();
     if (!have_first_io_) {
         first_io_ns_ = loop_.now();
         have_first_io_ = true;
@@ -214,8 +221,7 @@ void Stack::dio_endio(Bio* dio) {
 
 void Stack::commit(TaskContext& task) {
     layer_->set_current(&task);
-    loop_.refresh();
-    layer_->finish_plug(task);
+    layer_->finish_plug(task);  // at the plug's cached time
     for (auto& m : members_) m->backend().kick();
 }
 
@@ -254,9 +260,10 @@ void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, 
           << ", \"sectors\": " << s.sectors[i] << ", \"ticks_ns\": " << s.ticks_ns[i]
           << ", \"errors\": " << s.errors[i] << "}, ";
         char c = prefix[0];
-        o << "\"" << c << "_s\": " << per_s(ios) << ", \"" << c << "kB_s\": " << per_s(double(s.sectors[i]) / 2)
-          << ", \"" << c << "rqm_s\": " << per_s(merges) << ", \"pct_" << c << "rqm\": "
-          << (ios + merges > 0 ? 100.0 * merges / (ios + merges) : 0.0) << ", \"" << c
+        o << "\"" << c << "_s\": " << per_s(ios) << ", \"" << c
+          << "kB_s\": " << per_s(double(s.sectors[i]) / 2) << ", \"" << c
+          << "rqm_s\": " << per_s(merges) << ", \"pct_" << c
+          << "rqm\": " << (ios + merges > 0 ? 100.0 * merges / (ios + merges) : 0.0) << ", \"" << c
           << "_await_ms\": " << (ios > 0 ? double(s.ticks_ns[i]) / ios / 1e6 : 0.0) << ", \"" << c
           << "areq_sz_kb\": " << (ios > 0 ? double(s.sectors[i]) / 2 / ios : 0.0) << ", ";
     };
@@ -321,7 +328,8 @@ std::string Stack::stats_json() const {
 
 BufferedIo& Stack::buffered() {
     if (!buffered_) {
-        buffered_ = std::make_unique<BufferedIo>(loop_, *layer_, *top_, members(), config_.page_cache);
+        buffered_ =
+            std::make_unique<BufferedIo>(loop_, *layer_, *top_, members(), config_.page_cache);
         // Worker threads post to the loop; with an io_uring ring, let them
         // signal the ring's completion eventfd, so one fd wakes the loop (and
         // SharedStack's poller) for completions and posts alike.
@@ -346,9 +354,15 @@ void Stack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t l
     }
     BufferedIo& b = buffered();
     switch (op) {
-    case Op::Read: b.read(task, offset, length, buffer, cookie); break;
-    case Op::Write: b.write(task, offset, length, buffer, cookie); break;
-    case Op::Flush: b.fsync(task, cookie); break;
+        case Op::Read:
+            b.read(task, offset, length, buffer, cookie);
+            break;
+        case Op::Write:
+            b.write(task, offset, length, buffer, cookie);
+            break;
+        case Op::Flush:
+            b.fsync(task, cookie);
+            break;
     }
 }
 
@@ -367,8 +381,10 @@ void Stack::invalidate() {
 
 void Stack::page_cache_json(std::ostream& o) const {
     o << ", \"page_cache\": ";
-    if (buffered_) buffered_->write_json(o);
-    else BufferedIo::write_unused_json(o, config_.page_cache);
+    if (buffered_)
+        buffered_->write_json(o);
+    else
+        BufferedIo::write_unused_json(o, config_.page_cache);
 }
 
 }  // namespace mdsplit

@@ -21,11 +21,14 @@ namespace mdsplit {
 class BufferedIo;
 
 struct StackOptions {
-    std::string label = "md0";   // the virtual device's name (fio's filename)
-    std::string trace_dir;       // blktrace files; empty = no tracing
-    bool open_direct = true;     // O_DIRECT on io_uring members (fio's direct=1)
+    std::string label = "md0";  // the virtual device's name (fio's filename)
+    std::string trace_dir;      // blktrace files; empty = no tracing
+    bool open_direct = true;    // O_DIRECT on io_uring members (fio's direct=1)
     bool writable = true;
     unsigned ring_entries = 256;
+    // Only one thread (the first to do I/O) ever drives the stack: its
+    // io_uring ring may use IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN.
+    bool single_issuer = false;
 };
 
 class Stack {

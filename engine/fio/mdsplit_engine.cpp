@@ -2,9 +2,9 @@
 // Loaded with --ioengine=external:/path/libmdsplit.so. Structure follows
 // fio's engines/io_uring.c: queue() adds to the batch (inside a block-layer
 // plug), commit() unplugs and submits, getevents()/event() reap.
-#include <atomic>  // before fio's headers (they use C11 atomics)
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <atomic>  // before fio's headers (they use C11 atomics)
 
 #include <cerrno>
 #include <cstdio>
@@ -29,6 +29,7 @@ extern "C" {
 #include "ioengines.h"
 #include "optgroup.h"
 #include "options.h"
+extern enum fio_cs fio_clock_source;  // gettime.c (not in its header)
 }
 #undef min
 #undef max
@@ -52,11 +53,12 @@ struct EngineOptions {
 struct EngineData {
     std::shared_ptr<SharedStack> stack;
     TaskContext task;
-    std::vector<io_u*> batch;   // queued since the last commit
-    std::vector<io_u*> events;  // reaped, handed out by event()
-    std::vector<IoCompletion> reaped;  // completed, not yet handed to fio
-    bool buffered = false;             // direct=0: through the page cache
-    unsigned in_flight = 0;     // queued or submitted, not yet reaped
+    std::vector<io_u*> batch;          // queued since the last commit
+    std::vector<io_u*> events;         // reaped, handed out by event()
+    std::vector<IoCompletion> reaped;  // completed; from reaped_head on not yet handed to fio
+    size_t reaped_head = 0;
+    bool buffered = false;   // direct=0: through the page cache
+    unsigned in_flight = 0;  // queued or submitted, not yet reaped
     unsigned depth = 0;
     std::string stats_path;
 };
@@ -105,10 +107,31 @@ void report_error(thread_data* td, const std::string& message) {
 
 EngineData* data_of(thread_data* td) { return static_cast<EngineData*>(td->io_ops_data); }
 
+// The stacks' real clock is fio's own (gettime.c fio_gettime()): with
+// clocksource=cpu, the default where the TSC is reliable, a read is the TSC
+// scaled by fio's calibration, a fraction of a vDSO clock_gettime(), and the
+// engine reads it at least twice per I/O. With another clocksource,
+// CLOCK_MONOTONIC (gettimeofday could step back). Chosen at the first read,
+// in setup(), once fio has settled its clocksource; fixed from then on.
+class FioClock final : public Clock {
+public:
+    uint64_t now_ns() const override {
+        static const bool use_fio = fio_clock_source == CS_CPUCLOCK;
+        if (!use_fio) return monotonic_.now_ns();
+        timespec ts;
+        fio_gettime(&ts, nullptr);
+        return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+    }
+    bool is_virtual() const override { return false; }
+
+private:
+    RealClock monotonic_;
+};
+
 // One device, one owner: jobs of one process (thread=1) that name the same
 // stack file and device label share one stack. The registry holds them
 // while a job uses them.
-RealClock registry_clock;
+FioClock registry_clock;
 std::mutex registry_mutex;
 std::map<std::string, std::weak_ptr<SharedStack>> registry;
 
@@ -137,13 +160,15 @@ std::vector<std::string> jobs_sharing(thread_data* self, const std::string& conf
     return names;
 }
 
+// exclusive: no other job can open this key (see mdsplit_setup).
 std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const StackConfig& config,
-                                               const StackOptions& so) {
+                                               const StackOptions& so, bool exclusive) {
     std::lock_guard<std::mutex> l(registry_mutex);
     auto& slot = registry[key];
     std::shared_ptr<SharedStack> stack = slot.lock();
     if (!stack) {
-        stack = std::make_shared<SharedStack>(std::make_unique<Stack>(config, registry_clock, so));
+        stack = std::make_shared<SharedStack>(std::make_unique<Stack>(config, registry_clock, so),
+                                              exclusive);
         slot = stack;
     }
     stack->attach();
@@ -159,8 +184,9 @@ int mdsplit_setup(thread_data* td) {
     }
     auto* o = static_cast<EngineOptions*>(td->eo);
     if (!o->config || !*o->config) {
-        report_error(td, "mdsplit: mdsplit_config is required: the TOML file describing the device "
-                         "stack (see README, \"TOML reference\")");
+        report_error(td,
+                     "mdsplit: mdsplit_config is required: the TOML file describing the device "
+                     "stack (see README, \"TOML reference\")");
         return 1;
     }
     if (o->group_weight < 1 || o->group_weight > 1000) {
@@ -169,8 +195,10 @@ int mdsplit_setup(thread_data* td) {
         return 1;
     }
     if (td->o.nr_files != 1 || td->files_index != 1) {
-        report_error(td, "mdsplit: filename must name exactly one virtual device (e.g. md0); "
-                         "got " + std::to_string(td->files_index) + " files");
+        report_error(td,
+                     "mdsplit: filename must name exactly one virtual device (e.g. md0); "
+                     "got " +
+                         std::to_string(td->files_index) + " files");
         return 1;
     }
     try {
@@ -198,10 +226,17 @@ int mdsplit_setup(thread_data* td) {
         if (o->trace && *o->trace) so.trace_dir = o->trace;
         so.ring_entries = 256;
         data->depth = td->o.iodepth ? td->o.iodepth : 1;
+        data->buffered = !td->o.odirect;
         // Threads of one process share a stack; forked jobs each have their own.
         std::string key = config_path + "\n" + so.label +
                           (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
-        data->stack = open_shared_stack(key, config, so);
+        // A forked job's key is its own; a thread's is shared only with jobs
+        // naming the same stack file. Such a stack has one user, the job's
+        // thread: no locking, and its ring may be single-issuer (not with
+        // buffered I/O, whose worker threads hand work back to the loop).
+        bool exclusive = !td->o.use_thread || sharing.size() <= 1;
+        so.single_issuer = exclusive && !data->buffered;
+        data->stack = open_shared_stack(key, config, so, exclusive);
         // The pid is the job thread's, taken at its first I/O: setup() may run
         // on fio's main thread for every job.
         data->task.pid = 0;
@@ -219,7 +254,6 @@ int mdsplit_setup(thread_data* td) {
             data->stats_path = o->stats;
             if (td->subjob_number) data->stats_path += "." + std::to_string(td->subjob_number);
         }
-        data->buffered = !td->o.odirect;
         if (data->buffered) data->stack->set_buffered_iodepth(data->depth);
         f->real_file_size = data->stack->size_bytes();
         fio_file_set_size_known(f);
@@ -272,34 +306,34 @@ fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
     if (d->in_flight >= d->depth) return FIO_Q_BUSY;
     Op op;
     switch (u->ddir) {
-    case DDIR_READ:
-        op = Op::Read;
-        break;
-    case DDIR_WRITE:
-        op = Op::Write;
-        break;
-    case DDIR_SYNC:
-    case DDIR_DATASYNC:
-        // Direct I/O leaves nothing to flush (a write completed only when its
-        // member requests did); a buffered job's fsync writes back its pages.
-        if (!d->buffered) {
-            u->error = 0;
+        case DDIR_READ:
+            op = Op::Read;
+            break;
+        case DDIR_WRITE:
+            op = Op::Write;
+            break;
+        case DDIR_SYNC:
+        case DDIR_DATASYNC:
+            // Direct I/O leaves nothing to flush (a write completed only when its
+            // member requests did); a buffered job's fsync writes back its pages.
+            if (!d->buffered) {
+                u->error = 0;
+                return FIO_Q_COMPLETED;
+            }
+            try {
+                if (!d->task.pid) d->task.pid = uint32_t(syscall(SYS_gettid));
+                d->stack->fsync(d->task, reinterpret_cast<uint64_t>(u));
+            } catch (const std::exception& e) {
+                log_err("mdsplit: %s\n", e.what());
+                u->error = EIO;
+                return FIO_Q_COMPLETED;
+            }
+            d->batch.push_back(u);
+            d->in_flight++;
+            return FIO_Q_QUEUED;
+        default:
+            u->error = EINVAL;
             return FIO_Q_COMPLETED;
-        }
-        try {
-            if (!d->task.pid) d->task.pid = uint32_t(syscall(SYS_gettid));
-            d->stack->fsync(d->task, reinterpret_cast<uint64_t>(u));
-        } catch (const std::exception& e) {
-            log_err("mdsplit: %s\n", e.what());
-            u->error = EIO;
-            return FIO_Q_COMPLETED;
-        }
-        d->batch.push_back(u);
-        d->in_flight++;
-        return FIO_Q_QUEUED;
-    default:
-        u->error = EINVAL;
-        return FIO_Q_COMPLETED;
     }
     if (!d->task.pid) d->task.pid = uint32_t(syscall(SYS_gettid));
     try {
@@ -344,23 +378,34 @@ int mdsplit_commit(thread_data* td) {
 int mdsplit_getevents(thread_data* td, unsigned int min, unsigned int max, const timespec* t) {
     EngineData* d = data_of(td);
     d->events.clear();
-    uint64_t timeout = t ? uint64_t(t->tv_sec) * 1'000'000'000ull + uint64_t(t->tv_nsec)
-                         : ~uint64_t(0) / 2;
+    uint64_t timeout =
+        t ? uint64_t(t->tv_sec) * 1'000'000'000ull + uint64_t(t->tv_nsec) : ~uint64_t(0) / 2;
+    // fio takes at most iodepth_batch_complete_max (default 1) per call:
+    // the rest stay in `reaped`, consumed from reaped_head.
     std::vector<IoCompletion>& done = d->reaped;
+    size_t head = d->reaped_head;
     try {
-        d->stack->reap(d->task, min, done.size() < min ? timeout : 0, done);
+        d->stack->reap(d->task, head + min, done.size() - head < min ? timeout : 0, done);
     } catch (const std::exception& e) {
         log_err("mdsplit: %s\n", e.what());
         return -EIO;
     }
-    size_t n = std::min<size_t>(done.size(), max);
-    for (size_t i = 0; i < n; i++) {
+    size_t n = std::min<size_t>(done.size() - head, max);
+    for (size_t i = head; i < head + n; i++) {
         auto* u = reinterpret_cast<io_u*>(done[i].cookie);
         u->error = unsigned(-done[i].error);
         u->resid = done[i].resid;
         d->events.push_back(u);
     }
-    done.erase(done.begin(), done.begin() + long(n));
+    head += n;
+    if (head == done.size()) {
+        done.clear();
+        head = 0;
+    } else if (head >= done.size() - head) {  // amortized: move fewer than were taken
+        done.erase(done.begin(), done.begin() + long(head));
+        head = 0;
+    }
+    d->reaped_head = head;
     d->in_flight -= unsigned(n);
     return int(n);
 }
@@ -408,5 +453,7 @@ ioengine_ops mdsplit_ops = make_ops();  // fio writes into it: not const
 
 extern "C" {
 // fio's external-engine entry point (ioengines.c dlopen_ioengine).
-__attribute__((visibility("default"))) void get_ioengine(ioengine_ops** ops) { *ops = &mdsplit_ops; }
+__attribute__((visibility("default"))) void get_ioengine(ioengine_ops** ops) {
+    *ops = &mdsplit_ops;
+}
 }
