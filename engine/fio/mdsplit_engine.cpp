@@ -300,6 +300,24 @@ void mdsplit_cleanup(thread_data* td) {
     td->io_ops_data = nullptr;
 }
 
+// Hands one io_u to the stack (`submit` queues it): it joins the batch that
+// commit() flushes, or completes at once with EIO when the stack refuses it.
+// The pid is taken at the first I/O, in the job's own thread or process.
+template <class Submit>
+fio_q_status queue_on_stack(EngineData* d, io_u* u, Submit submit) {
+    if (!d->task.pid) d->task.pid = uint32_t(syscall(SYS_gettid));
+    try {
+        submit();
+    } catch (const std::exception& e) {
+        log_err("mdsplit: %s\n", e.what());
+        u->error = EIO;
+        return FIO_Q_COMPLETED;
+    }
+    d->batch.push_back(u);
+    d->in_flight++;
+    return FIO_Q_QUEUED;
+}
+
 fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
     EngineData* d = data_of(td);
     fio_ro_check(td, u);
@@ -320,37 +338,20 @@ fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
                 u->error = 0;
                 return FIO_Q_COMPLETED;
             }
-            try {
-                if (!d->task.pid) d->task.pid = uint32_t(syscall(SYS_gettid));
-                d->stack->fsync(d->task, reinterpret_cast<uint64_t>(u));
-            } catch (const std::exception& e) {
-                log_err("mdsplit: %s\n", e.what());
-                u->error = EIO;
-                return FIO_Q_COMPLETED;
-            }
-            d->batch.push_back(u);
-            d->in_flight++;
-            return FIO_Q_QUEUED;
+            return queue_on_stack(d, u,
+                                  [&] { d->stack->fsync(d->task, reinterpret_cast<uint64_t>(u)); });
         default:
             u->error = EINVAL;
             return FIO_Q_COMPLETED;
     }
-    if (!d->task.pid) d->task.pid = uint32_t(syscall(SYS_gettid));
-    try {
+    return queue_on_stack(d, u, [&] {
         if (d->buffered)
             d->stack->queue_buffered(d->task, op, u->offset, u->xfer_buflen, u->xfer_buf,
                                      reinterpret_cast<uint64_t>(u));
         else
             d->stack->queue(d->task, op, u->offset, u->xfer_buflen, u->xfer_buf,
                             reinterpret_cast<uint64_t>(u));
-    } catch (const std::exception& e) {
-        log_err("mdsplit: %s\n", e.what());
-        u->error = EIO;
-        return FIO_Q_COMPLETED;
-    }
-    d->batch.push_back(u);
-    d->in_flight++;
-    return FIO_Q_QUEUED;
+    });
 }
 
 int mdsplit_commit(thread_data* td) {
