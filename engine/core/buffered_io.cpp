@@ -284,7 +284,7 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
             return ReadResult::Block;
         }
         stats_.submitter_blocks++;
-        arm_locked(r, p, kPgLocked, &BufferedIo::on_read_wake);
+        arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
         pc.put(p);
         r.path.callbacks_armed++;
         stats_.callbacks_armed++;
@@ -337,7 +337,7 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
             if (!p->uptodate()) {
                 if (r.kflags & kWaitq) {
                     if (p->locked()) {  // wait_on_page_locked_async()
-                        arm_locked(r, p, kPgLocked, &BufferedIo::on_read_wake);
+                        arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
                         pc.put(p);
                         r.path.callbacks_armed++;
                         stats_.callbacks_armed++;
@@ -384,7 +384,7 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
             }
             ctl.readpage(p);  // the read unlocks the page when it completes
             if (r.kflags & kWaitq) {  // lock_page_async() (c8d317aa's mm/filemap.c part)
-                arm_locked(r, p, kPgLocked, &BufferedIo::on_read_wake);
+                arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
                 pc.put(p);
                 r.path.callbacks_armed++;
                 stats_.callbacks_armed++;
@@ -420,8 +420,9 @@ void BufferedIo::arm_locked(Request& r, Page* page, uint32_t bit, void (*fn)(Pag
     page->waiters = &r.waiter;
 }
 
-// io_async_buf_func(): the page unlocked; queue task_work for the submitter.
-void BufferedIo::on_read_wake(PageWaiter* w) {
+// io_async_buf_func(): the page the request waits on was unlocked (or left
+// writeback); queue task_work for the submitter. Reads and writes alike.
+void BufferedIo::on_page_wake(PageWaiter* w) {
     auto* r = static_cast<Request*>(w->ctx);
     BufferedIo* self = r->self;
     {
@@ -961,7 +962,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
                 // A partial page: read it before writing into it.
                 stats_.read_for_write++;
                 ctl.readpage(p);
-                arm_locked(r, p, kPgLocked, &BufferedIo::on_write_wake);
+                arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
                 pc.put(p);
                 r.path.waits++;
                 result = ReadResult::Queued;
@@ -973,7 +974,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
             if (busy) {
                 stats_.write_waits++;
                 r.path.waits++;
-                arm_locked(r, p, busy, &BufferedIo::on_write_wake);
+                arm_locked(r, p, busy, &BufferedIo::on_page_wake);
                 pc.put(p);
                 result = ReadResult::Queued;
                 break;
@@ -992,7 +993,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
                 stats_.read_for_write++;
                 p->flags |= kPgLocked;
                 ctl.readpage(p);
-                arm_locked(r, p, kPgLocked, &BufferedIo::on_write_wake);
+                arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
                 pc.put(p);
                 r.path.waits++;
                 result = ReadResult::Queued;
@@ -1019,17 +1020,6 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
     lk.unlock();
     fire_waiters(wake, true);
     return result;
-}
-
-void BufferedIo::on_write_wake(PageWaiter* w) {
-    auto* r = static_cast<Request*>(w->ctx);
-    BufferedIo* self = r->self;
-    {
-        std::lock_guard<std::mutex> lock(self->cache_->mutex());
-        self->cache_->put(w->page);
-        w->page = nullptr;
-    }
-    self->queue_task_work(r);
 }
 
 // write_cache_pages(): up to max_pages dirty pages from the writeback index

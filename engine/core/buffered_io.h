@@ -263,7 +263,7 @@ private:
     void io_read(Request& r, Exec& x);
     void punt(Request& r, Exec& x);
     void arm_locked(Request& r, Page* page, uint32_t bit, void (*fn)(PageWaiter*));
-    static void on_read_wake(PageWaiter* w);
+    static void on_page_wake(PageWaiter* w);
     void queue_task_work(Request* r);
     static void task_work_timer(void* arg, uint64_t);
     void run_task_work(Request& r);
@@ -297,7 +297,6 @@ private:
     // Writes.
     ReadResult write_attempt(Request& r, Exec& x);
     void io_write(Request& r, Exec& x);
-    static void on_write_wake(PageWaiter* w);
     uint64_t start_writeback(size_t max_pages, bool sync);
     static void writeback_cb(void* arg, uint64_t);
     void after_writeback();
