@@ -1,6 +1,7 @@
 #include "backends/timing_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mdsplit {
 
@@ -16,7 +17,8 @@ uint64_t TimingModel::command_ns(Op op, bool sequential) const {
 }
 
 uint64_t TimingModel::command_ns(Op op) const {
-    return op == Op::Write && config_.write_command_ns ? config_.write_command_ns : config_.command_ns;
+    return op == Op::Write && config_.write_command_ns ? config_.write_command_ns
+                                                       : config_.command_ns;
 }
 
 uint64_t TimingModel::media_ns(Op op, uint64_t bytes, bool sequential) const {
@@ -26,6 +28,18 @@ uint64_t TimingModel::media_ns(Op op, uint64_t bytes, bool sequential) const {
     return transfer + (sequential ? 0 : config_.random_penalty_ns);
 }
 
+// An exponential sample with mean jitter_ns (inverse CDF of a splitmix64
+// uniform in (0, 1]).
+uint64_t TimingModel::jitter_sample_ns() {
+    if (!config_.jitter_ns) return 0;
+    uint64_t z = (jitter_state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    double u = (double(z >> 11) + 1.0) * 0x1.0p-53;
+    return uint64_t(-std::log(u) * double(config_.jitter_ns));
+}
+
 uint64_t TimingModel::schedule(uint64_t now, Op op, sector_t sector, uint32_t nr_sectors) {
     bool sequential = sector == last_end_;
     bool streaming = last_bytes_ >= config_.prefetch_threshold_bytes;
@@ -33,7 +47,8 @@ uint64_t TimingModel::schedule(uint64_t now, Op op, sector_t sector, uint32_t nr
     last_end_ = sector + nr_sectors;
     last_bytes_ = bytes;
     auto channel = std::min_element(channel_free_ns_.begin(), channel_free_ns_.end());
-    uint64_t command_done = std::max(now, *channel) + command_ns(op, sequential);
+    uint64_t command_done =
+        std::max(now, *channel) + command_ns(op, sequential) + jitter_sample_ns();
     uint64_t media_start = std::max(command_done, media_free_ns_);
     uint64_t done = media_start + media_ns(op, bytes, sequential || !streaming);
     media_free_ns_ = done;

@@ -13,6 +13,8 @@
 // at depth >= parallelism a stream of B-byte requests runs at
 //   min(parallelism / (command + penalty + B/bw), 1 / (penalty + B/bw)) requests/s,
 // i.e. large sequential I/O is bandwidth bound and seeks cost device time.
+// `jitter` adds an exponentially distributed extra to each command phase
+// (mean `jitter`, fixed seed): latency varies as on a real drive.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,8 @@ private:
     uint64_t media_free_ns_ = 0;
     sector_t last_end_ = ~sector_t(0);
     uint64_t last_bytes_ = ~uint64_t(0);
+    uint64_t jitter_state_ = 0x9E3779B97F4A7C15ull;  // splitmix64 state, fixed seed
+    uint64_t jitter_sample_ns();
 };
 
 }  // namespace mdsplit

@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -13,7 +14,6 @@
 #include <initializer_list>
 #include <optional>
 #include <sstream>
-#include <toml++/toml.h>
 #include <utility>
 
 #include "config/size_parse.h"
@@ -144,32 +144,32 @@ std::string one_line(std::string_view text) {
 std::string describe(const toml::node& node) {
     std::ostringstream text;
     switch (node.type()) {
-    case toml::node_type::string:
-        text << "string " << in_quotes(node.as_string()->get());
-        break;
-    case toml::node_type::integer:
-        text << "integer " << node.as_integer()->get();
-        break;
-    case toml::node_type::floating_point:
-        text << "float " << node.as_floating_point()->get();
-        break;
-    case toml::node_type::boolean:
-        text << "boolean " << (node.as_boolean()->get() ? "true" : "false");
-        break;
-    case toml::node_type::table:
-        text << "a table";
-        break;
-    case toml::node_type::array:
-        text << "an array";
-        break;
-    case toml::node_type::date:
-    case toml::node_type::time:
-    case toml::node_type::date_time:
-        text << "a date/time";
-        break;
-    case toml::node_type::none:
-        text << "nothing";
-        break;
+        case toml::node_type::string:
+            text << "string " << in_quotes(node.as_string()->get());
+            break;
+        case toml::node_type::integer:
+            text << "integer " << node.as_integer()->get();
+            break;
+        case toml::node_type::floating_point:
+            text << "float " << node.as_floating_point()->get();
+            break;
+        case toml::node_type::boolean:
+            text << "boolean " << (node.as_boolean()->get() ? "true" : "false");
+            break;
+        case toml::node_type::table:
+            text << "a table";
+            break;
+        case toml::node_type::array:
+            text << "an array";
+            break;
+        case toml::node_type::date:
+        case toml::node_type::time:
+        case toml::node_type::date_time:
+            text << "a date/time";
+            break;
+        case toml::node_type::none:
+            text << "nothing";
+            break;
     }
     return text.str();
 }
@@ -246,8 +246,7 @@ public:
             return std::nullopt;
         }
         if (!node->is_boolean()) {
-            fail(key_path(path, key), "expected a boolean, got " + describe(*node),
-                 "true | false");
+            fail(key_path(path, key), "expected a boolean, got " + describe(*node), "true | false");
         }
         return node->as_boolean()->get();
     }
@@ -279,8 +278,8 @@ public:
         if (node == nullptr) {
             return std::nullopt;
         }
-        std::string range = "a number from " + std::to_string(minimum) + " to " +
-                            std::to_string(maximum);
+        std::string range =
+            "a number from " + std::to_string(minimum) + " to " + std::to_string(maximum);
         double value = 0;
         if (node->is_integer()) {
             value = double(node->as_integer()->get());
@@ -347,8 +346,7 @@ public:
     template <typename Enum, size_t N>
     std::optional<Enum> enumeration(const toml::table& parent, std::string_view key,
                                     const std::string& path, std::string_view what,
-                                    const EnumName<Enum> (&names)[N],
-                                    size_t name_count = N) const {
+                                    const EnumName<Enum> (&names)[N], size_t name_count = N) const {
         std::string allowed = allowed_names(names, name_count);
         std::optional<std::string> text = string(parent, key, path, allowed);
         if (!text) {
@@ -371,10 +369,10 @@ private:
 
 TimingModelConfig read_model(const Reader& reader, const toml::table& table,
                              const std::string& path, const std::string& name) {
-    reader.check_keys(table, path,
-                      {"command", "bandwidth", "random_penalty", "random_command",
-                       "prefetch_threshold", "parallelism", "write_command", "write_bandwidth",
-                       "description"});
+    reader.check_keys(
+        table, path,
+        {"command", "bandwidth", "random_penalty", "random_command", "prefetch_threshold",
+         "parallelism", "write_command", "write_bandwidth", "jitter", "description"});
     TimingModelConfig model;
     model.name = name;
     model.command_ns = reader.duration(table, "command", path).value_or(0);
@@ -383,10 +381,10 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
     model.random_command_ns = reader.duration(table, "random_command", path).value_or(0);
     if (table.get("prefetch_threshold"))
         model.prefetch_threshold_bytes = reader.size(table, "prefetch_threshold", path).value_or(0);
-    model.parallelism =
-        uint32_t(reader.integer(table, "parallelism", path, 1, 65536).value_or(1));
+    model.parallelism = uint32_t(reader.integer(table, "parallelism", path, 1, 65536).value_or(1));
     model.write_command_ns = reader.duration(table, "write_command", path).value_or(0);
     model.write_bandwidth_bps = reader.size(table, "write_bandwidth", path).value_or(0);
+    model.jitter_ns = reader.duration(table, "jitter", path).value_or(0);
     model.description = reader.string(table, "description", path).value_or("");
     return model;
 }
@@ -413,8 +411,8 @@ std::map<std::string, TimingModelConfig> read_models(const Reader& reader,
 void read_device(const Reader& reader, const toml::table& table, DeviceConfig& device) {
     const std::string path = "device";
     reader.check_keys(table, path,
-                      {"kind", "chunk", "layout", "max_sectors", "split_order", "plug_order", "scheduler",
-                       "time_scale"});
+                      {"kind", "chunk", "layout", "max_sectors", "split_order", "plug_order",
+                       "scheduler", "time_scale"});
     device.kind = reader.enumeration(table, "kind", path, "a device kind", kDeviceKinds)
                       .value_or(device.kind);
     if (auto chunk = reader.size(table, "chunk", path)) {
@@ -429,19 +427,18 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
                         .value_or(device.layout);
     if (auto max_sectors = reader.size(table, "max_sectors", path)) {
         if (*max_sectors % kSectorSize != 0 || *max_sectors < kPageSize) {
-            reader.fail(key_path(path, "max_sectors"),
-                        std::to_string(*max_sectors) +
-                            " bytes is not a multiple of 512 of at least 4k",
-                        "a multiple of 512 bytes >= 4k, like \"1m\"");
+            reader.fail(
+                key_path(path, "max_sectors"),
+                std::to_string(*max_sectors) + " bytes is not a multiple of 512 of at least 4k",
+                "a multiple of 512 bytes >= 4k, like \"1m\"");
         }
         device.max_sectors_bytes = *max_sectors;
     }
     device.split_order =
         reader.enumeration(table, "split_order", path, "a split order", kSplitOrders)
             .value_or(device.split_order);
-    device.plug_order =
-        reader.enumeration(table, "plug_order", path, "a plug order", kPlugOrders)
-            .value_or(device.plug_order);
+    device.plug_order = reader.enumeration(table, "plug_order", path, "a plug order", kPlugOrders)
+                            .value_or(device.plug_order);
     device.time_scale = reader.number(table, "time_scale", path, 0.001, 1000).value_or(1.0);
     device.scheduler = reader.enumeration(table, "scheduler", path, "a scheduler", kSchedulers)
                            .value_or(device.scheduler);
@@ -463,21 +460,24 @@ void check_creatable(const Reader& reader, const std::string& key, const std::st
     struct stat st {};
     while (!dir.empty() && ::stat(dir.c_str(), &st) != 0) {
         if (errno != ENOENT)
-            reader.fail(key, "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
-                                 ": " + std::strerror(errno),
+            reader.fail(key,
+                        "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) + ": " +
+                            std::strerror(errno),
                         allowed);
         if (dir == dir.parent_path()) break;
         dir = dir.parent_path();
     }
     if (!S_ISDIR(st.st_mode))
-        reader.fail(key, "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
-                             " is not a directory",
+        reader.fail(key,
+                    "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
+                        " is not a directory",
                     allowed);
     struct statvfs vfs {};
     if (::access(dir.c_str(), W_OK) != 0 ||
         (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)))
-        reader.fail(key, "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
-                             " is not writable",
+        reader.fail(key,
+                    "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
+                        " is not writable",
                     allowed);
 }
 
@@ -508,16 +508,15 @@ FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
                         const std::string& member_path, uint64_t member_size) {
     const std::string path = key_path(member_path, "faults");
     const toml::table* table = reader.table(member_table, "faults", member_path);
-    reader.check_keys(*table, path,
-                      {"fail_nth", "fail_sectors", "fail_probability", "seed", "latency_spike",
-                       "fail_at"});
+    reader.check_keys(
+        *table, path,
+        {"fail_nth", "fail_sectors", "fail_probability", "seed", "latency_spike", "fail_at"});
     FaultConfig faults;
     constexpr int64_t kMax = int64_t(1) << 62;
     if (const toml::node* nth = table->get("fail_nth")) {
         const std::string key = key_path(path, "fail_nth");
         const std::string allowed = "an array of request numbers >= 1, like [100, 250]";
-        if (!nth->is_array())
-            reader.fail(key, "expected an array, got " + describe(*nth), allowed);
+        if (!nth->is_array()) reader.fail(key, "expected an array, got " + describe(*nth), allowed);
         const toml::array& items = *nth->as_array();
         for (size_t i = 0; i < items.size(); ++i) {
             if (!items[i].is_integer() || items[i].as_integer()->get() < 1 ||
@@ -557,8 +556,7 @@ FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
             faults.fail_sectors.emplace_back(uint64_t(start), uint64_t(end));
         }
     }
-    faults.fail_probability =
-        reader.number(*table, "fail_probability", path, 0, 1).value_or(0);
+    faults.fail_probability = reader.number(*table, "fail_probability", path, 0, 1).value_or(0);
     faults.seed = reader.integer(*table, "seed", path, 0, uint64_t(kMax)).value_or(1);
     if (const toml::node* spike = table->get("latency_spike")) {
         const std::string key = key_path(path, "latency_spike");
@@ -571,8 +569,7 @@ FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
         auto extra = reader.duration(t, "extra", key);
         if (!every) reader.fail(key_path(key, "every"), "missing", allowed);
         if (!extra || *extra == 0)
-            reader.fail(key_path(key, "extra"), extra ? "a spike cannot be 0" : "missing",
-                        allowed);
+            reader.fail(key_path(key, "extra"), extra ? "a spike cannot be 0" : "missing", allowed);
         faults.spike_every = *every;
         faults.spike_extra_ns = *extra;
     }
@@ -580,16 +577,16 @@ FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
     return faults;
 }
 
-MemberConfig read_member(const Reader& reader, const toml::table& table,
-                         const std::string& path, const std::string& base_dir,
+MemberConfig read_member(const Reader& reader, const toml::table& table, const std::string& path,
+                         const std::string& base_dir,
                          const std::map<std::string, TimingModelConfig>& file_models,
                          PathFacts& facts) {
     reader.check_keys(table, path,
                       {"path", "size", "backend", "model", "max_sectors", "queue_depth",
                        "logical_block_size", "failed", "direct", "faults"});
     MemberConfig member;
-    member.backend = reader.enumeration(table, "backend", path, "a backend", kBackends)
-                         .value_or(member.backend);
+    member.backend =
+        reader.enumeration(table, "backend", path, "a backend", kBackends).value_or(member.backend);
 
     if (auto lbs = reader.size(table, "logical_block_size", path)) {
         if (*lbs != 512 && *lbs != 1024 && *lbs != 2048 && *lbs != 4096) {
@@ -626,8 +623,8 @@ MemberConfig read_member(const Reader& reader, const toml::table& table,
         member.max_sectors_bytes = *max_sectors;
     }
 
-    member.queue_depth = uint32_t(
-        reader.integer(table, "queue_depth", path, 1, 4096).value_or(member.queue_depth));
+    member.queue_depth =
+        uint32_t(reader.integer(table, "queue_depth", path, 1, 4096).value_or(member.queue_depth));
     member.failed = reader.boolean(table, "failed", path).value_or(member.failed);
     member.direct = reader.boolean(table, "direct", path).value_or(member.direct);
 
@@ -652,9 +649,10 @@ MemberConfig read_member(const Reader& reader, const toml::table& table,
                             "a regular file or a block device");
             }
             if (type != S_IFREG && type != S_IFBLK) {
-                reader.fail(path_key, in_quotes(member.path) + " is neither a regular file " +
-                                          "nor a block device",
-                            "a regular file or a block device");
+                reader.fail(
+                    path_key,
+                    in_quotes(member.path) + " is neither a regular file " + "nor a block device",
+                    "a regular file or a block device");
             }
             if (type == S_IFREG && facts.status.st_size == 0 && member.size == 0) {
                 reader.fail(key_path(path, "size"),
@@ -725,8 +723,7 @@ MemberConfig read_member(const Reader& reader, const toml::table& table,
                             join(known, " | ") + " or an inline table");
             }
         } else {
-            reader.fail(model_key, "expected a model name or a table, got " +
-                                       describe(*model_node),
+            reader.fail(model_key, "expected a model name or a table, got " + describe(*model_node),
                         "a [models.NAME] name, a preset name or an inline table");
         }
     }
@@ -756,8 +753,8 @@ std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& 
     std::vector<PathFacts> facts(array.size());
     for (size_t i = 0; i < array.size(); ++i) {
         std::string member_path = index_path(path, i);
-        members.push_back(read_member(reader, *array[i].as_table(), member_path, base_dir,
-                                      models, facts[i]));
+        members.push_back(
+            read_member(reader, *array[i].as_table(), member_path, base_dir, models, facts[i]));
         uint64_t known = members[i].size;
         if (!known && facts[i].exists && S_ISREG(facts[i].status.st_mode))
             known = uint64_t(facts[i].status.st_size);
@@ -784,8 +781,8 @@ std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& 
                 bool device = facts[i].exists && S_ISBLK(facts[i].status.st_mode);
                 reader.fail(key_path(member_path, "path"),
                             in_quotes(members[i].path) + " is the same " +
-                                (device ? "block device" : "file") + " as " +
-                                index_path(path, j) + ".path",
+                                (device ? "block device" : "file") + " as " + index_path(path, j) +
+                                ".path",
                             "one member per file or block device");
             }
         }
@@ -816,8 +813,8 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
     }
     if (contiguity->is_string()) {
         // Only the two names; "distribution" is spelled as a table.
-        auto value = reader.enumeration(table, "contiguity", path, "a contiguity",
-                                        kContiguityNames, 2);
+        auto value =
+            reader.enumeration(table, "contiguity", path, "a contiguity", kContiguityNames, 2);
         bio.contiguity = *value;
         bio.run_pages.clear();
         return;
@@ -831,7 +828,8 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
     if (const toml::node* pattern = distribution.get("pattern")) {
         // Run lengths repeated in order from the buffer's first page.
         const std::string pattern_key = key_path(contiguity_key, "pattern");
-        const std::string pattern_allowed = "a non-empty array of run lengths in pages (1..1048576)";
+        const std::string pattern_allowed =
+            "a non-empty array of run lengths in pages (1..1048576)";
         if (distribution.get("runs"))
             reader.fail(contiguity_key, "has both runs and pattern", "one of them");
         if (!pattern->is_array() || pattern->as_array()->empty())
@@ -841,8 +839,8 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
         for (size_t i = 0; i < items.size(); ++i) {
             if (!items[i].is_integer() || items[i].as_integer()->get() < 1 ||
                 items[i].as_integer()->get() > (1 << 20))
-                reader.fail(index_path(pattern_key, i),
-                            describe(items[i]) + " is not a page count", pattern_allowed);
+                reader.fail(index_path(pattern_key, i), describe(items[i]) + " is not a page count",
+                            pattern_allowed);
             bio.run_pattern.push_back(uint32_t(items[i].as_integer()->get()));
         }
         bio.contiguity = Contiguity::Pattern;
@@ -856,8 +854,7 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
         reader.fail(runs_key, "missing", runs_allowed);
     }
     if (!runs->is_array() || runs->as_array()->empty()) {
-        reader.fail(runs_key, "expected a non-empty array, got " + describe(*runs),
-                    runs_allowed);
+        reader.fail(runs_key, "expected a non-empty array, got " + describe(*runs), runs_allowed);
     }
     std::vector<std::pair<uint32_t, double>> run_pages;
     double total_weight = 0;
@@ -954,16 +951,16 @@ void check_stack(const Reader& reader, const StackConfig& config,
                  const std::vector<uint64_t>& known_sizes) {
     size_t member_count = config.members.size();
     if (config.device.kind == DeviceKind::Passthrough && member_count != 1) {
-        reader.fail("members",
-                    "kind = \"passthrough\" takes exactly 1 member, got " +
-                        std::to_string(member_count),
-                    "1 member for \"passthrough\", 3 or more for \"raid5\"");
+        reader.fail(
+            "members",
+            "kind = \"passthrough\" takes exactly 1 member, got " + std::to_string(member_count),
+            "1 member for \"passthrough\", 3 or more for \"raid5\"");
     }
     if (config.device.kind == DeviceKind::Raid5 && member_count < 3) {
-        reader.fail("members",
-                    "kind = \"raid5\" needs at least 3 members, got " +
-                        std::to_string(member_count),
-                    "3 or more members for \"raid5\"");
+        reader.fail(
+            "members",
+            "kind = \"raid5\" needs at least 3 members, got " + std::to_string(member_count),
+            "3 or more members for \"raid5\"");
     }
     size_t failed_count = 0;
     for (size_t i = 0; i < member_count; ++i) {
@@ -973,8 +970,7 @@ void check_stack(const Reader& reader, const StackConfig& config,
             continue;
         }
         if (config.device.kind != DeviceKind::Raid5) {
-            reader.fail(key_path(member_path, "failed"),
-                        "only a raid5 member can be failed",
+            reader.fail(key_path(member_path, "failed"), "only a raid5 member can be failed",
                         "false, or kind = \"raid5\" with one failed member");
         }
         if (++failed_count > 1) {
@@ -1127,8 +1123,8 @@ StackConfig load_stack_file(const std::string& path) {
     }
     std::ifstream file(path, std::ios::binary);
     if (!file) {
-        throw make_config_error(path, {}, std::string("cannot read the file: ") +
-                                              std::strerror(errno),
+        throw make_config_error(path, {},
+                                std::string("cannot read the file: ") + std::strerror(errno),
                                 "a readable TOML file");
     }
     std::ostringstream text;
@@ -1146,9 +1142,7 @@ const char* scheduler_name(SchedulerKind scheduler) { return name_of(kSchedulers
 const char* backend_name(BackendKind backend) { return name_of(kBackends, backend); }
 const char* raid5_layout_name(Raid5Layout layout) { return name_of(kRaid5Layouts, layout); }
 const char* bio_policy_name(BioPolicy policy) { return name_of(kBioPolicies, policy); }
-const char* contiguity_name(Contiguity contiguity) {
-    return name_of(kContiguityNames, contiguity);
-}
+const char* contiguity_name(Contiguity contiguity) { return name_of(kContiguityNames, contiguity); }
 const char* group_counting_name(GroupCounting counting) {
     return name_of(kGroupCountings, counting);
 }

@@ -36,34 +36,38 @@ struct TimingModelConfig {
     // random_penalty applies only after a request of at least this size (the
     // drive was prefetching behind a large read); 0 = after any request.
     uint64_t prefetch_threshold_bytes = 0;
-    uint32_t parallelism = 1;        // requests served at once (channels / NCQ)
-    uint64_t write_command_ns = 0;   // optional: per-command cost for writes (0 = command_ns)
+    uint32_t parallelism = 1;          // requests served at once (channels / NCQ)
+    uint64_t write_command_ns = 0;     // optional: per-command cost for writes (0 = command_ns)
     uint64_t write_bandwidth_bps = 0;  // optional: write bandwidth (0 = bandwidth_bps)
-    std::string description;           // optional free text from the TOML
+    // optional: mean of an exponentially distributed extra command time (a
+    // real drive's latency varies: garbage collection, cache flushes, die
+    // conflicts); drawn from a fixed-seed generator, so runs repeat.
+    uint64_t jitter_ns = 0;
+    std::string description;  // optional free text from the TOML
 };
 
 // Faults injected into one member's requests ([members.faults]; the
 // semantics are in backends/fault_injector.h).
 struct FaultConfig {
-    std::vector<uint64_t> fail_nth;  // request numbers, 1-based
+    std::vector<uint64_t> fail_nth;                           // request numbers, 1-based
     std::vector<std::pair<uint64_t, uint64_t>> fail_sectors;  // member sectors [start, end)
     double fail_probability = 0;
     uint64_t seed = 1;
-    uint64_t spike_every = 0;     // latency_spike.every (0: no spikes)
-    uint64_t spike_extra_ns = 0;  // latency_spike.extra
+    uint64_t spike_every = 0;            // latency_spike.every (0: no spikes)
+    uint64_t spike_extra_ns = 0;         // latency_spike.extra
     std::optional<uint64_t> fail_at_ns;  // since the stack was opened
 };
 
 struct MemberConfig {
-    std::string path;  // absolute after loading (relative resolves against the stack file)
-    uint64_t size = 0; // bytes; 0 = use the existing file/device size
+    std::string path;   // absolute after loading (relative resolves against the stack file)
+    uint64_t size = 0;  // bytes; 0 = use the existing file/device size
     BackendKind backend = BackendKind::IoUring;
     std::optional<TimingModelConfig> model;
     uint64_t max_sectors_bytes = 512 * 1024;  // the member's own request size limit
     uint32_t queue_depth = 64;                // requests in flight at the backend
     uint32_t logical_block_size = 512;
     bool failed = false;
-    bool direct = true;  // open the member with O_DIRECT
+    bool direct = true;                 // open the member with O_DIRECT
     std::optional<FaultConfig> faults;  // [members.faults]
 };
 

@@ -73,10 +73,15 @@ struct BfqScheduler::RqData {
 };
 
 BfqScheduler::BfqScheduler(EventLoop& loop, const BfqConfig& config, const Options& options)
-    : loop_(loop), config_(config), rq_pool_(std::make_unique<ObjectPool<RqData>>()) {
+    : loop_(loop),
+      config_(config),
+      time_scale_(options.time_scale > 0 ? options.time_scale : 1.0),
+      rq_pool_(std::make_unique<ObjectPool<RqData>>()) {
     bfqd_.clock = &loop.clock();
-    bfqd_.now_ctx = &loop;
-    bfqd_.now_fn = [](const void* ctx) { return static_cast<const EventLoop*>(ctx)->now(); };
+    bfqd_.now_ctx = this;
+    bfqd_.now_fn = [](const void* ctx) {
+        return static_cast<const BfqScheduler*>(ctx)->device_now();
+    };
     bfqd_.group_counting = config.group_counting;
     bfqd_.slice_idle_ns = config.slice_idle_ns;
     bfqd_.timeout_ns = config.timeout_sync_ns ? config.timeout_sync_ns : 125 * kMs;
@@ -87,7 +92,7 @@ BfqScheduler::BfqScheduler(EventLoop& loop, const BfqConfig& config, const Optio
     bfqd_.nonrot = options.nonrot;
     root_group_ = std::make_unique<BfqGroup>();
     bfq::init_group_entity(root_group_.get(), nullptr);
-    root_group_->sched_data.class_idle_last_service_ns = loop.now();  // bfq_init_root_group()
+    root_group_->sched_data.class_idle_last_service_ns = device_now();  // bfq_init_root_group()
     bfqd_.root_group = root_group_.get();
 }
 
@@ -129,7 +134,7 @@ BfqGroup* BfqScheduler::get_group(const std::string& name, uint32_t weight, bool
 BfqQueue* BfqScheduler::new_queue(BfqGroup* group, uint32_t pid, bool sync, unsigned ioclass,
                                   unsigned ioprio) {
     auto q = std::make_unique<BfqQueue>();
-    uint64_t now = loop_.now();
+    uint64_t now = device_now();
     q->pid = pid;
     q->sync = sync;
     q->new_ioprio_class = ioclass;
@@ -276,7 +281,7 @@ Request* BfqScheduler::check_fifo(BfqQueue* bfqq, Request* last) {
     bfqq->fifo_expire = true;
     if (bfqq->fifo.empty()) return nullptr;
     Request* rq = bfqq->fifo.front()->rq;
-    if (rq == last || loop_.now() < rq_data(rq)->fifo_time) return nullptr;
+    if (rq == last || device_now() < rq_data(rq)->fifo_time) return nullptr;
     return rq;
 }
 
@@ -328,7 +333,7 @@ bool BfqScheduler::higher_class_or_weight(const BfqQueue* bfqq, const BfqQueue* 
 
 // bfq_bfqq_handle_idle_busy_switch() (no weight raising).
 void BfqScheduler::handle_idle_busy_switch(BfqQueue* bfqq) {
-    uint64_t now = loop_.now();
+    uint64_t now = device_now();
     bool arrived_in_time = now <= bfqq->ttime.last_end_request + bfqd_.slice_idle_ns * 3;
     bool wants_to_preempt = update_budg_for_activation(bfqq, arrived_in_time);
     bfqq->just_created = false;
@@ -355,14 +360,14 @@ void BfqScheduler::reset_inject_limit(BfqQueue* bfqq) {
     bfqq->last_serv_time_ns = 0;  // invalidate the baseline total service time
     bfqd_.waited_rq = nullptr;
     bfqq->inject_limit = bfqq->has_short_ttime ? 0 : 1;
-    bfqq->decrease_time_ns = int64_t(loop_.now());
+    bfqq->decrease_time_ns = int64_t(device_now());
 }
 
 // bfq_add_request()
 void BfqScheduler::add_request(Request* rq) {
     RqData* d = rq_data(rq);
     BfqQueue* bfqq = d->queue;
-    int64_t now = int64_t(loop_.now());
+    int64_t now = int64_t(device_now());
     bfqq->queued[d->sync]++;
     bfqd_.queued++;
     if (bfqq->sort_list.empty() && bfqq->sync) {
@@ -418,9 +423,13 @@ void BfqScheduler::remove_request(Request* rq) {
 // nothing in flight (how long the process takes to issue new I/O).
 void BfqScheduler::update_io_thinktime(BfqQueue* bfqq) {
     if (bfqq->dispatched || bfqq->busy) return;
-    uint64_t now = loop_.now();
+    uint64_t now = device_now();
     bfq::BfqTtime& t = bfqq->ttime;
-    uint64_t elapsed = now >= t.last_end_request ? now - t.last_end_request : ~uint64_t(0);
+    // A new queue's last_end_request is its creation time + 1 ns
+    // (bfq_init_bfqq); the kernel's clock has moved on by the first request,
+    // ours may not have (one clock read per plug), so that is no time at all
+    // rather than a wrapped-around u64 capped at 2 * slice_idle.
+    uint64_t elapsed = now >= t.last_end_request ? now - t.last_end_request : 0;
     elapsed = std::min(elapsed, 2 * bfqd_.slice_idle_ns);
     t.ttime_samples = (7 * t.ttime_samples + 256) / 8;
     t.ttime_total = (7 * t.ttime_total + 256 * elapsed) / 8;
@@ -438,7 +447,7 @@ void BfqScheduler::update_has_short_ttime(BfqQueue* bfqq) {
     // think-time state (0 short, 1 long); reset it on a change, but not
     // within 100 ms of the last update unless the think time became long.
     if (state_changed && bfqq->last_serv_time_ns == 0 &&
-        (int64_t(loop_.now()) >= bfqq->decrease_time_ns + int64_t(100 * kMs) || !has_short_ttime))
+        (int64_t(device_now()) >= bfqq->decrease_time_ns + int64_t(100 * kMs) || !has_short_ttime))
         reset_inject_limit(bfqq);
 }
 
@@ -473,8 +482,8 @@ void BfqScheduler::set_in_service_queue(BfqQueue* bfqq) {
     if (bfqq) {
         bfqq->fifo_expire = false;
         bfqd_.budgets_assigned = (bfqd_.budgets_assigned * 7 + 256) / 8;
-        bfqd_.last_budget_start_ns = loop_.now();
-        bfqq->budget_timeout_ns = loop_.now() + bfqd_.timeout_ns;  // timeout_coeff = 1 (no wr)
+        bfqd_.last_budget_start_ns = device_now();
+        bfqq->budget_timeout_ns = device_now() + bfqd_.timeout_ns;  // timeout_coeff = 1 (no wr)
         bfqq->stats.slices++;
     }
     bfqd_.in_service_queue = bfqq;
@@ -483,7 +492,7 @@ void BfqScheduler::set_in_service_queue(BfqQueue* bfqq) {
 // bfq_arm_slice_timer(): plug the device for the in-service queue.
 void BfqScheduler::arm_slice_timer() {
     BfqQueue* bfqq = bfqd_.in_service_queue;
-    uint64_t now = loop_.now();
+    uint64_t now = device_now();
     bfqq->wait_request = true;
     bfqq->idle_start_ns = now;
     bfqq->stats.idle_periods++;
@@ -492,14 +501,15 @@ void BfqScheduler::arm_slice_timer() {
     if (bfq::bfqq_seeky(*bfqq) && !bfqd_.asymmetric_scenario(bfqq)) sl = std::min(sl, kMinTtNs);
     bfqd_.last_idling_start_ns = now;
     cancel_idle_timer();
-    idle_timer_id_ = loop_.schedule_at(now + sl, &BfqScheduler::on_idle_timer, this);
+    idle_timer_id_ = loop_.schedule_at(loop_.now() + uint64_t(double(sl) * time_scale_),
+                                       &BfqScheduler::on_idle_timer, this);
 }
 
 // bfq_clear_bfqq_wait_request(), closing the idle period's statistics.
 void BfqScheduler::clear_wait_request(BfqQueue* bfqq, bool timed_out) {
     if (!bfqq->wait_request) return;
     bfqq->wait_request = false;
-    bfqq->stats.idle_ns += loop_.now() - bfqq->idle_start_ns;
+    bfqq->stats.idle_ns += device_now() - bfqq->idle_start_ns;
     if (timed_out) bfqq->stats.idle_timeouts++;
 }
 
@@ -572,7 +582,7 @@ bool BfqScheduler::must_idle(const BfqQueue* bfqq) {
 
 // bfq_bfqq_budget_timeout()
 bool BfqScheduler::budget_timed_out(const BfqQueue* bfqq) const {
-    return loop_.now() >= bfqq->budget_timeout_ns;
+    return device_now() >= bfqq->budget_timeout_ns;
 }
 
 // bfq_may_expire_for_budg_timeout(): not while idling, unless the queue has
@@ -586,7 +596,7 @@ bool BfqScheduler::may_expire_for_budg_timeout(const BfqQueue* bfqq) const {
 bool BfqScheduler::bfqq_is_slow(const BfqQueue* bfqq, bool compensate, uint64_t& delta_ms) const {
     bool slow = bfq::bfqq_seeky(*bfqq);  // if the interval is too short, use seekiness
     if (!bfqq->sync) return false;
-    uint64_t ref = compensate ? bfqd_.last_idling_start_ns : loop_.now();
+    uint64_t ref = compensate ? bfqd_.last_idling_start_ns : device_now();
     uint64_t delta_us =
         ref > bfqd_.last_budget_start_ns ? (ref - bfqd_.last_budget_start_ns) / 1000 : 0;
     if (delta_us < 1000) {
@@ -643,7 +653,7 @@ void BfqScheduler::expire_queue(BfqQueue* bfqq, Expiration reason) {
     // the queues with higher finish times).
     if (bfqq->sort_list.empty() &&
         !(reason == Expiration::Preempted && idling_needed_for_service_guarantees(bfqq))) {
-        if (bfqq->dispatched == 0) bfqq->budget_timeout_ns = loop_.now();
+        if (bfqq->dispatched == 0) bfqq->budget_timeout_ns = device_now();
         bfq::del_bfqq_busy(bfqd_, bfqq, true);
     } else {
         bfq::requeue_bfqq(bfqd_, bfqq, true);
@@ -693,7 +703,7 @@ BfqQueue* BfqScheduler::choose_bfqq_for_injection() {
     uint32_t limit = in_serv->inject_limit;
     // No baseline yet and the plugging lasts: allow one request.
     if (limit == 0 && in_serv->last_serv_time_ns == 0 && in_serv->wait_request &&
-        loop_.now() >= bfqd_.last_idling_start_ns + bfqd_.slice_idle_ns)
+        device_now() >= bfqd_.last_idling_start_ns + bfqd_.slice_idle_ns)
         limit = 1;
     if (bfqd_.rq_in_driver >= limit) return nullptr;
     for (BfqQueue* bfqq : bfqd_.active_list) {
@@ -801,7 +811,7 @@ void BfqScheduler::insert(Request* rq, const TaskContext* task) {
     update_io_thinktime(bfqq);
     update_has_short_ttime(bfqq);
     update_io_seektime(bfqq, rq);
-    d->fifo_time = loop_.now() + kFifoExpireNs[d->sync];
+    d->fifo_time = device_now() + kFifoExpireNs[d->sync];
     bfqq->fifo.push_back(&d->node);
     add_request(rq);
     rq_enqueued(bfqq, rq);
@@ -871,13 +881,13 @@ void BfqScheduler::update_hw_tag() {
 // in-service queue's first request with its baseline: raise the limit while
 // the inflation stays below 1.5x, lower it otherwise.
 void BfqScheduler::update_inject_limit(BfqQueue* bfqq) {
-    uint64_t tot_time_ns = loop_.now() - bfqd_.last_empty_occupied_ns;
+    uint64_t tot_time_ns = device_now() - bfqd_.last_empty_occupied_ns;
     uint32_t old_limit = bfqq->inject_limit;
     if (bfqq->last_serv_time_ns > 0 && bfqd_.rqs_injected) {
         uint64_t threshold = (bfqq->last_serv_time_ns * 3) >> 1;
         if (tot_time_ns >= threshold && old_limit > 0) {
             bfqq->inject_limit--;
-            bfqq->decrease_time_ns = int64_t(loop_.now());
+            bfqq->decrease_time_ns = int64_t(device_now());
         } else if (tot_time_ns < threshold && old_limit <= bfqd_.max_rq_in_driver) {
             bfqq->inject_limit++;
         }
@@ -899,7 +909,7 @@ void BfqScheduler::completed_request(BfqQueue* bfqq) {
     update_hw_tag();
     bfqd_.rq_in_driver--;
     bfqq->dispatched--;
-    uint64_t now = loop_.now();
+    uint64_t now = device_now();
     if (!bfqq->dispatched && !bfqq->busy) {
         bfqq->budget_timeout_ns = now;
         bfqd_.del_bfqq_in_groups_with_pending_reqs(bfqq);

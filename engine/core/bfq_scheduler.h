@@ -50,6 +50,11 @@ class BfqScheduler final : public IoScheduler {
 public:
     struct Options {
         bool nonrot = true;  // blk_queue_nonrot(): flash / null_blk (false: a rotational disk)
+        // Slow motion (DeviceConfig::time_scale): the scheduler runs on device
+        // time, loop time / time_scale, so every kernel constant (slice_idle,
+        // timeout_sync, fifo expiry, the injection sampling intervals) keeps
+        // its value against the slowed-down devices.
+        double time_scale = 1.0;
     };
 
     BfqScheduler(EventLoop& loop, const BfqConfig& config, const Options& options);
@@ -130,8 +135,14 @@ private:
     void update_inject_limit(bfq::BfqQueue* bfqq);
     void completed_request(bfq::BfqQueue* bfqq);
 
+    // Device time (ns): the loop's clock slowed down by time_scale_.
+    uint64_t device_now() const {
+        return time_scale_ == 1.0 ? loop_.now() : uint64_t(double(loop_.now()) / time_scale_);
+    }
+
     EventLoop& loop_;
     BfqConfig config_;
+    double time_scale_;
     bfq::BfqData bfqd_;
     std::unique_ptr<bfq::BfqGroup> root_group_;
     std::map<std::string, std::unique_ptr<bfq::BfqGroup>> groups_;

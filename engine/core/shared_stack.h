@@ -51,6 +51,16 @@ public:
     // Waits until the task has nothing in flight.
     void drain(TaskContext& task);
     std::string stats_json();
+    // Sidecar files (mdsplit_stats) are written when the device's last user
+    // leaves, so that each covers every job that ran on the device.
+    void add_sidecar(std::string path) {
+        std::lock_guard<std::mutex> l(mu_);
+        sidecars_.push_back(std::move(path));
+    }
+    std::vector<std::string> take_sidecars() {
+        std::lock_guard<std::mutex> l(mu_);
+        return std::move(sidecars_);
+    }
     void flush_traces();
     uint64_t size_bytes() const { return stack_->size_bytes(); }
     Stack& stack() { return *stack_; }
@@ -88,6 +98,7 @@ private:
     uint64_t poller_wakes_at_ = 0;  // while polling_
     int kick_fd_ = -1;              // eventfd the poller also waits on
     int users_ = 0;
+    std::vector<std::string> sidecars_;
 };
 
 }  // namespace mdsplit

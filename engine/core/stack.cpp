@@ -65,6 +65,7 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
                 model.write_command_ns = times(model.write_command_ns);
                 model.random_penalty_ns = times(model.random_penalty_ns);
                 model.random_command_ns = times(model.random_command_ns);
+                model.jitter_ns = times(model.jitter_ns);
                 model.bandwidth_bps = rate(model.bandwidth_bps);
                 model.write_bandwidth_bps = rate(model.write_bandwidth_bps);
             }
@@ -88,10 +89,9 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
             // milliseconds (the hdd preset) is a rotational disk.
             bfq_options.nonrot = !(m.model && m.model->random_penalty_ns >= 1'000'000);
             // Slow motion stretches the scheduler's own timers with the devices.
-            BfqConfig bfq = config.bfq;
-            bfq.slice_idle_ns = uint64_t(double(bfq.slice_idle_ns) * config.device.time_scale);
-            bfq.timeout_sync_ns = uint64_t(double(bfq.timeout_sync_ns) * config.device.time_scale);
-            members_.back()->set_scheduler(std::make_unique<BfqScheduler>(loop_, bfq, bfq_options));
+            bfq_options.time_scale = config.device.time_scale;
+            members_.back()->set_scheduler(
+                std::make_unique<BfqScheduler>(loop_, config.bfq, bfq_options));
         }
     }
 

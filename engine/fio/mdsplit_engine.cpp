@@ -265,6 +265,26 @@ int mdsplit_setup(thread_data* td) {
     return 0;
 }
 
+// The device's statistics into each mdsplit_stats file of its jobs, once the
+// last of them has ended.
+void write_sidecars(SharedStack& stack) {
+    std::vector<std::string> paths = stack.take_sidecars();
+    if (paths.empty()) return;
+    try {
+        std::string json = stack.stats_json();
+        for (const std::string& path : paths) {
+            std::filesystem::path p(path);
+            std::error_code ec;
+            if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+            std::ofstream out(path, std::ios::trunc);
+            out << json << "\n";
+            if (!out) log_err("mdsplit: mdsplit_stats: cannot write %s\n", path.c_str());
+        }
+    } catch (const std::exception& e) {
+        log_err("mdsplit: %s\n", e.what());
+    }
+}
+
 int mdsplit_init(thread_data* td) {
     if (!data_of(td)) {
         report_error(td, "mdsplit: engine was not set up");
@@ -280,20 +300,13 @@ void mdsplit_cleanup(thread_data* td) {
         if (d->buffered) d->stack->sync_buffered();  // nothing written is lost at job end
         d->stack->drain(d->task);
         d->stack->flush_traces();
-        if (!d->stats_path.empty()) {
-            std::filesystem::path p(d->stats_path);
-            std::error_code ec;
-            if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-            std::ofstream out(d->stats_path, std::ios::trunc);
-            out << d->stack->stats_json() << "\n";
-            if (!out) log_err("mdsplit: mdsplit_stats: cannot write %s\n", d->stats_path.c_str());
-        }
+        if (!d->stats_path.empty()) d->stack->add_sidecar(d->stats_path);
     } catch (const std::exception& e) {
         log_err("mdsplit: %s\n", e.what());
     }
     {
         std::lock_guard<std::mutex> l(registry_mutex);
-        d->stack->detach();
+        if (d->stack->detach()) write_sidecars(*d->stack);
         d->stack.reset();  // the last job out destroys the stack
     }
     delete d;

@@ -30,8 +30,8 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
             scale = sidecar.time_scale
             mibps = place_MiBps(fio, place, variant)
             bfq = sidecar.members[0].get("bfq", {})
-            idles = _total(bfq, "idle_periods")
-            injections = _total(bfq, "injections")
+            idles = bfq.get("idle_periods", 0)
+            injections = bfq.get("injected", 0)
             lines.append(f"  {kernel + ':':<24}{mibps:>12.0f}{THREAD[(place, variant)]:>14}"
                          f"{idles:>14}{injections:>12}")
             result.metrics[f"{place}.{when}_MiBps"] = mibps
@@ -107,24 +107,6 @@ def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
     out = {p: statistics.median(v) for p, v in per.items()}
     out["rounds"] = per
     return out
-
-
-def _total(bfq: dict, key: str) -> int:
-    """Sums a per-queue counter over the scheduler's queues, whatever nesting
-    the sidecar uses (a list or dict of queues with that key)."""
-    total = 0
-    stack = [bfq]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k == key and isinstance(v, (int, float)):
-                    total += v
-                elif isinstance(v, (dict, list)):
-                    stack.append(v)
-        elif isinstance(node, list):
-            stack.extend(node)
-    return int(total)
 
 
 def _bandwidth_over_time(jobs_dir: Path, job_numbers: list, scale: float) -> list:

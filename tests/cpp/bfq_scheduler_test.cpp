@@ -27,13 +27,16 @@ constexpr uint64_t kMs = 1'000'000;
 
 class Sched {
 public:
-    explicit Sched(GroupCounting counting, uint64_t slice_idle_ns = 8 * kMs, uint32_t max_budget = 16384)
+    explicit Sched(GroupCounting counting, uint64_t slice_idle_ns = 8 * kMs,
+                   uint32_t max_budget = 16384, double time_scale = 1.0)
         : loop(clock) {
         BfqConfig c;
         c.group_counting = counting;
         c.slice_idle_ns = slice_idle_ns;
         c.max_budget_sectors = max_budget;
-        sched = std::make_unique<BfqScheduler>(loop, c);
+        BfqScheduler::Options o;
+        o.time_scale = time_scale;
+        sched = std::make_unique<BfqScheduler>(loop, c, o);
     }
     TaskContext& task(uint32_t pid, const std::string& group = "", uint8_t prio = 4,
                       IoprioClass cls = IoprioClass::BE, uint32_t group_weight = 100) {
@@ -60,7 +63,9 @@ public:
         clock.advance_to(clock.now_ns() + ns);
         loop.run_ready();
     }
-    const bfq::BfqQueue* queue(const TaskContext& t) const { return sched->find_queue(t.pid, t.sched.group); }
+    const bfq::BfqQueue* queue(const TaskContext& t) const {
+        return sched->find_queue(t.pid, t.sched.group);
+    }
     bool asymmetric(const TaskContext& t) const { return sched->asymmetric_scenario(queue(t)); }
     uint32_t groups_counted() { return sched->data().num_groups_with_pending_reqs; }
 
@@ -169,7 +174,8 @@ TEST(BfqAsymmetricTest, GroupsStopCountingWhenTheirRequestsComplete) {
         EXPECT_EQ(s.groups_counted(), 1u);
         s.sched->completed(rq);
         s.advance(20 * kMs);  // past any idling: the queue expires
-        EXPECT_EQ(s.groups_counted(), 0u) << (counting == GroupCounting::Legacy ? "legacy" : "fixed");
+        EXPECT_EQ(s.groups_counted(), 0u)
+            << (counting == GroupCounting::Legacy ? "legacy" : "fixed");
     }
 }
 
@@ -196,6 +202,27 @@ TEST(BfqSchedulerTest, IdlesForTheInServiceQueueWhenAsymmetric) {
     // TOO_IDLE with nothing in flight shrinks the budget by 4 * min_budget:
     // 2/3 * 16384 - 4 * 16384 / 32.
     EXPECT_EQ(q->max_budget, 10922u - 2048u);
+}
+
+// Slow motion: the scheduler runs on device time, so slice_idle (8 ms of
+// device time) lasts 8 ms x time_scale on the loop's clock, and the
+// statistics are in device time.
+TEST(BfqSchedulerTest, SlowMotionStretchesSliceIdleOnTheLoopClock) {
+    Sched s(GroupCounting::Legacy, 8 * kMs, 16384, 32.0);
+    TaskContext& a = s.task(1, "g1");
+    s.insert(a, 0);
+    Request* rq = s.sched->dispatch();
+    ASSERT_NE(rq, nullptr);
+    s.advance(32 * kMs);
+    s.sched->completed(rq);
+    ASSERT_TRUE(s.sched->idle_timer_pending());
+    s.advance(255 * kMs);
+    EXPECT_TRUE(s.sched->idle_timer_pending());
+    s.advance(1 * kMs);  // 256 ms of loop time = slice_idle
+    EXPECT_FALSE(s.sched->idle_timer_pending());
+    const bfq::BfqQueue* q = s.queue(a);
+    EXPECT_EQ(q->stats.expirations[unsigned(Expiration::TooIdle)], 1u);
+    EXPECT_EQ(q->stats.idle_ns, 8 * kMs);
 }
 
 TEST(BfqSchedulerTest, ANewRequestEndsTheIdlingAndIsDispatched) {

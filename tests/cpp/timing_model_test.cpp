@@ -140,8 +140,7 @@ TEST(TimingModelTest, CommandBoundDeviceScalesWithChannels) {
     TimingModel model(c);
     std::vector<uint64_t> done;
     for (sector_t i = 0; i < 6; i++) done.push_back(model.schedule(0, Op::Read, i * 100, 8));
-    EXPECT_EQ(done, (std::vector<uint64_t>{110'000, 120'000, 220'000, 230'000, 330'000,
-                                           340'000}));
+    EXPECT_EQ(done, (std::vector<uint64_t>{110'000, 120'000, 220'000, 230'000, 330'000, 340'000}));
 }
 
 // A request that arrives at an idle device is served on arrival.
@@ -150,6 +149,34 @@ TEST(TimingModelTest, IdleDeviceServesOnArrival) {
     const uint64_t rnd = model.service_ns(Op::Read, 4 * kKiB, false);
     EXPECT_EQ(model.schedule(0, Op::Read, 0, 8), rnd);
     EXPECT_EQ(model.schedule(1'000'000, Op::Read, 800, 8), 1'000'000 + rnd);
+}
+
+// jitter: each command gets an exponential extra with the configured mean;
+// never negative, varied, the same sequence in every model.
+TEST(TimingModelTest, JitterAddsAnExponentialExtraWithItsMean) {
+    TimingModelConfig c = sata_like(64);
+    c.jitter_ns = 6'000;
+    TimingModel model(c), again(c);
+    const uint64_t base = model.service_ns(Op::Read, 4 * kKiB, false);
+    constexpr int kN = 20'000;
+    double sum = 0;
+    uint64_t lo = ~uint64_t(0), hi = 0, above_3_means = 0;
+    for (int i = 0; i < kN; i++) {
+        uint64_t t0 = uint64_t(i) * 10'000'000;  // an idle device each time
+        uint64_t done = model.schedule(t0, Op::Read, uint64_t(i) * 1000, 8);
+        ASSERT_EQ(done, again.schedule(t0, Op::Read, uint64_t(i) * 1000, 8));
+        ASSERT_GE(done - t0, base);
+        uint64_t extra = done - t0 - base;
+        sum += double(extra);
+        lo = std::min(lo, extra);
+        hi = std::max(hi, extra);
+        if (extra > 18'000) above_3_means++;
+    }
+    EXPECT_NEAR(sum / kN, 6'000, 200);  // standard error ~42 ns
+    EXPECT_LT(lo, 100u);
+    EXPECT_GT(hi, 40'000u);
+    // P(X > 3 mean) = e^-3 = 4.98%.
+    EXPECT_NEAR(double(above_3_means) / kN, 0.0498, 0.006);
 }
 
 TEST(TimingModelTest, ParallelismZeroActsAsOneChannel) {
@@ -318,10 +345,14 @@ queue_depth = 64
 model = "test-ssd"
 
 [models.test-ssd]
-command = ")" + std::to_string(m.command_ns) + R"(ns"
-bandwidth = )" + std::to_string(m.bandwidth_bps) + R"(
-random_penalty = ")" + std::to_string(m.penalty_ns) + R"(ns"
-parallelism = )" + std::to_string(m.parallelism) + "\n";
+command = ")" +
+           std::to_string(m.command_ns) + R"(ns"
+bandwidth = )" +
+           std::to_string(m.bandwidth_bps) + R"(
+random_penalty = ")" +
+           std::to_string(m.penalty_ns) + R"(ns"
+parallelism = )" +
+           std::to_string(m.parallelism) + "\n";
 }
 
 struct VirtualRun {
@@ -400,8 +431,7 @@ TEST(TimingModelTest, RandomStreamPaysThePenaltyPerRequest) {
     VirtualRun qd32 = run_virtual(model, spec);
     const double expected = model.saturated_rate(4 * kKiB, false);
     EXPECT_NEAR(qd32.result.iops(), expected, 0.01 * expected);
-    EXPECT_NEAR(qd32.result.iops(), 1e9 / double(model.media_ns(4 * kKiB, false)),
-                0.01 * expected);
+    EXPECT_NEAR(qd32.result.iops(), 1e9 / double(model.media_ns(4 * kKiB, false)), 0.01 * expected);
 }
 
 // A device whose cost is all command time scales with queue depth up to its
