@@ -882,7 +882,7 @@ def write_fio_job(sections, header: str = "") -> str:
     return "\n".join(lines)
 
 
-def _duration_ms(text: str) -> float:
+def fio_duration_ms(text: str) -> float:
     """fio's time values: a number with us, ms, s, m (default seconds)."""
     m = re.fullmatch(r"\s*([\d.]+)\s*(us|usec|ms|msec|s|sec|m|min)?\s*", text.lower())
     if not m:
@@ -928,7 +928,7 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
     opts = dict(g)
     if runtime_s is not None:
         g = [(k, v) for k, v in g if k != "runtime"] + [("runtime", f"{runtime_s:g}")]
-    runtime = _duration_ms(dict(g).get("runtime", "0")) / 1000
+    runtime = fio_duration_ms(dict(g).get("runtime", "0")) / 1000
     g = [("ioengine", "psync"), ("filename", device)] + g
     jobs, delays = [], []
     for i, (name, o) in enumerate(writers):
@@ -937,7 +937,7 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
             if k.startswith("mdsplit_") or k in _EMULATOR_ONLY:
                 continue
             if k == "startdelay":
-                ms = _duration_ms(v) * delay_scale
+                ms = fio_duration_ms(v) * delay_scale
                 delays.append(ms)
                 v = f"{ms:g}ms"
             keep.append((k, v))
@@ -956,7 +956,7 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
         except (ImportError, OSError, ValueError):
             continue
         if "slice_idle" in bfq:
-            tunables["slice_idle"] = int(round(_duration_ms(str(bfq["slice_idle"]))))
+            tunables["slice_idle"] = int(round(fio_duration_ms(str(bfq["slice_idle"]))))
         if "low_latency" in bfq:
             tunables["low_latency"] = int(bool(bfq["low_latency"]))
     header = (f"kernel reference for seed 004, generated from {Path(src).name} "

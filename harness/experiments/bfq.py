@@ -17,17 +17,16 @@ THREAD = {("root", "legacy"): 550, ("root", "fixed"): 550,
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
-    progress("fio bfq-groups.fio (4 runs of 8 jobs)")
-    fio = run_fio(jobs_dir / "bfq-groups.fio")
-    result.raw["fio"] = fio.fio
     lines = [f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
     series = {}
+    result.raw["fio"] = {}
     for place, label in PLACES:
         lines.append(f"running fio on {label}")
         for variant, when, kernel in VARIANTS:
-            prefix = f"{place}-{variant}-"
+            progress(f"fio bfq-groups.fio, the {place}-{variant} run (8 jobs)")
+            fio, delays = run_place(jobs_dir, place, variant)
+            result.raw["fio"][f"{place}-{variant}"] = fio.fio
             sidecar = fio.sidecars[f"stats/bfq-{place}-{variant}.json"]
-            scale = sidecar.time_scale
             mibps = place_MiBps(fio, place, variant)
             bfq = sidecar.members[0].get("bfq", {})
             idles = bfq.get("idle_periods", 0)
@@ -36,15 +35,16 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
                          f"{idles:>14}{injections:>12}")
             result.metrics[f"{place}.{when}_MiBps"] = mibps
             result.metrics[f"{place}.{when}_idle_periods"] = idles
-            numbers = [i + 1 for i, j in enumerate(fio.jobs) if j["jobname"].startswith(prefix)]
-            series[f"{place} {when}"] = _bandwidth_over_time(jobs_dir, numbers, scale)
+            # The run's bandwidth logs, before the next run's fio rewrites them.
+            series[f"{place} {when}"] = _bandwidth_over_time(jobs_dir, delays, sidecar.time_scale)
     result.tables.append("\n".join(lines))
     m = result.metrics
     result.tables.append(
         f"non-root after/before: {m['nonroot.after_MiBps'] / m['nonroot.before_MiBps']:.2f} "
         f"(thread: 550/349 = 1.58); root after/before: "
         f"{m['root.after_MiBps'] / m['root.before_MiBps']:.2f} (thread: 1.00). "
-        "MiB/s in device time (fio's figure x time_scale).")
+        "MiB/s in device time (fio's figure x time_scale). Each run is its own fio "
+        "(--section), as the thread ran one fio per kernel.")
     try:
         from harness import plots
         path = out_dir / "bfq-bandwidth.png"
@@ -61,6 +61,21 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     return result
 
 
+def run_place(jobs_dir: Path, place: str, variant: str):
+    """Runs one of bfq-groups.fio's four runs (its 8 [place-variant-*]
+    sections) as a fio of its own: fio counts startdelay from its own start,
+    so every run is staggered as the first one of a whole-file run is.
+    Returns (fio result, each job's startdelay in seconds)."""
+    from harness.reference import fio_duration_ms, read_fio_job
+    job = jobs_dir / "bfq-groups.fio"
+    sections = [(n, dict(o)) for n, o in read_fio_job(job.read_text())
+                if n.startswith(f"{place}-{variant}-")]
+    if not sections:
+        raise ValueError(f"{job}: no [{place}-{variant}-*] jobs")
+    delays = [fio_duration_ms(o.get("startdelay") or "0") / 1000 for _, o in sections]
+    return run_fio(job, args=[f"--section={n}" for n, _ in sections]), delays
+
+
 def place_MiBps(fio, place: str, variant: str) -> float:
     """The total MiB/s of one run's 8 writers in device time (fio's figure
     x the stack's time_scale)."""
@@ -70,37 +85,29 @@ def place_MiBps(fio, place: str, variant: str) -> float:
 
 
 def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
-    """Only the root and non-root runs of one variant of bfq-groups.fio
-    (16 jobs instead of 32), in a scratch copy of jobs/ removed afterwards,
-    `rounds` times (root first, then non-root first, ...): {"root": MiB/s,
-    "nonroot": MiB/s} as run() reports them (medians over the rounds), and
-    "rounds": {place: [MiB/s per round]}. For the kernel reference's
-    comparison (`python3 -m harness reference bfq`)."""
+    """Only the root and non-root runs of one variant of bfq-groups.fio, in
+    a scratch copy of jobs/ removed afterwards, `rounds` times (root first,
+    then non-root first, ...): {"root": MiB/s, "nonroot": MiB/s} as run()
+    reports them (medians over the rounds), and "rounds": {place: [MiB/s
+    per round]}. For the kernel reference's comparison (`python3 -m harness
+    reference bfq`)."""
     import shutil
     import statistics
     import tempfile
-    from harness.reference import read_fio_job, write_fio_job
     from harness.reproduce import prepare_jobs
     per = {p: [] for p, _ in PLACES}
     with tempfile.TemporaryDirectory(prefix="mdsplit-bfq-") as tmp:
         jobs_dir = prepare_jobs(Path(tmp))
-        sections = read_fio_job((jobs_dir / "bfq-groups.fio").read_text())
-        glob = [(n, o) for n, o in sections if n == "global"]
-        runs = {p: [(n, o) for n, o in sections if n.startswith(f"{p}-{variant}-")]
-                for p, _ in PLACES}
         try:
             for r in range(rounds):
                 order = [p for p, _ in PLACES]
                 if r % 2:
                     order.reverse()
-                job = jobs_dir / f"bfq-groups-{variant}.fio"
-                job.write_text(write_fio_job(glob + [s for p in order for s in runs[p]],
-                                             f"bfq-groups.fio, the {variant} runs only"))
-                if progress:
-                    progress(f"emulator: fio {job.name} ({' and '.join(order)} {variant}, 2 runs "
-                             f"of 8 jobs)" + (f", round {r + 1}/{rounds}" if rounds > 1 else ""))
-                fio = run_fio(job)
                 for p in order:
+                    if progress:
+                        progress(f"emulator: fio bfq-groups.fio, the {p}-{variant} run (8 jobs)"
+                                 + (f", round {r + 1}/{rounds}" if rounds > 1 else ""))
+                    fio, _ = run_place(jobs_dir, p, variant)
                     per[p].append(place_MiBps(fio, p, variant))
         finally:
             shutil.rmtree(jobs_dir, ignore_errors=True)
@@ -109,15 +116,18 @@ def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
     return out
 
 
-def _bandwidth_over_time(jobs_dir: Path, job_numbers: list, scale: float) -> list:
-    """Sum of the jobs' bandwidth logs (write_bw_log=logs/bfq gives
-    logs/bfq_bw.<job number>.log), in device time: t / scale, MiB/s x scale."""
+def _bandwidth_over_time(jobs_dir: Path, delays_s: list, scale: float,
+                         interval_s: float = 0.25) -> list:
+    """Sum of one run's bandwidth logs (write_bw_log=logs/bfq gives
+    logs/bfq_bw.<job number>.log, log_avg_msec=250), in device time: t /
+    scale, MiB/s x scale. A job's log times count from its own start, so each
+    is shifted by the job's startdelay and binned by the log interval."""
     from harness import plots
     total = {}
-    for n in job_numbers:
+    for n, delay in enumerate(delays_s, start=1):
         log = jobs_dir / "logs" / f"bfq_bw.{n}.log"
         if log.exists():
             for t, v in plots.bw_log_series(log, ddir=1):
-                key = round(t, 1)
+                key = round((t + delay) / interval_s)
                 total[key] = total.get(key, 0.0) + v
-    return [(t / scale, v * scale) for t, v in sorted(total.items())]
+    return [(k * interval_s / scale, v * scale) for k, v in sorted(total.items())]

@@ -282,19 +282,19 @@ def test_bfq_kernel_job_keeps_the_emulators_workload():
     assert not any(k.startswith("mdsplit_") or k.startswith("write_bw") or k == "log_avg_msec"
                    for _, opts in sections for k, _ in opts)
     assert [n for n, _ in sections[1:]] == [f"test{i}" for i in range(1, 9)]
-    assert job.jobs == 8 and job.delays_ms == [50.0 * i for i in range(8)]
+    assert job.jobs == 8 and job.delays_ms == [250.0 * i for i in range(8)]
     assert job.span == 8 * 256 * R.MiB and job.runtime_s == 8
     assert job.tunables == {"slice_idle": 8, "low_latency": 0}       # bfq-fixed.toml's [bfq]
     short = R.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.5)
-    assert short.runtime_s == 2 and short.delays_ms[-1] == 175
-    assert "runtime=2\n" in short.text and "startdelay=175ms" in short.text
+    assert short.runtime_s == 2 and short.delays_ms[-1] == 875
+    assert "runtime=2\n" in short.text and "startdelay=875ms" in short.text
 
 
 def test_read_fio_job_bare_options_and_comments():
     s = R.read_fio_job("; c\n[global]\nbs=4k\n# c\n[a]\nstonewall\nstartdelay = 1s\n")
     assert s == [("global", [("bs", "4k")]), ("a", [("stonewall", None), ("startdelay", "1s")])]
-    assert R._duration_ms("1s") == 1000 and R._duration_ms("500ms") == 500
-    assert R._duration_ms("2") == 2000
+    assert R.fio_duration_ms("1s") == 1000 and R.fio_duration_ms("500ms") == 500
+    assert R.fio_duration_ms("2") == 2000
 
 
 def _bfq_unavailable() -> str:
