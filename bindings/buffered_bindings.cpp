@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/config_loader.h"
+#include "core/buffered_cost_probe.h"
 #include "core/buffered_io.h"
 #include "core/buffered_workload.h"
 #include "core/stack.h"
@@ -397,4 +398,22 @@ void register_buffered(py::module_& m) {
     });
     m.def("buffered_default_costs", [] { return costs_to_dict(BufferedCosts{}); },
           "The default modelled costs (ns) of the buffered read steps, fitted to the seed-003 table.");
+    m.def(
+        "measure_buffered_costs",
+        [](const std::string& scratch_dir, uint32_t reads, uint32_t wakeups) {
+            BufferedCostProbeOptions o;
+            o.scratch_dir = scratch_dir;
+            o.reads = reads;
+            o.wakeups = wakeups;
+            BufferedCosts c;
+            {
+                py::gil_scoped_release release;
+                c = measure_buffered_costs(o);
+            }
+            return costs_to_dict(c);
+        },
+        py::arg("scratch_dir") = "/var/tmp", py::arg("reads") = 2000, py::arg("wakeups") = 500,
+        "What each buffered read step costs on this machine, measured with the real components "
+        "(engine/core/buffered_cost_probe.h), as a costs dict; fio's own costs and cpus keep "
+        "their defaults.");
 }

@@ -57,8 +57,9 @@
 // the delivery of completions, and the hand-offs themselves (mutex +
 // condition variable to wake a worker, eventfd to wake the loop). On a
 // machine with few CPUs those hand-offs cost more than the kernel's, so the
-// worker paths come out slower than in the kernel; the virtual clock's
-// BufferedCosts is what reproduces the seed's table.
+// worker paths come out slower than in the kernel; the seed's table needs the
+// virtual clock, with BufferedCosts measured on the machine
+// (buffered_cost_probe.h) and workers on CPUs of their own.
 #pragma once
 
 #include <condition_variable>
@@ -85,9 +86,10 @@ namespace mdsplit {
 class MemberQueue;
 
 // Modelled CPU costs of each step, used only on the virtual clock. Real
-// runs pay what the steps really cost. The defaults are fitted to the
-// seed-003 table (Hao Xu, 5.9-rc8, ext4 on NVMe, 4k randread, readahead
-// off), where the submitting thread is the bottleneck at depth >= 32:
+// runs pay what the steps really cost, and measure_buffered_costs()
+// measures them for the virtual clock. The defaults (deterministic, for the
+// tests) are fitted to the seed-003 table (Hao Xu, 5.9-rc8, ext4 on NVMe,
+// 4k randread, readahead off), where the submitting thread is the bottleneck at depth >= 32:
 //   c8d317aa, no rasync (315k): fio 1.0 + lookup 0.1 + alloc 0.3 + punt 1.9       = 3.3 us
 //   c8d317aa, rasync    (195k): fio 1.0 + 0.1 + 0.3 + arm 0.1 + 0.1 + readpage 3.0
 //                               + task_work 0.2 + 0.1 + copy 0.3 + cqe 0.1        = 5.3 us

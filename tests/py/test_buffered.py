@@ -154,6 +154,22 @@ def test_qd_sweep_has_the_threads_shape(mdsplit_module):
         assert abs(a - b) / max(a, b) < 0.10
 
 
+def test_measured_costs_feed_a_simulation(mdsplit_module):
+    # The reproduction's costs: measured on this machine, same keys as the
+    # defaults; no figure is compared with a bound (noisy machines).
+    measured = mdsplit_module.measure_buffered_costs(scratch_dir="/var/tmp", reads=64, wakeups=20)
+    defaults = mdsplit_module.buffered_default_costs()
+    assert measured.keys() == defaults.keys()
+    for k in ("bio_submit_ns", "copy_4k_ns", "punt_ns", "wakeup_ns"):
+        assert measured[k] > 0, k
+    assert measured["fio_submit_ns"] == defaults["fio_submit_ns"]  # the harness measures fio's
+    sim = mdsplit_module.BufferedSimulation(nvme_stack(size="1g", cache="1g", variant="c8d317aa"))
+    sim.set_costs(measured)
+    assert sim.costs() == measured
+    r = sim.run_workload("randread", 4096, iodepth=8, total=200 * 4096, seed=2)
+    assert r["errors"] == 0 and r["ios"] == 200
+
+
 def test_costs_can_be_changed(mdsplit_module):
     sim = mdsplit_module.BufferedSimulation(nvme_stack())
     c = sim.costs()
