@@ -2,8 +2,8 @@
 //
 //   sim = mdsplit.BufferedSimulation(toml, variant="c8d317aa", rasync=False, ra_kb=0)
 //   c = sim.submit("read", 1 << 20, 4096)      # one buffered I/O, returns its cookie
-//   [done] = sim.run()                         # {"cookie", "error", "resid", "data", "path": {...}}
-//   done["path"]["issued_by"], ["completed_in"], ["inline_attempts"], ["punted"], ...
+//   [done] = sim.run()                         # {"cookie", "error", "resid", "data", "path":
+//   {...}} done["path"]["issued_by"], ["completed_in"], ["inline_attempts"], ["punted"], ...
 //   sim.run_workload("randread", 4096, iodepth=32, total=...)  # fio's loop, with its CPU cost
 //   sim.stats()["page_cache"]
 //
@@ -47,7 +47,8 @@ BufferedVariant parse_variant(const std::string& v) {
     if (v == "pre-c8d317aa") return BufferedVariant::PreC8d317aa;
     if (v == "c8d317aa") return BufferedVariant::C8d317aa;
     if (v == "forced-ra") return BufferedVariant::ForcedRa;
-    throw py::value_error("variant: \"" + v + "\"; allowed: \"pre-c8d317aa\" | \"c8d317aa\" | \"forced-ra\"");
+    throw py::value_error("variant: \"" + v +
+                          "\"; allowed: \"pre-c8d317aa\" | \"c8d317aa\" | \"forced-ra\"");
 }
 
 py::dict path_to_dict(const BufferedPath& p) {
@@ -82,12 +83,18 @@ struct CostField {
     uint64_t BufferedCosts::*field;
 };
 const CostField kCostFields[] = {
-    {"fio_submit_ns", &BufferedCosts::fio_submit_ns},   {"fio_complete_ns", &BufferedCosts::fio_complete_ns},
-    {"lookup_ns", &BufferedCosts::lookup_ns},           {"page_alloc_ns", &BufferedCosts::page_alloc_ns},
-    {"bio_submit_ns", &BufferedCosts::bio_submit_ns},   {"bio_page_ns", &BufferedCosts::bio_page_ns},
-    {"copy_4k_ns", &BufferedCosts::copy_4k_ns},         {"arm_ns", &BufferedCosts::arm_ns},
-    {"task_work_ns", &BufferedCosts::task_work_ns},     {"punt_ns", &BufferedCosts::punt_ns},
-    {"wakeup_ns", &BufferedCosts::wakeup_ns},           {"cqe_ns", &BufferedCosts::cqe_ns},
+    {"fio_submit_ns", &BufferedCosts::fio_submit_ns},
+    {"fio_complete_ns", &BufferedCosts::fio_complete_ns},
+    {"lookup_ns", &BufferedCosts::lookup_ns},
+    {"page_alloc_ns", &BufferedCosts::page_alloc_ns},
+    {"bio_submit_ns", &BufferedCosts::bio_submit_ns},
+    {"bio_page_ns", &BufferedCosts::bio_page_ns},
+    {"copy_4k_ns", &BufferedCosts::copy_4k_ns},
+    {"arm_ns", &BufferedCosts::arm_ns},
+    {"task_work_ns", &BufferedCosts::task_work_ns},
+    {"punt_ns", &BufferedCosts::punt_ns},
+    {"wakeup_ns", &BufferedCosts::wakeup_ns},
+    {"cqe_ns", &BufferedCosts::cqe_ns},
     {"dirty_page_ns", &BufferedCosts::dirty_page_ns},
 };
 
@@ -153,7 +160,8 @@ public:
     py::list submit_batch(const std::vector<std::tuple<std::string, uint64_t, uint64_t>>& ios) {
         py::list cookies;
         stack_->begin_batch(task_);
-        for (auto& [op, offset, length] : ios) cookies.append(queue_one(op, offset, length, py::none()));
+        for (auto& [op, offset, length] : ios)
+            cookies.append(queue_one(op, offset, length, py::none()));
         stack_->commit(task_);
         return cookies;
     }
@@ -190,7 +198,8 @@ public:
     py::bytes read(uint64_t offset, uint64_t length) {
         auto buf = aligned(length);
         IoCompletion c = sync_io(Op::Read, offset, length, buf.get(), true);
-        return py::bytes(reinterpret_cast<const char*>(buf.get()), length - std::min(length, c.resid));
+        return py::bytes(reinterpret_cast<const char*>(buf.get()),
+                         length - std::min(length, c.resid));
     }
 
     void write(uint64_t offset, py::bytes data) {
@@ -223,9 +232,12 @@ public:
         BufferedWorkloadSpec spec;
         spec.random = rw.rfind("rand", 0) == 0;
         std::string op = spec.random ? rw.substr(4) : rw;
-        if (op == "read") spec.op = Op::Read;
-        else if (op == "write") spec.op = Op::Write;
-        else throw py::value_error("rw: \"" + rw + "\"; allowed: read, write, randread, randwrite");
+        if (op == "read")
+            spec.op = Op::Read;
+        else if (op == "write")
+            spec.op = Op::Write;
+        else
+            throw py::value_error("rw: \"" + rw + "\"; allowed: read, write, randread, randwrite");
         spec.block_size = bs;
         spec.iodepth = uint32_t(iodepth);
         spec.size = size;
@@ -293,9 +305,12 @@ private:
             return cookie;
         }
         Op o;
-        if (op == "read") o = Op::Read;
-        else if (op == "write") o = Op::Write;
-        else throw py::value_error("op: \"" + op + "\"; allowed: \"read\" | \"write\" | \"fsync\"");
+        if (op == "read")
+            o = Op::Read;
+        else if (op == "write")
+            o = Op::Write;
+        else
+            throw py::value_error("op: \"" + op + "\"; allowed: \"read\" | \"write\" | \"fsync\"");
         Buffer buf = aligned(length);
         if (!data.is_none()) {
             std::string s = data.cast<py::bytes>();
@@ -314,14 +329,18 @@ private:
         TaskContext task;
         task.pid = task_.pid;
         stack_->begin_batch(task);
-        if (buffered) stack_->queue_buffered(task, op, offset, length, buf, 0);
-        else stack_->queue(task, op, offset, length, buf, 0);
+        if (buffered)
+            stack_->queue_buffered(task, op, offset, length, buf, 0);
+        else
+            stack_->queue(task, op, offset, length, buf, 0);
         stack_->commit(task);
         stack_->drain();
         if (buffered) io().take_paths();
-        if (task.completions.size() != 1) throw std::runtime_error("mdsplit: I/O did not complete once");
+        if (task.completions.size() != 1)
+            throw std::runtime_error("mdsplit: I/O did not complete once");
         if (task.completions[0].error)
-            throw std::runtime_error(std::string("mdsplit: I/O failed: ") + strerror(-task.completions[0].error));
+            throw std::runtime_error(std::string("mdsplit: I/O failed: ") +
+                                     strerror(-task.completions[0].error));
         return task.completions[0];
     }
 
@@ -339,40 +358,46 @@ void register_buffered(py::module_& m) {
     py::class_<BufferedSimulation>(m, "BufferedSimulation",
                                    "A stack with its page cache (buffered I/O, io_uring's buffered "
                                    "read paths), on a virtual clock.")
-        .def(py::init([](const std::string& toml, const std::string& base_dir, const std::string& label,
-                         const std::string& trace_dir, std::optional<std::string> variant,
-                         std::optional<bool> rasync, std::optional<uint32_t> ra_kb,
-                         std::optional<uint64_t> cache_size, bool record_paths) {
-                 return std::make_unique<BufferedSimulation>(toml, base_dir, false, label, trace_dir,
-                                                             variant, rasync, ra_kb, cache_size,
-                                                             record_paths);
+        .def(py::init([](const std::string& toml, const std::string& base_dir,
+                         const std::string& label, const std::string& trace_dir,
+                         std::optional<std::string> variant, std::optional<bool> rasync,
+                         std::optional<uint32_t> ra_kb, std::optional<uint64_t> cache_size,
+                         bool record_paths) {
+                 return std::make_unique<BufferedSimulation>(toml, base_dir, false, label,
+                                                             trace_dir, variant, rasync, ra_kb,
+                                                             cache_size, record_paths);
              }),
              py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0",
-             py::arg("trace_dir") = "", py::arg("variant") = py::none(), py::arg("rasync") = py::none(),
-             py::arg("ra_kb") = py::none(), py::arg("cache_size") = py::none(),
-             py::arg("record_paths") = true,
+             py::arg("trace_dir") = "", py::arg("variant") = py::none(),
+             py::arg("rasync") = py::none(), py::arg("ra_kb") = py::none(),
+             py::arg("cache_size") = py::none(), py::arg("record_paths") = true,
              "TOML text; variant/rasync/ra_kb/cache_size override its [page_cache].")
         .def_static(
             "from_file",
             [](const std::string& path, const std::string& label, const std::string& trace_dir,
                std::optional<std::string> variant, std::optional<bool> rasync,
-               std::optional<uint32_t> ra_kb, std::optional<uint64_t> cache_size, bool record_paths) {
-                return std::make_unique<BufferedSimulation>(path, "", true, label, trace_dir, variant,
-                                                            rasync, ra_kb, cache_size, record_paths);
+               std::optional<uint32_t> ra_kb, std::optional<uint64_t> cache_size,
+               bool record_paths) {
+                return std::make_unique<BufferedSimulation>(path, "", true, label, trace_dir,
+                                                            variant, rasync, ra_kb, cache_size,
+                                                            record_paths);
             },
             py::arg("path"), py::arg("label") = "md0", py::arg("trace_dir") = "",
-            py::arg("variant") = py::none(), py::arg("rasync") = py::none(), py::arg("ra_kb") = py::none(),
-            py::arg("cache_size") = py::none(), py::arg("record_paths") = true)
+            py::arg("variant") = py::none(), py::arg("rasync") = py::none(),
+            py::arg("ra_kb") = py::none(), py::arg("cache_size") = py::none(),
+            py::arg("record_paths") = true)
         .def_property_readonly("size", &BufferedSimulation::size)
         .def_property_readonly("now_ns", &BufferedSimulation::now_ns)
         .def_property_readonly("max_workers", &BufferedSimulation::max_workers)
         .def("submit", &BufferedSimulation::submit, py::arg("op"), py::arg("offset") = 0,
              py::arg("length") = 0, py::arg("data") = py::none(),
-             "One buffered I/O (\"read\", \"write\" or \"fsync\") in its own plug; returns its cookie.")
+             "One buffered I/O (\"read\", \"write\" or \"fsync\") in its own plug; returns its "
+             "cookie.")
         .def("submit_batch", &BufferedSimulation::submit_batch, py::arg("ios"))
         .def("fsync", &BufferedSimulation::fsync)
-        .def("run", &BufferedSimulation::run,
-             "Runs until idle; the completions since last time, with \"data\" (reads) and \"path\".")
+        .def(
+            "run", &BufferedSimulation::run,
+            "Runs until idle; the completions since last time, with \"data\" (reads) and \"path\".")
         .def("read", &BufferedSimulation::read, py::arg("offset"), py::arg("length"))
         .def("write", &BufferedSimulation::write, py::arg("offset"), py::arg("data"))
         .def("direct_read", &BufferedSimulation::direct_read, py::arg("offset"), py::arg("length"))
@@ -380,8 +405,9 @@ void register_buffered(py::module_& m) {
         .def("sync", &BufferedSimulation::sync, "Writes back every dirty page and waits.")
         .def("invalidate", &BufferedSimulation::invalidate, "sync(), then drops the clean pages.")
         .def("run_workload", &BufferedSimulation::run_workload, py::arg("rw"), py::arg("bs") = 4096,
-             py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0, py::arg("offset") = 0,
-             py::arg("batch") = 1, py::arg("seed") = 1, py::arg("end_fsync") = false,
+             py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0,
+             py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1,
+             py::arg("end_fsync") = false,
              "fio's loop (ioengine=io_uring, direct=0) with fio's own CPU cost on the submitter.")
         .def("paths", &BufferedSimulation::paths, "Paths recorded since the last run()/paths().")
         .def("stats", &BufferedSimulation::stats)
@@ -396,8 +422,10 @@ void register_buffered(py::module_& m) {
     m.def("buffered_variants", [] {
         return std::vector<std::string>{"pre-c8d317aa", "c8d317aa", "forced-ra"};
     });
-    m.def("buffered_default_costs", [] { return costs_to_dict(BufferedCosts{}); },
-          "The default modelled costs (ns) of the buffered read steps, fitted to the seed-003 table.");
+    m.def(
+        "buffered_default_costs", [] { return costs_to_dict(BufferedCosts{}); },
+        "The default modelled costs (ns) of the buffered read steps, fitted to the seed-003 "
+        "table.");
     m.def(
         "measure_buffered_costs",
         [](const std::string& scratch_dir, uint32_t reads, uint32_t wakeups) {

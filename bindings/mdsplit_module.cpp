@@ -27,7 +27,9 @@ Op parse_op(const std::string& op) {
     throw py::value_error("op: \"" + op + "\"; allowed: \"read\" | \"write\"");
 }
 
-py::object json_loads(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
+py::object json_loads(const std::string& text) {
+    return py::module_::import("json").attr("loads")(text);
+}
 
 py::dict event_to_dict(const TraceEvent& e) {
     py::dict d;
@@ -160,8 +162,9 @@ public:
     // -> one result dict per task, in order.
     py::list run_workloads(const py::list& tasks) {
         static const std::set<std::string> kKeys = {
-            "rw", "bs", "iodepth", "size", "offset", "total", "batch", "seed", "pid", "start_ns",
-            "runtime_ns", "think_ns", "group", "group_weight", "prio", "prioclass", "name"};
+            "rw",    "bs",           "iodepth", "size",      "offset",     "total",
+            "batch", "seed",         "pid",     "start_ns",  "runtime_ns", "think_ns",
+            "group", "group_weight", "prio",    "prioclass", "name"};
         std::vector<WorkloadSpec> specs;
         std::vector<std::string> names;
         size_t i = 0;
@@ -170,12 +173,15 @@ public:
             for (const auto& kv : d) {
                 std::string key = py::str(kv.first);
                 if (!kKeys.count(key))
-                    throw py::value_error("run_workloads: task " + std::to_string(i) + ": unknown key \"" + key + "\"");
+                    throw py::value_error("run_workloads: task " + std::to_string(i) +
+                                          ": unknown key \"" + key + "\"");
             }
             auto get_u64 = [&](const char* key, uint64_t def) {
                 return d.contains(key) ? d[key].cast<uint64_t>() : def;
             };
-            if (!d.contains("rw")) throw py::value_error("run_workloads: task " + std::to_string(i) + ": \"rw\" is required");
+            if (!d.contains("rw"))
+                throw py::value_error("run_workloads: task " + std::to_string(i) +
+                                      ": \"rw\" is required");
             std::string rw = d["rw"].cast<std::string>();
             WorkloadSpec spec;
             spec.random = rw.rfind("rand", 0) == 0;
@@ -201,14 +207,21 @@ public:
             if (d.contains("prioclass")) {
                 py::object c = d["prioclass"];
                 std::string cls = py::isinstance<py::str>(c) ? c.cast<std::string>()
-                                                              : std::to_string(c.cast<int>());
-                if (cls == "0" || cls == "none") spec.sched.ioprio_class = IoprioClass::None;
-                else if (cls == "1" || cls == "rt") spec.sched.ioprio_class = IoprioClass::RT;
-                else if (cls == "2" || cls == "be") spec.sched.ioprio_class = IoprioClass::BE;
-                else if (cls == "3" || cls == "idle") spec.sched.ioprio_class = IoprioClass::Idle;
-                else throw py::value_error("run_workloads: prioclass \"" + cls + "\"; allowed: rt|be|idle|none or 0..3");
+                                                             : std::to_string(c.cast<int>());
+                if (cls == "0" || cls == "none")
+                    spec.sched.ioprio_class = IoprioClass::None;
+                else if (cls == "1" || cls == "rt")
+                    spec.sched.ioprio_class = IoprioClass::RT;
+                else if (cls == "2" || cls == "be")
+                    spec.sched.ioprio_class = IoprioClass::BE;
+                else if (cls == "3" || cls == "idle")
+                    spec.sched.ioprio_class = IoprioClass::Idle;
+                else
+                    throw py::value_error("run_workloads: prioclass \"" + cls +
+                                          "\"; allowed: rt|be|idle|none or 0..3");
             }
-            names.push_back(d.contains("name") ? d["name"].cast<std::string>() : "task" + std::to_string(i));
+            names.push_back(d.contains("name") ? d["name"].cast<std::string>()
+                                               : "task" + std::to_string(i));
             specs.push_back(spec);
             i++;
         }
@@ -296,12 +309,12 @@ PYBIND11_MODULE(mdsplit, m) {
     py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
 
     py::class_<Simulation>(m, "Simulation")
-        .def(py::init([](const std::string& toml, const std::string& base_dir, const std::string& label,
-                         const std::string& trace_dir) {
+        .def(py::init([](const std::string& toml, const std::string& base_dir,
+                         const std::string& label, const std::string& trace_dir) {
                  return std::make_unique<Simulation>(toml, base_dir, false, label, trace_dir);
              }),
-             py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0", py::arg("trace_dir") = "",
-             "A stack described by TOML text, on a virtual clock.")
+             py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0",
+             py::arg("trace_dir") = "", "A stack described by TOML text, on a virtual clock.")
         .def_static(
             "from_file",
             [](const std::string& path, const std::string& label, const std::string& trace_dir) {
@@ -316,8 +329,8 @@ PYBIND11_MODULE(mdsplit, m) {
         .def("read", &Simulation::read, py::arg("offset"), py::arg("length"))
         .def("write", &Simulation::write, py::arg("offset"), py::arg("data"))
         .def("run_workload", &Simulation::run_workload, py::arg("rw"), py::arg("bs"),
-             py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0, py::arg("offset") = 0,
-             py::arg("batch") = 1, py::arg("seed") = 1)
+             py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0,
+             py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1)
         .def("run_workloads", &Simulation::run_workloads, py::arg("tasks"),
              "Runs several closed-loop tasks concurrently (each its own pid, group, group_weight, "
              "prio/prioclass, start_ns, runtime_ns, ...); returns one result dict per task.")

@@ -22,9 +22,7 @@ uint64_t FaultInjector::splitmix64(uint64_t& state) {
     return z ^ (z >> 31);
 }
 
-bool FaultInjector::dead() const {
-    return faults_.fail_at_ns && loop_.now() >= fail_at_abs_ns_;
-}
+bool FaultInjector::dead() const { return faults_.fail_at_ns && loop_.now() >= fail_at_abs_ns_; }
 
 bool FaultInjector::in_failed_sectors(const Request* rq) const {
     for (const auto& [start, end] : faults_.fail_sectors)

@@ -32,13 +32,15 @@ public:
     // What was injected, by cause (a request hit by several counts once, under
     // the first cause in this order: dead, nth, sectors, random).
     struct Counters {
-        uint64_t requests = 0;   // submitted to this member
+        uint64_t requests = 0;  // submitted to this member
         uint64_t failed_dead = 0;
         uint64_t failed_nth = 0;
         uint64_t failed_sectors = 0;
         uint64_t failed_random = 0;
         uint64_t spikes = 0;
-        uint64_t failed() const { return failed_dead + failed_nth + failed_sectors + failed_random; }
+        uint64_t failed() const {
+            return failed_dead + failed_nth + failed_sectors + failed_random;
+        }
     };
 
     // start_ns: the time fail_at counts from (the stack's opening).

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
-#include <system_error>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
+#include <system_error>
 
 namespace mdsplit {
 
@@ -27,7 +27,8 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
     struct stat st;
     bool exists = stat(path.c_str(), &st) == 0;
     if (!exists) {
-        if (!size) throw std::runtime_error("mdsplit: member " + path + " does not exist and has no size");
+        if (!size)
+            throw std::runtime_error("mdsplit: member " + path + " does not exist and has no size");
         std::error_code ec;  // a member in a directory that does not exist yet: create it
         std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
         fd_ = open(path.c_str(), flags | O_CREAT | O_RDWR, 0644);
@@ -73,7 +74,8 @@ void IoUringBackend::submit(Request* rq) {
     bool write = rq->op == Op::Write;
     if (rq->iov.size() == 1) {
         if (write)
-            io_uring_prep_write(sqe, fd_, rq->iov[0].iov_base, unsigned(rq->iov[0].iov_len), offset);
+            io_uring_prep_write(sqe, fd_, rq->iov[0].iov_base, unsigned(rq->iov[0].iov_len),
+                                offset);
         else
             io_uring_prep_read(sqe, fd_, rq->iov[0].iov_base, unsigned(rq->iov[0].iov_len), offset);
     } else if (write) {

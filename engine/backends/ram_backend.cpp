@@ -10,8 +10,10 @@ void RamBackend::read_bytes(uint64_t offset, uint8_t* out, uint64_t len) const {
         uint64_t ext = offset / kExtent, in = offset % kExtent;
         uint64_t n = std::min(len, kExtent - in);
         auto it = extents_.find(ext);
-        if (it == extents_.end()) memset(out, 0, n);
-        else memcpy(out, it->second.get() + in, n);
+        if (it == extents_.end())
+            memset(out, 0, n);
+        else
+            memcpy(out, it->second.get() + in, n);
         out += n;
         offset += n;
         len -= n;
@@ -42,8 +44,10 @@ void RamBackend::submit(Request* rq) {
     } else {
         for (const iovec& v : rq->iov) {
             if (v.iov_base) {
-                if (rq->op == Op::Write) write_bytes(offset, static_cast<uint8_t*>(v.iov_base), v.iov_len);
-                else read_bytes(offset, static_cast<uint8_t*>(v.iov_base), v.iov_len);
+                if (rq->op == Op::Write)
+                    write_bytes(offset, static_cast<uint8_t*>(v.iov_base), v.iov_len);
+                else
+                    read_bytes(offset, static_cast<uint8_t*>(v.iov_base), v.iov_len);
             }
             offset += v.iov_len;
         }

@@ -48,8 +48,7 @@ bool split_number(std::string_view text, DecimalNumber& number) {
     number.whole_digits = text.substr(0, position);
     if (position < text.size() && text[position] == '.') {
         size_t fraction_start = ++position;
-        while (position < text.size() &&
-               std::isdigit(static_cast<unsigned char>(text[position]))) {
+        while (position < text.size() && std::isdigit(static_cast<unsigned char>(text[position]))) {
             ++position;
         }
         number.fraction_digits = text.substr(fraction_start, position - fraction_start);
@@ -132,8 +131,7 @@ bool duration_multiplier(const std::string& unit, uint64_t& multiplier) {
     return true;
 }
 
-[[noreturn]] void fail(std::string_view key, const std::string& problem,
-                       std::string_view allowed) {
+[[noreturn]] void fail(std::string_view key, const std::string& problem, std::string_view allowed) {
     throw make_config_error({}, key, problem, allowed);
 }
 
@@ -143,18 +141,18 @@ uint64_t parse_size(std::string_view text, std::string_view key) {
     std::string_view trimmed = trim(text);
     DecimalNumber number;
     uint64_t multiplier = 0;
-    if (!split_number(trimmed, number) || !size_multiplier(lower_case(trim(number.rest)),
-                                                           multiplier)) {
+    if (!split_number(trimmed, number) ||
+        !size_multiplier(lower_case(trim(number.rest)), multiplier)) {
         fail(key, in_quotes(text) + " is not a size", kSizeSyntax);
     }
     uint64_t bytes = 0;
     switch (scale(number, multiplier, bytes)) {
-    case ScaleResult::Ok:
-        return bytes;
-    case ScaleResult::Overflow:
-        fail(key, in_quotes(text) + " is too large", "sizes below 16 EiB");
-    case ScaleResult::NotWhole:
-        fail(key, in_quotes(text) + " is not a whole number of bytes", kSizeSyntax);
+        case ScaleResult::Ok:
+            return bytes;
+        case ScaleResult::Overflow:
+            fail(key, in_quotes(text) + " is too large", "sizes below 16 EiB");
+        case ScaleResult::NotWhole:
+            fail(key, in_quotes(text) + " is not a whole number of bytes", kSizeSyntax);
     }
     return bytes;
 }
@@ -180,12 +178,12 @@ uint64_t parse_duration_ns(std::string_view text, std::string_view key) {
     }
     uint64_t nanoseconds = 0;
     switch (scale(number, multiplier, nanoseconds)) {
-    case ScaleResult::Ok:
-        return nanoseconds;
-    case ScaleResult::Overflow:
-        fail(key, in_quotes(text) + " is too long", "durations below 584 years");
-    case ScaleResult::NotWhole:
-        fail(key, in_quotes(text) + " is not a whole number of nanoseconds", kDurationSyntax);
+        case ScaleResult::Ok:
+            return nanoseconds;
+        case ScaleResult::Overflow:
+            fail(key, in_quotes(text) + " is too long", "durations below 584 years");
+        case ScaleResult::NotWhole:
+            fail(key, in_quotes(text) + " is not a whole number of nanoseconds", kDurationSyntax);
     }
     return nanoseconds;
 }

@@ -17,9 +17,9 @@ namespace mdsplit::bfq {
 struct BfqQueue;
 
 struct BfqGroup {
-    std::string name;             // "" for the root group; nested groups use "a/b"
-    BfqGroup* parent = nullptr;   // null for the root group
-    BfqEntity entity;             // scheduled in parent->sched_data (unused for the root)
+    std::string name;                // "" for the root group; nested groups use "a/b"
+    BfqGroup* parent = nullptr;      // null for the root group
+    BfqEntity entity;                // scheduled in parent->sched_data (unused for the root)
     BfqEntity* my_entity = nullptr;  // &entity, or null for the root group
     BfqSchedData sched_data;
 

@@ -4,11 +4,16 @@ namespace mdsplit::bfq {
 
 const char* expiration_name(Expiration reason) {
     switch (reason) {
-    case Expiration::TooIdle: return "too_idle";
-    case Expiration::BudgetTimeout: return "budget_timeout";
-    case Expiration::BudgetExhausted: return "budget_exhausted";
-    case Expiration::NoMoreRequests: return "no_more_requests";
-    case Expiration::Preempted: return "preempted";
+        case Expiration::TooIdle:
+            return "too_idle";
+        case Expiration::BudgetTimeout:
+            return "budget_timeout";
+        case Expiration::BudgetExhausted:
+            return "budget_exhausted";
+        case Expiration::NoMoreRequests:
+            return "no_more_requests";
+        case Expiration::Preempted:
+            return "preempted";
     }
     return "?";
 }

@@ -9,11 +9,11 @@
 namespace mdsplit::bfq {
 
 enum class Expiration : uint8_t {
-    TooIdle = 0,         // BFQQE_TOO_IDLE: the idle timer fired
-    BudgetTimeout,       // BFQQE_BUDGET_TIMEOUT: the slot lasted timeout_sync
-    BudgetExhausted,     // BFQQE_BUDGET_EXHAUSTED
-    NoMoreRequests,      // BFQQE_NO_MORE_REQUESTS: empty and no idling
-    Preempted,           // BFQQE_PREEMPTED
+    TooIdle = 0,      // BFQQE_TOO_IDLE: the idle timer fired
+    BudgetTimeout,    // BFQQE_BUDGET_TIMEOUT: the slot lasted timeout_sync
+    BudgetExhausted,  // BFQQE_BUDGET_EXHAUSTED
+    NoMoreRequests,   // BFQQE_NO_MORE_REQUESTS: empty and no idling
+    Preempted,        // BFQQE_PREEMPTED
 };
 inline constexpr unsigned kExpirationReasons = 5;
 const char* expiration_name(Expiration reason);

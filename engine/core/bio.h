@@ -17,10 +17,10 @@ struct Bio;
 using BioEndIo = void (*)(Bio* bio);
 
 enum BioFlags : uint16_t {
-    kBioNoMerge = 1u << 0,       // REQ_NOMERGE: split fronts never merge
-    kBioTraced = 1u << 1,        // BIO_TRACE_COMPLETION: Q already traced
-    kBioSync = 1u << 2,          // REQ_SYNC
-    kBioAccounted = 1u << 3,     // bio-based device accounting started
+    kBioNoMerge = 1u << 0,    // REQ_NOMERGE: split fronts never merge
+    kBioTraced = 1u << 1,     // BIO_TRACE_COMPLETION: Q already traced
+    kBioSync = 1u << 2,       // REQ_SYNC
+    kBioAccounted = 1u << 3,  // bio-based device accounting started
 };
 
 struct Bio {
@@ -31,18 +31,18 @@ struct Bio {
     BlockDevice* dev = nullptr;
     uint8_t* data = nullptr;  // nr_sectors * 512 bytes of host memory (may be null: null backend)
 
-    Bio* parent = nullptr;     // bio_chain(): completes into this one
-    int32_t remaining = 1;     // __bi_remaining
-    int32_t error = 0;         // negative errno (bi_status)
-    uint32_t resid = 0;        // bytes not transferred (short read)
+    Bio* parent = nullptr;  // bio_chain(): completes into this one
+    int32_t remaining = 1;  // __bi_remaining
+    int32_t error = 0;      // negative errno (bi_status)
+    uint32_t resid = 0;     // bytes not transferred (short read)
     BioEndIo end_io = nullptr;
     void* private_data = nullptr;
     uint64_t tag = 0;
 
-    uint32_t pid = 0;          // the submitter (fio job) for traces and the scheduler
-    uint64_t start_ns = 0;     // accounting start on a bio-based device
-    Bio* next = nullptr;       // bio_list / request chain link
-    BioPool* pool = nullptr;   // where it returns when put
+    uint32_t pid = 0;         // the submitter (fio job) for traces and the scheduler
+    uint64_t start_ns = 0;    // accounting start on a bio-based device
+    Bio* next = nullptr;      // bio_list / request chain link
+    BioPool* pool = nullptr;  // where it returns when put
 
     uint64_t bytes() const { return uint64_t(nr_sectors) << kSectorShift; }
     sector_t end_sector() const { return sector + nr_sectors; }
@@ -61,8 +61,10 @@ struct BioList {
     bool empty() const { return head == nullptr; }
     void push_back(Bio* b) {
         b->next = nullptr;
-        if (tail) tail->next = b;
-        else head = b;
+        if (tail)
+            tail->next = b;
+        else
+            head = b;
         tail = b;
     }
     void push_front(Bio* b) {
@@ -82,8 +84,10 @@ struct BioList {
     // bio_list_merge(): appends other, leaving it empty.
     void append(BioList& other) {
         if (other.empty()) return;
-        if (tail) tail->next = other.head;
-        else head = other.head;
+        if (tail)
+            tail->next = other.head;
+        else
+            head = other.head;
         tail = other.tail;
         other.head = other.tail = nullptr;
     }

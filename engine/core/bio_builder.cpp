@@ -38,7 +38,8 @@ uint64_t BioBuilder::pagemap_run(uintptr_t addr, uint64_t limit) {
     if (pagemap_fd_ < 0) {
         pagemap_fd_ = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
         if (pagemap_fd_ < 0)
-            throw std::runtime_error("mdsplit: [bio] contiguity = \"pagemap\": cannot open /proc/self/pagemap");
+            throw std::runtime_error(
+                "mdsplit: [bio] contiguity = \"pagemap\": cannot open /proc/self/pagemap");
     }
     auto pfn_of = [&](uintptr_t page) -> uint64_t {
         uint64_t entry = 0;
@@ -87,14 +88,14 @@ uint64_t BioBuilder::pattern_run(uintptr_t addr, uint64_t limit) {
 
 uint64_t BioBuilder::contiguous_run(uintptr_t addr, uint64_t limit) {
     switch (config_.contiguity) {
-    case Contiguity::Pattern:
-        return pattern_run(addr, limit);
-    case Contiguity::Pagemap:
-        return pagemap_run(addr, limit);
-    case Contiguity::Distribution:
-        return distribution_run(addr, limit);
-    case Contiguity::None:
-        break;
+        case Contiguity::Pattern:
+            return pattern_run(addr, limit);
+        case Contiguity::Pagemap:
+            return pagemap_run(addr, limit);
+        case Contiguity::Distribution:
+            return distribution_run(addr, limit);
+        case Contiguity::None:
+            break;
     }
     return std::min<uint64_t>(kPageSize - (addr & (kPageSize - 1)), limit);
 }

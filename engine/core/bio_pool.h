@@ -79,8 +79,10 @@ inline void bio_endio(Bio* bio) {
         // bio_chain_endio(): the first error wins; resid adds up.
         if (bio->error && !parent->error) parent->error = bio->error;
         parent->resid += bio->resid;
-        if (bio->end_io) bio->end_io(bio);  // a clone's own hook, if any
-        else if (bio->pool) bio->pool->put(bio);
+        if (bio->end_io)
+            bio->end_io(bio);  // a clone's own hook, if any
+        else if (bio->pool)
+            bio->pool->put(bio);
         bio = parent;
     }
 }

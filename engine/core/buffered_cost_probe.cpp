@@ -259,8 +259,7 @@ void measure_submission(BufferedCosts& c, const BufferedCostProbeOptions& o) {
 
 }  // namespace
 
-BufferedCosts measure_buffered_costs(const BufferedCostProbeOptions& options,
-                                     BufferedCosts base) {
+BufferedCosts measure_buffered_costs(const BufferedCostProbeOptions& options, BufferedCosts base) {
     BufferedCosts c = base;
     measure_page_cache(c);
     measure_copy(c);

@@ -27,7 +27,7 @@ struct BufferedCostProbeOptions {
     // blocks, written first: a hole would be read without any device I/O).
     std::string scratch_dir = "/var/tmp";
     uint64_t scratch_bytes = 64ull << 20;
-    uint32_t reads = 2000;  // O_DIRECT reads per submission figure
+    uint32_t reads = 2000;   // O_DIRECT reads per submission figure
     uint32_t wakeups = 500;  // hand-offs to a sleeping worker
 };
 

@@ -18,10 +18,14 @@ constexpr uint64_t kNoIndex = ~uint64_t(0);
 
 const char* buffered_where_name(BufferedWhere where) {
     switch (where) {
-    case BufferedWhere::None: return "none";
-    case BufferedWhere::Submitter: return "submitter";
-    case BufferedWhere::TaskWork: return "task_work";
-    case BufferedWhere::Worker: return "worker";
+        case BufferedWhere::None:
+            return "none";
+        case BufferedWhere::Submitter:
+            return "submitter";
+        case BufferedWhere::TaskWork:
+            return "task_work";
+        case BufferedWhere::Worker:
+            return "worker";
     }
     return "?";
 }
@@ -96,8 +100,12 @@ public:
         batch_ = 1;
         read_pages();
     }
-    uint64_t next_miss(uint64_t index, uint64_t max) override { return io_.cache_->next_miss(index, max); }
-    uint64_t prev_miss(uint64_t index, uint64_t max) override { return io_.cache_->prev_miss(index, max); }
+    uint64_t next_miss(uint64_t index, uint64_t max) override {
+        return io_.cache_->next_miss(index, max);
+    }
+    uint64_t prev_miss(uint64_t index, uint64_t max) override {
+        return io_.cache_->prev_miss(index, max);
+    }
     void window(RaKind kind, uint64_t /*start*/, uint64_t nr, uint64_t /*async*/) override {
         io_.stats_.ra_windows[size_t(kind)]++;
         io_.stats_.ra_pages[size_t(kind)] += nr;
@@ -113,7 +121,11 @@ private:
 
 BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
                        std::vector<MemberQueue*> members, const PageCacheConfig& config)
-    : loop_(loop), layer_(layer), top_(top), members_(std::move(members)), config_(config),
+    : loop_(loop),
+      layer_(layer),
+      top_(top),
+      members_(std::move(members)),
+      config_(config),
       virtual_(loop.clock().is_virtual()) {
     cache_ = std::make_unique<PageCache>(config.size_bytes, top.capacity() << kSectorShift);
     real_cpus_ = std::max(1u, std::thread::hardware_concurrency());
@@ -234,14 +246,20 @@ void BufferedIo::io_read(Request& r, Exec& x) {
         flush_reads(x);
     }
     switch (res) {
-    case ReadResult::Done: complete(r, x, 0); break;
-    case ReadResult::Error: complete(r, x, r.error); break;
-    case ReadResult::Queued: break;  // the callback resumes it
-    case ReadResult::Again:
-        r.kflags = 0;  // the worker's read may block
-        punt(r, x);
-        break;
-    case ReadResult::Block: break;  // not returned outside a worker (see read_attempt)
+        case ReadResult::Done:
+            complete(r, x, 0);
+            break;
+        case ReadResult::Error:
+            complete(r, x, r.error);
+            break;
+        case ReadResult::Queued:
+            break;  // the callback resumes it
+        case ReadResult::Again:
+            r.kflags = 0;  // the worker's read may block
+            punt(r, x);
+            break;
+        case ReadResult::Block:
+            break;  // not returned outside a worker (see read_attempt)
     }
     bool wb;
     {
@@ -265,13 +283,17 @@ void BufferedIo::io_read(Request& r, Exec& x) {
 BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& block_page) {
     const bool worker = x.where == BufferedWhere::Worker;
     const bool loop_thread = virtual_ || !worker;
-    if (worker) r.path.worker_attempts++;
-    else r.path.inline_attempts++;
+    if (worker)
+        r.path.worker_attempts++;
+    else
+        r.path.inline_attempts++;
     PageCache& pc = *cache_;
     Wakeups wake;
     std::unique_lock<std::mutex> lk(pc.mutex());
-    if (worker) stats_.worker_attempts++;
-    else stats_.inline_attempts++;
+    if (worker)
+        stats_.worker_attempts++;
+    else
+        stats_.inline_attempts++;
     RaControl ctl(*this, x, r);
     const uint64_t last_index = (r.pos + r.len + kCachePageSize - 1) >> kPageShift;
     ReadResult result = ReadResult::Done;
@@ -382,7 +404,7 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
                 r.failed_index = index;
                 p->flags &= ~kPgError;
             }
-            ctl.readpage(p);  // the read unlocks the page when it completes
+            ctl.readpage(p);          // the read unlocks the page when it completes
             if (r.kflags & kWaitq) {  // lock_page_async() (c8d317aa's mm/filemap.c part)
                 arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
                 pc.put(p);
@@ -443,7 +465,8 @@ void BufferedIo::queue_task_work(Request* r) {
     task_work_.push_back(r);
     if (!task_work_timer_) {
         task_work_timer_ = true;
-        loop_.schedule_at(std::max(loop_.now(), submitter_busy_), &BufferedIo::task_work_timer, this);
+        loop_.schedule_at(std::max(loop_.now(), submitter_busy_), &BufferedIo::task_work_timer,
+                          this);
     }
 }
 
@@ -470,8 +493,10 @@ void BufferedIo::run_task_work(Request& r) {
     charge(x, costs_.task_work_ns);
     stats_.task_work_runs++;
     r.path.task_work_runs++;
-    if (r.op == Op::Read) io_read(r, x);
-    else io_write(r, x);
+    if (r.op == Op::Read)
+        io_read(r, x);
+    else
+        io_write(r, x);
     submitter_done(x);
 }
 
@@ -570,7 +595,8 @@ void BufferedIo::vworker_dispatch(uint64_t t) {
             vworkers_.push_back(VirtualWorker{uint32_t(vworkers_.size()) + 1, false, 0});
             w = &vworkers_.back();
             stats_.workers_created++;
-            stats_.worker_high_water = std::max<uint64_t>(stats_.worker_high_water, vworkers_.size());
+            stats_.worker_high_water =
+                std::max<uint64_t>(stats_.worker_high_water, vworkers_.size());
             start = t + costs_.wakeup_ns;
         } else {
             return;  // all busy: the first to finish takes it
@@ -631,7 +657,8 @@ void BufferedIo::on_vworker_wake(PageWaiter* w) {
         self->cache_->put(w->page);
         w->page = nullptr;
     }
-    self->loop_.schedule_at(self->loop_.now() + self->costs_.wakeup_ns, &BufferedIo::vworker_run_cb, r);
+    self->loop_.schedule_at(self->loop_.now() + self->costs_.wakeup_ns, &BufferedIo::vworker_run_cb,
+                            r);
 }
 
 // ---------------------------------------------------------------- page I/O
@@ -702,8 +729,10 @@ void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bo
         bio->end_io = op == Op::Read ? &BufferedIo::read_endio : &BufferedIo::write_endio;
         bio->private_data = first;
         bio->tag = reinterpret_cast<uint64_t>(this);
-        if (op == Op::Read) stats_.read_bios++;
-        else stats_.writeback_bios++;
+        if (op == Op::Read)
+            stats_.read_bios++;
+        else
+            stats_.writeback_bios++;
         layer_.submit_bio_noacct(bio);
         i = j;
     }
@@ -767,7 +796,8 @@ void BufferedIo::write_endio(Bio* bio) {
             }
             self->end_writeback_locked(p, wake);
             auto it = self->wb_outstanding_.find(p->wb_batch);
-            if (it != self->wb_outstanding_.end() && --it->second == 0) self->wb_outstanding_.erase(it);
+            if (it != self->wb_outstanding_.end() && --it->second == 0)
+                self->wb_outstanding_.erase(it);
             self->cache_->put(p);
             p = next;
         }
@@ -817,8 +847,10 @@ void BufferedIo::fire_waiters(Wakeups& wake, bool loop_thread) {
     for (std::condition_variable* cv : wake.sleepers) cv->notify_all();
     wake.sleepers.clear();
     for (PageWaiter* w : wake.waiters) {
-        if (loop_thread) loop_.defer(&BufferedIo::fire_waiter_cb, w);
-        else loop_.post(&BufferedIo::fire_waiter_cb, w);
+        if (loop_thread)
+            loop_.defer(&BufferedIo::fire_waiter_cb, w);
+        else
+            loop_.post(&BufferedIo::fire_waiter_cb, w);
     }
     wake.waiters.clear();
 }
@@ -864,14 +896,21 @@ void BufferedIo::deliver(Request& r) {
     p.error = r.error;
     if (r.error) p.resid += r.len - r.done;
     if (record_paths_) p.complete_ns = loop_.now();
-    p.issued_by = p.worker_reads ? BufferedWhere::Worker
+    p.issued_by = p.worker_reads      ? BufferedWhere::Worker
                   : p.submitter_reads ? BufferedWhere::Submitter
                                       : BufferedWhere::None;
     switch (p.completed_in) {
-    case BufferedWhere::Submitter: stats_.inline_completions++; break;
-    case BufferedWhere::TaskWork: stats_.task_work_completions++; break;
-    case BufferedWhere::Worker: stats_.worker_completions++; break;
-    case BufferedWhere::None: break;
+        case BufferedWhere::Submitter:
+            stats_.inline_completions++;
+            break;
+        case BufferedWhere::TaskWork:
+            stats_.task_work_completions++;
+            break;
+        case BufferedWhere::Worker:
+            stats_.worker_completions++;
+            break;
+        case BufferedWhere::None:
+            break;
     }
     if (r.error) stats_.errors++;
     if (r.remote) loop_.expect_remote(-1);
@@ -898,8 +937,10 @@ void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, cons
     }
     stats_.writes++;
     stats_.write_bytes += length;
-    if (length == 0) complete(*r, x, 0);
-    else io_write(*r, x);
+    if (length == 0)
+        complete(*r, x, 0);
+    else
+        io_write(*r, x);
     submitter_done(x);
 }
 
@@ -970,7 +1011,9 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
             }
         } else {
             pc.get(p);
-            uint32_t busy = p->locked() ? uint32_t(kPgLocked) : p->writeback() ? uint32_t(kPgWriteback) : 0u;
+            uint32_t busy = p->locked()      ? uint32_t(kPgLocked)
+                            : p->writeback() ? uint32_t(kPgWriteback)
+                                             : 0u;
             if (busy) {
                 stats_.write_waits++;
                 r.path.waits++;
@@ -1007,7 +1050,8 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
         memcpy(dst + off, r.buf + r.done, n);
         if (full && valid < kCachePageSize) memset(dst + valid, 0, kCachePageSize - valid);
         lk.lock();
-        charge(x, (costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize + costs_.dirty_page_ns);
+        charge(x, (costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize +
+                      costs_.dirty_page_ns);
         p->flags |= kPgUptodate;
         p->flags &= ~kPgError;
         if (!p->dirty()) stats_.pages_dirtied++;
@@ -1054,7 +1098,8 @@ uint64_t BufferedIo::start_writeback(size_t max_pages, bool sync) {
         wb_outstanding_[batch] += pages.size();
         stats_.writeback_pages += pages.size();
     }
-    std::sort(pages.begin(), pages.end(), [](const Page* a, const Page* b) { return a->index < b->index; });
+    std::sort(pages.begin(), pages.end(),
+              [](const Page* a, const Page* b) { return a->index < b->index; });
     submit_pages(pages, Op::Write, io_task_.pid, sync);
     return batch;
 }
@@ -1181,9 +1226,9 @@ BufferedStats BufferedIo::stats() const {
 }
 
 void BufferedIo::write_unused_json(std::ostream& o, const PageCacheConfig& config) {
-    o << "{\"enabled\": false, \"size_bytes\": " << config.size_bytes << ", \"ra_kb\": " << config.ra_kb
-      << ", \"rasync\": " << (config.rasync ? "true" : "false") << ", \"variant\": \""
-      << buffered_variant_name(config.variant) << "\"}";
+    o << "{\"enabled\": false, \"size_bytes\": " << config.size_bytes
+      << ", \"ra_kb\": " << config.ra_kb << ", \"rasync\": " << (config.rasync ? "true" : "false")
+      << ", \"variant\": \"" << buffered_variant_name(config.variant) << "\"}";
 }
 
 void BufferedIo::write_json(std::ostream& o) const {
@@ -1198,19 +1243,22 @@ void BufferedIo::write_json(std::ostream& o) const {
         writeback = cache_->nr_writeback();
     }
     uint64_t looks = s.hits + s.misses;
-    o << "{\"enabled\": " << (used_ ? "true" : "false") << ", \"size_bytes\": " << config_.size_bytes
+    o << "{\"enabled\": " << (used_ ? "true" : "false")
+      << ", \"size_bytes\": " << config_.size_bytes
       << ", \"capacity_pages\": " << cache_->capacity_pages() << ", \"ra_kb\": " << config_.ra_kb
       << ", \"rasync\": " << (config_.rasync ? "true" : "false") << ", \"variant\": \""
-      << buffered_variant_name(config_.variant) << "\", \"virtual_time\": "
-      << (virtual_ ? "true" : "false") << ", \"max_workers\": " << max_workers()
-      << ", \"pages\": " << pages << ", \"dirty\": " << dirty << ", \"writeback\": " << writeback
+      << buffered_variant_name(config_.variant)
+      << "\", \"virtual_time\": " << (virtual_ ? "true" : "false")
+      << ", \"max_workers\": " << max_workers() << ", \"pages\": " << pages
+      << ", \"dirty\": " << dirty << ", \"writeback\": " << writeback
       << ", \"high_water_pages\": " << c.high_water << ", \"pages_added\": " << c.pages_added
       << ", \"evictions\": " << c.evictions << ", \"evict_skipped\": " << c.evict_skipped
       << ", \"over_limit\": " << c.over_limit << ", \"memory_bytes\": " << c.data_bytes
       << ", \"reads\": " << s.reads << ", \"writes\": " << s.writes << ", \"fsyncs\": " << s.fsyncs
       << ", \"read_bytes\": " << s.read_bytes << ", \"write_bytes\": " << s.write_bytes
-      << ", \"hits\": " << s.hits << ", \"misses\": " << s.misses << ", \"hit_ratio\": "
-      << (looks ? double(s.hits) / double(looks) : 0.0) << ", \"readahead\": {";
+      << ", \"hits\": " << s.hits << ", \"misses\": " << s.misses
+      << ", \"hit_ratio\": " << (looks ? double(s.hits) / double(looks) : 0.0)
+      << ", \"readahead\": {";
     uint64_t windows = 0, ra_pages = 0;
     for (int k = 0; k < 4; k++) {
         windows += s.ra_windows[k];
@@ -1228,22 +1276,27 @@ void BufferedIo::write_json(std::ostream& o) const {
     }
     o << "}}, \"pages_read\": " << s.pages_read << ", \"read_bios\": " << s.read_bios
       << ", \"read_errors\": " << s.read_errors << ", \"inline_attempts\": " << s.inline_attempts
-      << ", \"worker_attempts\": " << s.worker_attempts << ", \"callbacks_armed\": " << s.callbacks_armed
+      << ", \"worker_attempts\": " << s.worker_attempts
+      << ", \"callbacks_armed\": " << s.callbacks_armed
       << ", \"task_work_runs\": " << s.task_work_runs << ", \"punts\": " << s.punts
       << ", \"inline_completions\": " << s.inline_completions
       << ", \"task_work_completions\": " << s.task_work_completions
       << ", \"worker_completions\": " << s.worker_completions
       << ", \"submitter_page_reads\": " << s.submitter_page_reads
-      << ", \"worker_page_reads\": " << s.worker_page_reads << ", \"workers_created\": " << s.workers_created
+      << ", \"worker_page_reads\": " << s.worker_page_reads
+      << ", \"workers_created\": " << s.workers_created
       << ", \"worker_high_water\": " << s.worker_high_water
       << ", \"busy_worker_high_water\": " << s.busy_worker_high_water
-      << ", \"worker_sleeps\": " << s.worker_sleeps << ", \"submitter_blocks\": " << s.submitter_blocks
+      << ", \"worker_sleeps\": " << s.worker_sleeps
+      << ", \"submitter_blocks\": " << s.submitter_blocks
       << ", \"pages_dirtied\": " << s.pages_dirtied << ", \"read_for_write\": " << s.read_for_write
       << ", \"write_waits\": " << s.write_waits << ", \"throttled_writes\": " << s.throttled_writes
-      << ", \"writeback_pages\": " << s.writeback_pages << ", \"writeback_bios\": " << s.writeback_bios
+      << ", \"writeback_pages\": " << s.writeback_pages
+      << ", \"writeback_bios\": " << s.writeback_bios
       << ", \"writeback_errors\": " << s.writeback_errors << ", \"syncs\": " << s.syncs
-      << ", \"invalidations\": " << s.invalidations << ", \"invalidated_pages\": " << s.invalidated_pages
-      << ", \"errors\": " << s.errors << ", \"double_completions\": " << s.double_completions << "}";
+      << ", \"invalidations\": " << s.invalidations
+      << ", \"invalidated_pages\": " << s.invalidated_pages << ", \"errors\": " << s.errors
+      << ", \"double_completions\": " << s.double_completions << "}";
 }
 
 }  // namespace mdsplit

@@ -124,19 +124,19 @@ struct BufferedPath {
     Op op = Op::Read;
     int32_t error = 0;
     uint64_t resid = 0;
-    uint32_t inline_attempts = 0;   // read attempts by the submitter (incl. task_work retries)
-    uint32_t task_work_runs = 0;    // page-wait callbacks that ran (task_work retries)
-    uint32_t callbacks_armed = 0;   // -EIOCBQUEUED: page-wait callbacks armed
-    uint32_t worker_attempts = 0;   // attempts by an io-wq worker
+    uint32_t inline_attempts = 0;  // read attempts by the submitter (incl. task_work retries)
+    uint32_t task_work_runs = 0;   // page-wait callbacks that ran (task_work retries)
+    uint32_t callbacks_armed = 0;  // -EIOCBQUEUED: page-wait callbacks armed
+    uint32_t worker_attempts = 0;  // attempts by an io-wq worker
     bool punted = false;
-    uint32_t worker = 0;            // the worker that took it (1-based), 0 = none
-    uint32_t pages_hit = 0;         // pages up to date at the first look
+    uint32_t worker = 0;     // the worker that took it (1-based), 0 = none
+    uint32_t pages_hit = 0;  // pages up to date at the first look
     uint32_t pages_missed = 0;
-    uint32_t submitter_reads = 0;   // page reads this I/O started from the submitter
-    uint32_t worker_reads = 0;      // ... from its worker
-    uint32_t worker_sleeps = 0;     // times its worker slept on a page
-    uint32_t waits = 0;             // writes: waits on a locked / written-back page
-    uint32_t completions = 0;       // must end at exactly 1
+    uint32_t submitter_reads = 0;  // page reads this I/O started from the submitter
+    uint32_t worker_reads = 0;     // ... from its worker
+    uint32_t worker_sleeps = 0;    // times its worker slept on a page
+    uint32_t waits = 0;            // writes: waits on a locked / written-back page
+    uint32_t completions = 0;      // must end at exactly 1
     BufferedWhere issued_by = BufferedWhere::None;     // who started the reads it waited for
     BufferedWhere completed_in = BufferedWhere::None;  // Submitter = inline
     uint64_t submit_ns = 0;
@@ -166,8 +166,8 @@ struct BufferedStats {
 
 class BufferedIo {
 public:
-    BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top, std::vector<MemberQueue*> members,
-               const PageCacheConfig& config);
+    BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
+               std::vector<MemberQueue*> members, const PageCacheConfig& config);
     ~BufferedIo();
     BufferedIo(const BufferedIo&) = delete;
     BufferedIo& operator=(const BufferedIo&) = delete;
@@ -323,14 +323,15 @@ private:
     bool used_ = false;
     bool record_paths_ = false;
     std::vector<BufferedPath> paths_;
-    BufferedStats stats_;   // worker-touched fields under the cache mutex
+    BufferedStats stats_;  // worker-touched fields under the cache mutex
     size_t live_requests_ = 0;
     ObjectPool<Request> requests_;  // loop thread
     uint64_t dirty_background_;
     uint64_t dirty_limit_;
 
-    std::unordered_map<uint32_t, FileRaState> ra_states_;  // per fio job (pid), under the cache mutex
-    TaskContext io_task_;   // context for page I/O the loop submits on its own
+    std::unordered_map<uint32_t, FileRaState>
+        ra_states_;        // per fio job (pid), under the cache mutex
+    TaskContext io_task_;  // context for page I/O the loop submits on its own
 
     // Virtual clock: the submitter's CPU and its task_work queue.
     uint64_t submitter_busy_ = 0;
@@ -354,7 +355,7 @@ private:
 
     // Write-back.
     uint64_t wb_seq_ = 0;
-    uint64_t wb_cursor_ = 0;                     // mapping->writeback_index
+    uint64_t wb_cursor_ = 0;                       // mapping->writeback_index
     std::map<uint64_t, uint64_t> wb_outstanding_;  // batch -> pages still under write-back
     uint64_t wb_errors_ = 0, wb_errors_reported_ = 0;
     bool writeback_scheduled_ = false;

@@ -22,7 +22,8 @@ constexpr uint64_t kFsyncCookie = ~uint64_t(0);
 BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloadSpec& spec) {
     uint64_t dev = stack.size_bytes();
     if (spec.block_size == 0) throw std::invalid_argument("workload: bs must be positive");
-    if (spec.offset >= dev) throw std::invalid_argument("workload: offset is past the end of the device");
+    if (spec.offset >= dev)
+        throw std::invalid_argument("workload: offset is past the end of the device");
     uint64_t region = spec.size ? spec.size : dev - spec.offset;
     if (region > dev - spec.offset) region = dev - spec.offset;
     uint64_t blocks = region / spec.block_size;
@@ -74,7 +75,8 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
             uint64_t lat = now - issued_at[slot];
             r.total_latency_ns += lat;
             if (lat > r.max_latency_ns) r.max_latency_ns = lat;
-            if (c.error) r.errors++;
+            if (c.error)
+                r.errors++;
             else {
                 r.ios++;
                 r.bytes += spec.block_size - c.resid;
@@ -122,8 +124,9 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
         size_t before = task.completions.size();
         stack.reap(task, 1, ~uint64_t(0) / 2);
         if (task.completions.size() == before && !loop.has_pending() && task.in_flight)
-            throw std::runtime_error("mdsplit: buffered workload: " + std::to_string(task.in_flight) +
-                                     " I/Os in flight with nothing pending (lost)");
+            throw std::runtime_error(
+                "mdsplit: buffered workload: " + std::to_string(task.in_flight) +
+                " I/Os in flight with nothing pending (lost)");
     }
     r.elapsed_ns = loop.now() - start;
     return r;

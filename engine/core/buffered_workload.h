@@ -21,10 +21,10 @@ struct BufferedWorkloadSpec {
     uint64_t size = 0;         // region size (0 = device size - offset)
     uint64_t total_bytes = 0;  // stop after this many bytes (0 = one pass of the region)
     uint32_t iodepth = 1;
-    uint32_t batch = 1;        // I/Os queued per commit
+    uint32_t batch = 1;  // I/Os queued per commit
     uint64_t seed = 1;
     uint32_t pid = 1;
-    bool end_fsync = false;    // fio's end_fsync=1: one fsync at the end, timed
+    bool end_fsync = false;  // fio's end_fsync=1: one fsync at the end, timed
 };
 
 struct BufferedWorkloadResult {
@@ -36,7 +36,9 @@ struct BufferedWorkloadResult {
     uint64_t max_latency_ns = 0;
     uint64_t unexpected_completions = 0;  // a cookie that was not in flight (completed twice)
     double iops() const { return elapsed_ns ? double(ios) * 1e9 / double(elapsed_ns) : 0; }
-    double bandwidth_bps() const { return elapsed_ns ? double(bytes) * 1e9 / double(elapsed_ns) : 0; }
+    double bandwidth_bps() const {
+        return elapsed_ns ? double(bytes) * 1e9 / double(elapsed_ns) : 0;
+    }
     double mean_latency_ns() const { return ios ? double(total_latency_ns) / double(ios) : 0; }
 };
 

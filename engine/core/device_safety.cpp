@@ -33,10 +33,12 @@ const Signature kSignatures[] = {
     {0, std::string_view("LUKS\xba\xbe", 6), "a LUKS header (\"LUKS\\xba\\xbe\" at byte 0)"},
     {0, "XFSB", "an XFS file system signature (\"XFSB\" at byte 0)"},
     {65600, "_BHRfS_M", "a btrfs file system signature (\"_BHRfS_M\" at byte 65600)"},
-    {1080, std::string_view("\x53\xef", 2), "an ext2/3/4 file system signature (0xEF53 at byte 1080)"},
+    {1080, std::string_view("\x53\xef", 2),
+     "an ext2/3/4 file system signature (0xEF53 at byte 1080)"},
     {4086, "SWAPSPACE2", "a swap signature (\"SWAPSPACE2\" at byte 4086)"},
     {4086, "SWAP-SPACE", "a swap signature (\"SWAP-SPACE\" at byte 4086)"},
-    {4096, std::string_view("\xfc\x4e\x2b\xa9", 4), "an md RAID superblock (0xA92B4EFC at byte 4096)"},
+    {4096, std::string_view("\xfc\x4e\x2b\xa9", 4),
+     "an md RAID superblock (0xA92B4EFC at byte 4096)"},
     {510, std::string_view("\x55\xaa", 2), "a partition table or boot sector (0x55AA at byte 510)"},
 };
 
@@ -196,10 +198,10 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
                                     "an unused device, or " + allow);
         std::string signature = find_signature(m.path);
         if (!signature.empty())
-            throw make_config_error(config.source, key,
-                                    quoted(m.path) + " carries " + signature +
-                                        ": writing would destroy it",
-                                    "a blank device (wipefs -a), a read-only job, or " + allow);
+            throw make_config_error(
+                config.source, key,
+                quoted(m.path) + " carries " + signature + ": writing would destroy it",
+                "a blank device (wipefs -a), a read-only job, or " + allow);
     }
 }
 

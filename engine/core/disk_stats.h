@@ -10,8 +10,8 @@
 namespace mdsplit {
 
 struct DiskStats {
-    uint64_t ios[2] = {0, 0};       // completed requests (bios on a bio-based device)
-    uint64_t merges[2] = {0, 0};    // bios merged into an existing request
+    uint64_t ios[2] = {0, 0};     // completed requests (bios on a bio-based device)
+    uint64_t merges[2] = {0, 0};  // bios merged into an existing request
     uint64_t sectors[2] = {0, 0};
     uint64_t ticks_ns[2] = {0, 0};  // sum of request lifetimes (start -> completion)
     uint64_t errors[2] = {0, 0};

@@ -194,7 +194,8 @@ size_t EventLoop::run_posted() {
         posted_nonempty_.store(false, std::memory_order_release);
     }
     size_t n = posted_running_.size();
-    for (size_t i = 0; i < n; i++) posted_running_[i].cb(posted_running_[i].arg, posted_running_[i].tag);
+    for (size_t i = 0; i < n; i++)
+        posted_running_[i].cb(posted_running_[i].arg, posted_running_[i].tag);
     posted_running_.clear();
     return n;
 }

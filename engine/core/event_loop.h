@@ -111,7 +111,7 @@ private:
     Clock& clock_;
     bool virtual_;
     uint64_t now_;
-    std::vector<Timer> timers_;  // min-heap on (deadline, id)
+    std::vector<Timer> timers_;               // min-heap on (deadline, id)
     std::unordered_set<uint64_t> armed_;      // scheduled, not yet fired or cancelled
     std::unordered_set<uint64_t> cancelled_;  // still in the heap, to skip
     std::deque<Deferred> deferred_;
@@ -127,10 +127,10 @@ private:
     std::vector<Deferred> posted_running_;      // loop thread: the batch being run
     std::atomic<bool> posted_nonempty_{false};  // set under posted_mutex_
     std::once_flag wake_fd_once_;
-    int wake_fd_ = -1;                          // eventfd, created on first use
+    int wake_fd_ = -1;  // eventfd, created on first use
     bool wake_fd_owned_ = false;
     bool wake_covers_sources_ = false;
-    int64_t remote_expected_ = 0;               // loop thread
+    int64_t remote_expected_ = 0;  // loop thread
 };
 
 }  // namespace mdsplit

@@ -6,7 +6,9 @@ namespace mdsplit {
 
 MemberQueue::MemberQueue(BlockLayer& layer, std::string name, uint32_t devt,
                          std::unique_ptr<Backend> backend, const MemberQueueLimits& limits)
-    : BlockDevice(std::move(name), devt), layer_(layer), backend_(std::move(backend)),
+    : BlockDevice(std::move(name), devt),
+      layer_(layer),
+      backend_(std::move(backend)),
       limits_(limits) {
     capacity_ = backend_->size_bytes() >> kSectorShift;
     max_sectors_ = limits.max_sectors;
@@ -28,8 +30,10 @@ void MemberQueue::submit_bio(Bio* bio) {
     if (scheduler_ && attempt_sched_merge(bio)) return;
 
     Request* rq = alloc_request(bio);
-    if (plug) add_rq_to_plug(*plug, rq);
-    else dispatch(rq);
+    if (plug)
+        add_rq_to_plug(*plug, rq);
+    else
+        dispatch(rq);
 }
 
 Request* MemberQueue::alloc_request(Bio* bio) {
@@ -141,8 +145,10 @@ void MemberQueue::dispatch(Request* rq) {
     // No free tag: the request waits on the hctx dispatch list.
     layer_.trace_rq(TraceAction::Insert, this, rq);
     rq->next = nullptr;
-    if (waiting_tail_) waiting_tail_->next = rq;
-    else waiting_head_ = rq;
+    if (waiting_tail_)
+        waiting_tail_->next = rq;
+    else
+        waiting_head_ = rq;
     waiting_tail_ = rq;
 }
 
@@ -276,8 +282,10 @@ void MemberQueue::run_queue() {
         }
         // blk_mq_get_driver_tag() failed: onto hctx->dispatch, restart later.
         rq->next = nullptr;
-        if (waiting_tail_) waiting_tail_->next = rq;
-        else waiting_head_ = rq;
+        if (waiting_tail_)
+            waiting_tail_->next = rq;
+        else
+            waiting_head_ = rq;
         waiting_tail_ = rq;
         restart_ = true;
         break;

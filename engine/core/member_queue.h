@@ -23,8 +23,8 @@ struct MemberQueueLimits {
 
 class MemberQueue final : public BlockDevice {
 public:
-    MemberQueue(BlockLayer& layer, std::string name, uint32_t devt, std::unique_ptr<Backend> backend,
-                const MemberQueueLimits& limits);
+    MemberQueue(BlockLayer& layer, std::string name, uint32_t devt,
+                std::unique_ptr<Backend> backend, const MemberQueueLimits& limits);
     ~MemberQueue() override;
 
     void submit_bio(Bio* bio) override;
@@ -81,9 +81,9 @@ private:
     static void deferred_run(void* arg, uint64_t tag);
     static void delayed_run(void* arg, uint64_t tag);
     std::unique_ptr<IoScheduler> scheduler_;
-    bool run_pending_ = false;    // an async run is queued
-    bool restart_ = false;        // BLK_MQ_S_SCHED_RESTART
-    uint64_t delay_timer_ = 0;    // pending BLK_MQ_BUDGET_DELAY re-run (timer id)
+    bool run_pending_ = false;  // an async run is queued
+    bool restart_ = false;      // BLK_MQ_S_SCHED_RESTART
+    uint64_t delay_timer_ = 0;  // pending BLK_MQ_BUDGET_DELAY re-run (timer id)
 };
 
 }  // namespace mdsplit

@@ -10,7 +10,7 @@ namespace mdsplit {
 
 namespace {
 constexpr uint64_t kMinPages = 16;
-constexpr size_t kShrinkScan = 32;         // unreclaimable LRU pages passed over per page reclaimed
+constexpr size_t kShrinkScan = 32;  // unreclaimable LRU pages passed over per page reclaimed
 constexpr size_t kShrinkReferenced = 1024;  // referenced pages given a second chance per page
 }  // namespace
 
@@ -82,16 +82,22 @@ void PageCache::free_page(Page* page) {
 void PageCache::lru_add_head(Page* page) {
     page->lru_prev = nullptr;
     page->lru_next = lru_head_;
-    if (lru_head_) lru_head_->lru_prev = page;
-    else lru_tail_ = page;
+    if (lru_head_)
+        lru_head_->lru_prev = page;
+    else
+        lru_tail_ = page;
     lru_head_ = page;
 }
 
 void PageCache::lru_remove(Page* page) {
-    if (page->lru_prev) page->lru_prev->lru_next = page->lru_next;
-    else lru_head_ = page->lru_next;
-    if (page->lru_next) page->lru_next->lru_prev = page->lru_prev;
-    else lru_tail_ = page->lru_prev;
+    if (page->lru_prev)
+        page->lru_prev->lru_next = page->lru_next;
+    else
+        lru_head_ = page->lru_next;
+    if (page->lru_next)
+        page->lru_next->lru_prev = page->lru_prev;
+    else
+        lru_tail_ = page->lru_prev;
     page->lru_prev = page->lru_next = nullptr;
 }
 

@@ -36,13 +36,13 @@ inline constexpr unsigned kPageShift = 12;
 inline constexpr uint64_t kCachePageSize = uint64_t(1) << kPageShift;
 
 enum PageFlag : uint32_t {
-    kPgLocked = 1u << 0,     // PG_locked: I/O in progress (or being filled)
-    kPgUptodate = 1u << 1,   // PG_uptodate
-    kPgDirty = 1u << 2,      // PG_dirty
-    kPgWriteback = 1u << 3,  // PG_writeback
-    kPgReadahead = 1u << 4,  // PG_readahead: reaching it starts async readahead
-    kPgError = 1u << 5,      // PG_error: the last read failed
-    kPgReferenced = 1u << 6, // PG_referenced: accessed since reclaim last looked
+    kPgLocked = 1u << 0,      // PG_locked: I/O in progress (or being filled)
+    kPgUptodate = 1u << 1,    // PG_uptodate
+    kPgDirty = 1u << 2,       // PG_dirty
+    kPgWriteback = 1u << 3,   // PG_writeback
+    kPgReadahead = 1u << 4,   // PG_readahead: reaching it starts async readahead
+    kPgError = 1u << 5,       // PG_error: the last read failed
+    kPgReferenced = 1u << 6,  // PG_referenced: accessed since reclaim last looked
 };
 
 struct Page;
@@ -58,7 +58,7 @@ struct PageWaiter {
 };
 
 struct Page {
-    uint64_t index = 0;        // page offset in the file
+    uint64_t index = 0;  // page offset in the file
     uint32_t flags = 0;
     uint32_t refcount = 0;     // pins: the I/O, a reader copying, a waiter
     uint32_t sleepers = 0;     // threads sleeping on this page
@@ -66,7 +66,7 @@ struct Page {
     uint64_t wb_batch = 0;     // the write-back batch it is in (fsync)
     Page* lru_prev = nullptr;  // LRU: head = most recently used
     Page* lru_next = nullptr;
-    Page* io_next = nullptr;   // the next page of the same bio while under I/O
+    Page* io_next = nullptr;  // the next page of the same bio while under I/O
     PageWaiter* waiters = nullptr;
 
     bool locked() const { return flags & kPgLocked; }
@@ -76,13 +76,13 @@ struct Page {
 };
 
 struct PageCacheStats {
-    uint64_t pages_added = 0;      // add_to_page_cache_lru()
-    uint64_t evictions = 0;        // clean pages reclaimed for new ones
-    uint64_t evict_skipped = 0;    // LRU pages passed over (dirty, locked, pinned)
-    uint64_t over_limit = 0;       // pages added with nothing evictable (limit exceeded)
-    uint64_t invalidated = 0;      // pages dropped by invalidate_clean()
-    uint64_t high_water = 0;       // most pages held at once
-    uint64_t data_bytes = 0;       // page memory allocated (never shrinks)
+    uint64_t pages_added = 0;    // add_to_page_cache_lru()
+    uint64_t evictions = 0;      // clean pages reclaimed for new ones
+    uint64_t evict_skipped = 0;  // LRU pages passed over (dirty, locked, pinned)
+    uint64_t over_limit = 0;     // pages added with nothing evictable (limit exceeded)
+    uint64_t invalidated = 0;    // pages dropped by invalidate_clean()
+    uint64_t high_water = 0;     // most pages held at once
+    uint64_t data_bytes = 0;     // page memory allocated (never shrinks)
 };
 
 class PageCache {

@@ -25,8 +25,10 @@ struct PlugList {
     }
     void push(Request* rq) {
         rq->next = nullptr;
-        if (tail) tail->next = rq;
-        else head = rq;
+        if (tail)
+            tail->next = rq;
+        else
+            head = rq;
         tail = rq;
         rq_count++;
     }

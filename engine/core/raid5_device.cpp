@@ -28,9 +28,9 @@ void xor_page(uint8_t* dst, const uint8_t* src) {
 // One piece of a bio in one stripe head: at most one 4 KiB unit of a member
 // (the bio list hanging off sh->dev[i].toread / towrite).
 struct Raid5Device::StripeEntry {
-    Bio* bio = nullptr;    // the md-accounted bio, holding one reference per entry
-    uint32_t disk = 0;     // member the piece lives on
-    uint32_t offset = 0;   // sectors into the member's unit
+    Bio* bio = nullptr;   // the md-accounted bio, holding one reference per entry
+    uint32_t disk = 0;    // member the piece lives on
+    uint32_t offset = 0;  // sectors into the member's unit
     uint32_t sectors = 0;
     uint8_t* data = nullptr;  // the piece in the bio's buffer (null: no data)
 };
@@ -43,9 +43,9 @@ struct Raid5Device::StripeHead {
     // How handle_stripe_dirtying() chose to compute the new parity.
     enum class Mode { Rcw, Rmw, NoParity, RebuildFailed };
 
-    sector_t sector = 0;      // member sector of the row (multiple of 8)
+    sector_t sector = 0;  // member sector of the row (multiple of 8)
     uint32_t pd_idx = 0;
-    uint8_t* pages = nullptr;  // one page per member (sh->dev[i].page)
+    uint8_t* pages = nullptr;                   // one page per member (sh->dev[i].page)
     std::vector<StripeEntry> toread, towrite;   // waiting for the next generation
     std::vector<StripeEntry> reading, writing;  // the generation being handled
     Phase phase = Phase::Idle;
@@ -55,8 +55,8 @@ struct Raid5Device::StripeHead {
     uint32_t pending = 0;     // member bios in flight
     uint64_t skip = 0;        // members Faulty when this generation started (not read)
     int32_t error = 0;
-    bool on_list = false;     // on the handle list
-    bool handling = false;    // inside handle_stripe()
+    bool on_list = false;   // on the handle list
+    bool handling = false;  // inside handle_stripe()
     Raid5Device* conf = nullptr;
 
     uint8_t* page(uint32_t i) { return pages + size_t(i) * kRaid5StripeBytes; }
@@ -65,7 +65,9 @@ struct Raid5Device::StripeHead {
 Raid5Device::Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
                          std::vector<MemberQueue*> members, const std::vector<bool>& failed,
                          const DeviceConfig& config)
-    : BlockDevice(std::move(name), devt), layer_(layer), members_(std::move(members)),
+    : BlockDevice(std::move(name), devt),
+      layer_(layer),
+      members_(std::move(members)),
       geometry_(uint32_t(members_.size()), uint32_t(config.chunk_bytes >> kSectorShift),
                 config.layout) {
     if (members_.size() > 64)
@@ -462,8 +464,10 @@ void Raid5Device::handle_stripe_dirtying(StripeHead* sh) {
     } else if (rcw_ok) {
         sh->mode = Mode::Rcw;
         reads = rcw_reads;
-        if (reads) counters_.rcw++;
-        else counters_.full_stripe_writes++;
+        if (reads)
+            counters_.rcw++;
+        else
+            counters_.full_stripe_writes++;
     } else {
         // A partly written unit of the failed member: rebuild its old
         // content from every other member first.
@@ -486,8 +490,10 @@ void Raid5Device::reconstruct_and_write(StripeHead* sh) {
         for (const StripeEntry& e : sh->writing) {
             uint8_t* dst = sh->page(e.disk) + (uint64_t(e.offset) << kSectorShift);
             uint64_t len = uint64_t(e.sectors) << kSectorShift;
-            if (e.data) memcpy(dst, e.data, len);
-            else memset(dst, 0, len);
+            if (e.data)
+                memcpy(dst, e.data, len);
+            else
+                memset(dst, 0, len);
         }
     };
     auto xor_data = [&] {
@@ -496,30 +502,31 @@ void Raid5Device::reconstruct_and_write(StripeHead* sh) {
             if (i != sh->pd_idx) xor_page(p, sh->page(i));
     };
     switch (sh->mode) {
-    case Mode::Rmw:
-        for (uint32_t i = 0; i < n; i++)
-            if (sh->written & bit(i)) xor_page(p, sh->page(i));  // prexor: take the old data out
-        biodrain();
-        for (uint32_t i = 0; i < n; i++)
-            if (sh->written & bit(i)) xor_page(p, sh->page(i));  // put the new data in
-        break;
-    case Mode::Rcw:
-        biodrain();
-        xor_data();
-        break;
-    case Mode::NoParity:
-        biodrain();
-        break;
-    case Mode::RebuildFailed: {
-        uint32_t skipped = uint32_t(std::countr_zero(sh->skip));
-        uint8_t* missing = sh->page(skipped);
-        memset(missing, 0, kRaid5StripeBytes);
-        for (uint32_t i = 0; i < n; i++)
-            if (i != skipped) xor_page(missing, sh->page(i));
-        biodrain();
-        xor_data();
-        break;
-    }
+        case Mode::Rmw:
+            for (uint32_t i = 0; i < n; i++)
+                if (sh->written & bit(i))
+                    xor_page(p, sh->page(i));  // prexor: take the old data out
+            biodrain();
+            for (uint32_t i = 0; i < n; i++)
+                if (sh->written & bit(i)) xor_page(p, sh->page(i));  // put the new data in
+            break;
+        case Mode::Rcw:
+            biodrain();
+            xor_data();
+            break;
+        case Mode::NoParity:
+            biodrain();
+            break;
+        case Mode::RebuildFailed: {
+            uint32_t skipped = uint32_t(std::countr_zero(sh->skip));
+            uint8_t* missing = sh->page(skipped);
+            memset(missing, 0, kRaid5StripeBytes);
+            for (uint32_t i = 0; i < n; i++)
+                if (i != skipped) xor_page(missing, sh->page(i));
+            biodrain();
+            xor_data();
+            break;
+        }
     }
     // A member that became Faulty since the pre-reads is not written; the
     // parity computed above covers its unit.

@@ -6,10 +6,14 @@ namespace mdsplit {
 
 const char* ra_kind_name(RaKind kind) {
     switch (kind) {
-    case RaKind::Sync: return "sync";
-    case RaKind::Async: return "async";
-    case RaKind::Random: return "random";
-    case RaKind::Forced: return "forced";
+        case RaKind::Sync:
+            return "sync";
+        case RaKind::Async:
+            return "async";
+        case RaKind::Random:
+            return "random";
+        case RaKind::Forced:
+            return "forced";
     }
     return "?";
 }
@@ -113,9 +117,12 @@ void ondemand_readahead(ReadaheadControl& ctl, FileRaState& ra, bool hit_readahe
 // 4x small requests, 2x medium ones, max for large.
 uint64_t get_init_ra_size(uint64_t size, uint64_t max) {
     uint64_t newsize = roundup_pow_of_two(size);
-    if (newsize <= max / 32) newsize = newsize * 4;
-    else if (newsize <= max / 4) newsize = newsize * 2;
-    else newsize = max;
+    if (newsize <= max / 32)
+        newsize = newsize * 4;
+    else if (newsize <= max / 4)
+        newsize = newsize * 2;
+    else
+        newsize = max;
     return newsize;
 }
 
@@ -167,8 +174,8 @@ void force_page_cache_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index,
     }
 }
 
-void page_cache_sync_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index,
-                        uint64_t req_count, bool fmode_random, bool forced_ra_when_disabled) {
+void page_cache_sync_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index, uint64_t req_count,
+                        bool fmode_random, bool forced_ra_when_disabled) {
     bool do_forced_ra = fmode_random;
     if (!ra.ra_pages) {
         // Before 324bcf54: no readahead at all, the read path allocates and
@@ -186,9 +193,9 @@ void page_cache_sync_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index,
     ondemand_readahead(ctl, ra, false, index, req_count);
 }
 
-void page_cache_async_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index,
-                         uint64_t req_count, bool page_writeback) {
-    if (!ra.ra_pages) return;  // no readahead
+void page_cache_async_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index, uint64_t req_count,
+                         bool page_writeback) {
+    if (!ra.ra_pages) return;    // no readahead
     if (page_writeback) return;  // the same bit is PG_reclaim
     ctl.kind = RaKind::Async;
     ondemand_readahead(ctl, ra, true, index, req_count);

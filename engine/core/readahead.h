@@ -26,10 +26,10 @@
 namespace mdsplit {
 
 struct FileRaState {
-    uint64_t start = 0;        // where the current window starts
-    uint64_t size = 0;         // its size
-    uint64_t async_size = 0;   // start async readahead this many pages before its end
-    uint64_t ra_pages = 0;     // maximum window (bdi ra_pages: ra_kb / 4); 0 = disabled
+    uint64_t start = 0;                // where the current window starts
+    uint64_t size = 0;                 // its size
+    uint64_t async_size = 0;           // start async readahead this many pages before its end
+    uint64_t ra_pages = 0;             // maximum window (bdi ra_pages: ra_kb / 4); 0 = disabled
     uint64_t prev_pos = ~uint64_t(0);  // byte position after the last read (-1: none)
 };
 
@@ -60,7 +60,7 @@ public:
     // A window decided by do_page_cache_ra(): statistics.
     virtual void window(RaKind /*kind*/, uint64_t /*start*/, uint64_t /*nr*/, uint64_t /*async*/) {}
 
-    uint64_t io_pages = 32;     // bdi->io_pages: the device's max_sectors in pages
+    uint64_t io_pages = 32;      // bdi->io_pages: the device's max_sectors in pages
     RaKind kind = RaKind::Sync;  // set by the functions below for window()
 };
 
@@ -69,12 +69,12 @@ uint64_t get_next_ra_size(const FileRaState& ra, uint64_t max);
 
 // page_cache_sync_ra(). `fmode_random`: the file was fadvised RANDOM;
 // `forced_ra_when_disabled`: commit 324bcf54 is applied (variant forced-ra).
-void page_cache_sync_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index,
-                        uint64_t req_count, bool fmode_random, bool forced_ra_when_disabled);
+void page_cache_sync_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index, uint64_t req_count,
+                        bool fmode_random, bool forced_ra_when_disabled);
 // page_cache_async_ra() for page `index`, which carried PG_readahead (the
 // caller clears it, as ClearPageReadahead() does). `page_writeback`: skip.
-void page_cache_async_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index,
-                         uint64_t req_count, bool page_writeback);
+void page_cache_async_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index, uint64_t req_count,
+                         bool page_writeback);
 // force_page_cache_ra(): reads nr_to_read pages (capped at
 // max(io_pages, ra_pages)) from index in 2 MiB chunks.
 void force_page_cache_ra(ReadaheadControl& ctl, FileRaState& ra, uint64_t index,

@@ -26,10 +26,10 @@ struct IoCompletion {
 enum class IoprioClass : uint8_t { None = 0, RT = 1, BE = 2, Idle = 3 };
 
 struct SchedIdentity {
-    std::string group;               // cgroup name; empty = the root group
-    uint32_t group_weight = 100;     // io.bfq.weight (BFQ_DEFAULT_GRP_WEIGHT), 1..1000
+    std::string group;                           // cgroup name; empty = the root group
+    uint32_t group_weight = 100;                 // io.bfq.weight (BFQ_DEFAULT_GRP_WEIGHT), 1..1000
     IoprioClass ioprio_class = IoprioClass::BE;  // None behaves as BE (task_nice_ioclass)
-    uint8_t ioprio = 4;              // 0..7, IOPRIO_NORM = 4; bfq weight = (8 - ioprio) * 10
+    uint8_t ioprio = 4;  // 0..7, IOPRIO_NORM = 4; bfq weight = (8 - ioprio) * 10
 };
 // ---------------------------------------------------------------------------
 

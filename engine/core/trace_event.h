@@ -32,11 +32,11 @@ struct TraceEvent {
     uint32_t device = 0;    // major << 20 | minor (blktrace's encoding)
     TraceAction action = TraceAction::Queue;
     Op op = Op::Read;
-    bool sync = false;      // REQ_SYNC (direct I/O reads and writes)
+    bool sync = false;  // REQ_SYNC (direct I/O reads and writes)
     sector_t sector = 0;
     uint32_t bytes = 0;
-    uint32_t pid = 0;       // the submitting fio job
-    int32_t error = 0;      // negative errno on C
+    uint32_t pid = 0;   // the submitting fio job
+    int32_t error = 0;  // negative errno on C
     // Payloads: Split -> new_sector; Remap -> from_device + from_sector;
     // Unplug -> depth (requests flushed).
     sector_t new_sector = 0;

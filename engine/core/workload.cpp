@@ -19,8 +19,10 @@ struct AlignedFree {
 WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec) {
     uint64_t dev = stack.size_bytes();
     if (spec.block_size == 0 || spec.block_size % stack.logical_block_size())
-        throw std::invalid_argument("workload: bs must be a positive multiple of the logical block size");
-    if (spec.offset >= dev) throw std::invalid_argument("workload: offset is past the end of the device");
+        throw std::invalid_argument(
+            "workload: bs must be a positive multiple of the logical block size");
+    if (spec.offset >= dev)
+        throw std::invalid_argument("workload: offset is past the end of the device");
     uint64_t region = spec.size ? spec.size : dev - spec.offset;
     if (region > dev - spec.offset) region = dev - spec.offset;
     uint64_t blocks = region / spec.block_size;
@@ -75,7 +77,8 @@ WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec) {
             uint64_t lat = now - issued_at[slot];
             r.total_latency_ns += lat;
             if (lat > r.max_latency_ns) r.max_latency_ns = lat;
-            if (c.error) r.errors++;
+            if (c.error)
+                r.errors++;
             else {
                 r.ios++;
                 r.bytes += spec.block_size - c.resid;
@@ -120,15 +123,17 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
     std::vector<std::unique_ptr<TaskRun>> runs;
     for (const WorkloadSpec& spec : specs) {
         if (spec.block_size == 0 || spec.block_size % stack.logical_block_size())
-            throw std::invalid_argument("workload: bs must be a positive multiple of the logical block size");
-        if (spec.offset >= dev) throw std::invalid_argument("workload: offset is past the end of the device");
+            throw std::invalid_argument(
+                "workload: bs must be a positive multiple of the logical block size");
+        if (spec.offset >= dev)
+            throw std::invalid_argument("workload: offset is past the end of the device");
         auto t = std::make_unique<TaskRun>();
         t->spec = &spec;
         uint64_t region = spec.size ? spec.size : dev - spec.offset;
         if (region > dev - spec.offset) region = dev - spec.offset;
         t->blocks = region / spec.block_size;
         if (!t->blocks) throw std::invalid_argument("workload: region is smaller than one block");
-        t->total = spec.total_bytes ? spec.total_bytes
+        t->total = spec.total_bytes  ? spec.total_bytes
                    : spec.runtime_ns ? std::numeric_limits<uint64_t>::max()
                                      : t->blocks * spec.block_size;
         uint32_t depth = spec.iodepth ? spec.iodepth : 1;
@@ -168,7 +173,8 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
                 uint64_t lat = now - t.issued_at[slot];
                 t.r.total_latency_ns += lat;
                 if (lat > t.r.max_latency_ns) t.r.max_latency_ns = lat;
-                if (c.error) t.r.errors++;
+                if (c.error)
+                    t.r.errors++;
                 else {
                     t.r.ios++;
                     t.r.bytes += spec.block_size - c.resid;
@@ -181,7 +187,8 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
                 }
             }
             t.task.completions.clear();
-            if (t.submitted >= t.total || (spec.runtime_ns && now >= t.r.start_ns + spec.runtime_ns))
+            if (t.submitted >= t.total ||
+                (spec.runtime_ns && now >= t.r.start_ns + spec.runtime_ns))
                 t.stopped = true;
             // Slots still in their think time are not reused yet.
             auto ready = [&]() {  // moves a reusable slot to the back
@@ -199,8 +206,8 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
                     t.free_slots.pop_back();
                     uint64_t block = spec.random ? t.rng() % t.blocks : t.next_block++ % t.blocks;
                     t.issued_at[slot] = now;
-                    stack.queue(t.task, spec.op, spec.offset + block * spec.block_size, spec.block_size,
-                                t.buffers[slot].get(), slot);
+                    stack.queue(t.task, spec.op, spec.offset + block * spec.block_size,
+                                spec.block_size, t.buffers[slot].get(), slot);
                     t.submitted += spec.block_size;
                 }
                 stack.commit(t.task);

@@ -15,11 +15,11 @@ struct WorkloadSpec {
     Op op = Op::Read;
     bool random = false;
     uint64_t block_size = 4096;
-    uint64_t offset = 0;        // start of the region
-    uint64_t size = 0;          // region size (0 = device size - offset)
-    uint64_t total_bytes = 0;   // stop after this many bytes (0 = one pass of the region)
+    uint64_t offset = 0;       // start of the region
+    uint64_t size = 0;         // region size (0 = device size - offset)
+    uint64_t total_bytes = 0;  // stop after this many bytes (0 = one pass of the region)
     uint32_t iodepth = 1;
-    uint32_t batch = 1;         // I/Os queued per commit (fio's iodepth_batch)
+    uint32_t batch = 1;  // I/Os queued per commit (fio's iodepth_batch)
     uint64_t seed = 1;
     uint32_t pid = 1;
     // run_workloads() only: when the task starts (loop time, ns), a time
@@ -45,7 +45,9 @@ struct WorkloadResult {
     uint64_t start_ns = 0;  // run_workloads(): loop time of the first submission
     uint64_t end_ns = 0;    // run_workloads(): loop time of the last completion
     double iops() const { return elapsed_ns ? double(ios) * 1e9 / double(elapsed_ns) : 0; }
-    double bandwidth_bps() const { return elapsed_ns ? double(bytes) * 1e9 / double(elapsed_ns) : 0; }
+    double bandwidth_bps() const {
+        return elapsed_ns ? double(bytes) * 1e9 / double(elapsed_ns) : 0;
+    }
     double mean_latency_ns() const { return ios ? double(total_latency_ns) / double(ios) : 0; }
 };
 

@@ -155,7 +155,8 @@ TEST(BfqWf2qTest, GroupWeightsShareTheServiceHierarchically) {
     Wf2q w;
     BfqGroup* slow = w.group(100);
     BfqGroup* fast = w.group(300);
-    std::vector<BfqQueue*> qs = {w.queue(slow, 40), w.queue(slow, 40), w.queue(fast, 40), w.queue(fast, 40)};
+    std::vector<BfqQueue*> qs = {w.queue(slow, 40), w.queue(slow, 40), w.queue(fast, 40),
+                                 w.queue(fast, 40)};
     for (BfqQueue* q : qs) w.activate(q, 64);
     std::vector<int> slots(4, 0);
     for (int i = 0; i < 800; i++) {

@@ -42,8 +42,9 @@ TEST(BufferedCostProbeTest, AnUnusableScratchDirectoryIsAClearError) {
         measure_buffered_costs(o);
         FAIL() << "no error";
     } catch (const std::runtime_error& e) {
-        EXPECT_NE(std::string(e.what()).find("cannot create a scratch file in /nonexistent/mdsplit"),
-                  std::string::npos)
+        EXPECT_NE(
+            std::string(e.what()).find("cannot create a scratch file in /nonexistent/mdsplit"),
+            std::string::npos)
             << e.what();
     }
 }

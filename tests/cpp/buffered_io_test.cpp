@@ -79,7 +79,8 @@ struct Rig {
         return std::vector<uint8_t>(b.get(), b.get() + length);
     }
     // One buffered I/O, run to completion; returns its path.
-    BufferedPath buffered(Op op, uint64_t offset, uint64_t length, uint8_t* buf, uint64_t cookie = 1) {
+    BufferedPath buffered(Op op, uint64_t offset, uint64_t length, uint8_t* buf,
+                          uint64_t cookie = 1) {
         stack->begin_batch(task);
         stack->queue_buffered(task, op, offset, length, buf, cookie);
         stack->commit(task);
@@ -317,7 +318,8 @@ TEST_P(BufferedLoad, RandomReadsAtDepthCompleteOnce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, BufferedLoad,
-                         ::testing::Combine(::testing::Values("pre-c8d317aa", "c8d317aa", "forced-ra"),
+                         ::testing::Combine(::testing::Values("pre-c8d317aa", "c8d317aa",
+                                                              "forced-ra"),
                                             ::testing::Bool(), ::testing::Values(0u, 128u)));
 
 // The thread's shape on the virtual clock with the nvme model: where the
@@ -348,7 +350,8 @@ TEST(BufferedIoTest, VirtualSweepHasTheThreadsShape) {
     // (6.3: the submitter also issues the read).
     for (uint32_t qd : {32u, 128u}) {
         EXPECT_GT(sweep_iops("c8d317aa", false, qd), 1.2 * sweep_iops("c8d317aa", true, qd)) << qd;
-        EXPECT_GT(sweep_iops("forced-ra", true, qd), 1.1 * sweep_iops("forced-ra", false, qd)) << qd;
+        EXPECT_GT(sweep_iops("forced-ra", true, qd), 1.1 * sweep_iops("forced-ra", false, qd))
+            << qd;
     }
     double a = sweep_iops("c8d317aa", true, 1), b = sweep_iops("c8d317aa", false, 1);
     EXPECT_NEAR(b / a, 0.95, 0.05);

@@ -121,8 +121,7 @@ TEST(SizeParseTest, RefusesNonSizes) {
             parse_size(text, "members[1].size");
             ADD_FAILURE() << "accepted " << text;
         } catch (const ConfigError& error) {
-            EXPECT_EQ(std::string(error.what()).rfind("members[1].size: ", 0), 0u)
-                << error.what();
+            EXPECT_EQ(std::string(error.what()).rfind("members[1].size: ", 0), 0u) << error.what();
         }
     }
 }
@@ -144,8 +143,7 @@ TEST(SizeParseTest, RefusesDurationsWithoutUnits) {
             parse_duration_ns(text, "bfq.slice_idle");
             ADD_FAILURE() << "accepted " << text;
         } catch (const ConfigError& error) {
-            EXPECT_EQ(std::string(error.what()).rfind("bfq.slice_idle: ", 0), 0u)
-                << error.what();
+            EXPECT_EQ(std::string(error.what()).rfind("bfq.slice_idle: ", 0), 0u) << error.what();
         }
     }
 }
@@ -417,16 +415,15 @@ TEST_F(ConfigLoaderTest, UnknownKeysAnywhereAreErrors) {
                  "device, members, bio, bfq, page_cache, models");
     expect_error(kOneMember + "[device]\nchunk_size = \"64k\"\n", "device.chunk_size",
                  "kind, chunk, layout");
-    expect_error(kOneMember + "[[members]]\npath = \"m1.img\"\nsise = \"1g\"\n",
-                 "members[1].sise", "path, size, backend");
+    expect_error(kOneMember + "[[members]]\npath = \"m1.img\"\nsise = \"1g\"\n", "members[1].sise",
+                 "path, size, backend");
     expect_error(kOneMember + "[bio]\npolcy = \"align\"\n", "bio.polcy", "policy");
     expect_error(kOneMember + "[bfq]\nslice = \"8ms\"\n", "bfq.slice", "slice_idle");
-    expect_error(kOneMember + "[page_cache]\nreadahead = 0\n", "page_cache.readahead",
-                 "ra_kb");
+    expect_error(kOneMember + "[page_cache]\nreadahead = 0\n", "page_cache.readahead", "ra_kb");
     expect_error(kOneMember + "[models.fast]\nlatency = \"1us\"\n", "models.fast.latency",
                  "command, bandwidth");
-    expect_error(kOneMember + "[bio]\ncontiguity = { run = [[1, 1]] }\n",
-                 "bio.contiguity.run", "runs");
+    expect_error(kOneMember + "[bio]\ncontiguity = { run = [[1, 1]] }\n", "bio.contiguity.run",
+                 "runs");
     expect_error("[[members]]\npath = \"m.img\"\nsize = \"1g\"\nmodel = { cmd = \"1us\" }\n",
                  "members[0].model.cmd", "command");
 }
@@ -582,20 +579,18 @@ TEST_F(ConfigLoaderTest, UnknownModelNameListsTheKnownOnes) {
     expect_error(kOneMember.substr(0, kOneMember.size() - 1) + "\nmodel = \"floppy\"\n" +
                      "[models.mine]\ncommand = \"1us\"\n",
                  "members[0].model", "\"mine\" | \"hdd\"");
-    expect_error("[[members]]\npath = \"m.img\"\nsize = \"1g\"\nmodel = 5\n",
-                 "members[0].model", "expected a model name or a table");
+    expect_error("[[members]]\npath = \"m.img\"\nsize = \"1g\"\nmodel = 5\n", "members[0].model",
+                 "expected a model name or a table");
 }
 
 TEST_F(ConfigLoaderTest, WrongTypesAreNamed) {
     expect_error("[[members]]\npath = \"m.img\"\nsize = \"1g\"\nfailed = \"yes\"\n",
                  "members[0].failed", "expected a boolean");
-    expect_error("[[members]]\npath = 7\nsize = \"1g\"\n", "members[0].path",
-                 "expected a string");
+    expect_error("[[members]]\npath = 7\nsize = \"1g\"\n", "members[0].path", "expected a string");
     expect_error("[[members]]\npath = \"m.img\"\nsize = 1.5\n", "members[0].size",
                  "expected a size");
     expect_error("device = 3\n" + kOneMember, "device", "expected a table");
-    expect_error(kOneMember + "[bfq]\nlow_latency = 1\n", "bfq.low_latency",
-                 "expected a boolean");
+    expect_error(kOneMember + "[bfq]\nlow_latency = 1\n", "bfq.low_latency", "expected a boolean");
 }
 
 TEST_F(ConfigLoaderTest, DurationsNeedAUnit) {

@@ -73,8 +73,7 @@ TEST(DeviceSafetyTest, FindsEachSignature) {
     for (size_t i = 0; i < cases.size(); i++) {
         std::string p = image(d, "img" + std::to_string(i), cases[i].offset, cases[i].magic);
         std::string found = find_signature(p);
-        EXPECT_NE(found.find(cases[i].expect), std::string::npos)
-            << "case " << i << ": " << found;
+        EXPECT_NE(found.find(cases[i].expect), std::string::npos) << "case " << i << ": " << found;
     }
     EXPECT_EQ(find_signature(image(d, "blank", 0, "")), "");
     // Magic at the wrong place is nothing; a short file is read as far as it goes.

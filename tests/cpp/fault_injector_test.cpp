@@ -40,7 +40,8 @@ struct Buffer {
 class Rig {
 public:
     explicit Rig(const std::string& toml)
-        : config_(load_stack_text(toml, "/tmp", "<test>")), stack_(config_, clock_, StackOptions{}) {
+        : config_(load_stack_text(toml, "/tmp", "<test>")),
+          stack_(config_, clock_, StackOptions{}) {
         task_.pid = 3;
     }
     Stack& stack() { return stack_; }
@@ -134,7 +135,8 @@ TEST(FaultInjectorTest, FailProbabilityFollowsTheSeededStream) {
     uint64_t state = 7;
     std::vector<uint64_t> expected;
     for (uint64_t i = 1; i <= n; i++)
-        if (FaultInjector::unit_interval(FaultInjector::splitmix64(state)) < p) expected.push_back(i);
+        if (FaultInjector::unit_interval(FaultInjector::splitmix64(state)) < p)
+            expected.push_back(i);
     EXPECT_EQ(failed, expected);
     EXPECT_GT(failed.size(), 25u);
     EXPECT_LT(failed.size(), 80u);
@@ -226,8 +228,10 @@ TEST(FaultInjectorRaid5Test, OneMemberDyingHalfWayIsInvisible) {
         for (int32_t e : rig.batch(op, offsets, len, buf.data)) ASSERT_EQ(e, 0) << round;
         for (size_t k = 0; k < offsets.size(); k++) {
             uint8_t* b = buf.data + k * len;
-            if (op == Op::Write) memcpy(model.data() + offsets[k], b, len);
-            else ASSERT_EQ(memcmp(b, model.data() + offsets[k], len), 0) << round;
+            if (op == Op::Write)
+                memcpy(model.data() + offsets[k], b, len);
+            else
+                ASSERT_EQ(memcmp(b, model.data() + offsets[k], len), 0) << round;
         }
     }
     EXPECT_GE(rig.now(), 30'000'000u);
@@ -267,8 +271,10 @@ TEST(FaultInjectorRaid5Test, TwoDeadMembersFailTheArray) {
     int failures = 0, ok = 0;
     for (int round = 0; round < 40; round++) {
         std::vector<uint64_t> offsets;
-        for (uint64_t k = 0; k < 8; k++) offsets.push_back((uint64_t(round) * 8 + k) * 32 * kKiB % (2 * kMiB));
-        for (int32_t e : rig.batch(round % 2 ? Op::Read : Op::Write, offsets, 32 * kKiB, buf.data)) {
+        for (uint64_t k = 0; k < 8; k++)
+            offsets.push_back((uint64_t(round) * 8 + k) * 32 * kKiB % (2 * kMiB));
+        for (int32_t e :
+             rig.batch(round % 2 ? Op::Read : Op::Write, offsets, 32 * kKiB, buf.data)) {
             if (e) {
                 EXPECT_EQ(e, -EIO);
                 failures++;
@@ -289,11 +295,12 @@ TEST(FaultInjectorRaid5Test, TwoDeadMembersFailTheArray) {
 // ---------------------------------------------------------------- config
 
 TEST(FaultConfigTest, ReadsEveryKey) {
-    StackConfig c = load_stack_text(passthrough("fail_nth = [250, 100]\nfail_sectors = [[8, 16]]\n"
-                                                "fail_probability = 0.25\nseed = 9\n"
-                                                "latency_spike = { every = 1000, extra = \"20ms\" }\n"
-                                                "fail_at = \"3s\"\n"),
-                                    "/tmp", "s.toml");
+    StackConfig c =
+        load_stack_text(passthrough("fail_nth = [250, 100]\nfail_sectors = [[8, 16]]\n"
+                                    "fail_probability = 0.25\nseed = 9\n"
+                                    "latency_spike = { every = 1000, extra = \"20ms\" }\n"
+                                    "fail_at = \"3s\"\n"),
+                        "/tmp", "s.toml");
     ASSERT_TRUE(c.members[0].faults);
     const FaultConfig& f = *c.members[0].faults;
     EXPECT_EQ(f.fail_nth, (std::vector<uint64_t>{250, 100}));
@@ -307,7 +314,8 @@ TEST(FaultConfigTest, ReadsEveryKey) {
     EXPECT_EQ(*f.fail_at_ns, 3'000'000'000u);
     // The inline-table spelling is the same key.
     StackConfig inline_form = load_stack_text(
-        "[[members]]\nbackend = \"ram\"\nsize = \"1m\"\nfaults = { fail_nth = [1] }\n", "/tmp", "s");
+        "[[members]]\nbackend = \"ram\"\nsize = \"1m\"\nfaults = { fail_nth = [1] }\n", "/tmp",
+        "s");
     ASSERT_TRUE(inline_form.members[0].faults);
     EXPECT_FALSE(load_stack_text(passthrough(""), "/tmp", "s").members[0].faults->fail_at_ns);
 }
@@ -345,10 +353,11 @@ TEST(FaultConfigTest, RejectsBadValuesWithOneLine) {
               "fail_probability, seed, latency_spike, fail_at");
     std::string failed_too;
     try {
-        load_stack_text("[device]\nkind = \"raid5\"\n[[members]]\nbackend = \"ram\"\nsize = \"1m\"\n"
-                        "failed = true\nfaults = { fail_nth = [1] }\n[[members]]\nbackend = \"ram\"\n"
-                        "size = \"1m\"\n[[members]]\nbackend = \"ram\"\nsize = \"1m\"\n",
-                        "/tmp", "s.toml");
+        load_stack_text(
+            "[device]\nkind = \"raid5\"\n[[members]]\nbackend = \"ram\"\nsize = \"1m\"\n"
+            "failed = true\nfaults = { fail_nth = [1] }\n[[members]]\nbackend = \"ram\"\n"
+            "size = \"1m\"\n[[members]]\nbackend = \"ram\"\nsize = \"1m\"\n",
+            "/tmp", "s.toml");
     } catch (const ConfigError& e) {
         failed_too = e.what();
     }

@@ -33,8 +33,8 @@ TEST(PageCacheTest, AddFindAndDuplicates) {
     EXPECT_EQ(uintptr_t(p->data) % 4096, 0u);
     EXPECT_EQ(c.find(7), p);
     EXPECT_EQ(c.find(8), nullptr);
-    EXPECT_EQ(c.add_locked(7), nullptr);                 // EEXIST
-    EXPECT_EQ(c.add_locked((1 << 30) >> 12), nullptr);   // past the end of the file
+    EXPECT_EQ(c.add_locked(7), nullptr);                // EEXIST
+    EXPECT_EQ(c.add_locked((1 << 30) >> 12), nullptr);  // past the end of the file
     EXPECT_EQ(c.nr_pages(), 1u);
 }
 

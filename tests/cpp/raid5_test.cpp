@@ -309,10 +309,9 @@ public:
         return out;
     }
     size_t count(TraceAction action, uint32_t devt) const {
-        return size_t(std::count_if(recorder_.events.begin(), recorder_.events.end(),
-                                    [&](const TraceEvent& e) {
-                                        return e.action == action && e.device == devt;
-                                    }));
+        return size_t(std::count_if(
+            recorder_.events.begin(), recorder_.events.end(),
+            [&](const TraceEvent& e) { return e.action == action && e.device == devt; }));
     }
 
 private:
@@ -699,7 +698,7 @@ TEST(Raid5ErrorTest, MemberWriteErrorFailsTheMember) {
     h.begin();
     h.submit(Op::Write, 0, 1 * kMiB, buf.data, &done[0]);
     h.submit(Op::Write, 2 * kMiB + 68 * kKiB, 8 * kKiB, buf.data, &done[1]);  // data on member 1
-    h.submit(Op::Write, 3 * kMiB, 4 * kKiB, buf.data, &done[2]);   // parity on member 1
+    h.submit(Op::Write, 3 * kMiB, 4 * kKiB, buf.data, &done[2]);              // parity on member 1
     h.commit();
     h.run();
     for (const Done& d : done) {

@@ -84,16 +84,16 @@ FileRaState ra_state(uint64_t ra_pages) {
 
 TEST(ReadaheadTest, InitialAndNextWindowSizes) {
     // max = 32 pages (128 KiB)
-    EXPECT_EQ(get_init_ra_size(1, 32), 4u);    // <= max/32: x4
-    EXPECT_EQ(get_init_ra_size(2, 32), 4u);    // <= max/4: x2
-    EXPECT_EQ(get_init_ra_size(3, 32), 8u);    // rounded up to 4, x2
+    EXPECT_EQ(get_init_ra_size(1, 32), 4u);  // <= max/32: x4
+    EXPECT_EQ(get_init_ra_size(2, 32), 4u);  // <= max/4: x2
+    EXPECT_EQ(get_init_ra_size(3, 32), 8u);  // rounded up to 4, x2
     EXPECT_EQ(get_init_ra_size(8, 32), 16u);
-    EXPECT_EQ(get_init_ra_size(9, 32), 32u);   // > max/4: max
+    EXPECT_EQ(get_init_ra_size(9, 32), 32u);  // > max/4: max
     FileRaState ra = ra_state(32);
     ra.size = 1;
-    EXPECT_EQ(get_next_ra_size(ra, 32), 4u);   // < max/16: x4
+    EXPECT_EQ(get_next_ra_size(ra, 32), 4u);  // < max/16: x4
     ra.size = 4;
-    EXPECT_EQ(get_next_ra_size(ra, 32), 8u);   // <= max/2: x2
+    EXPECT_EQ(get_next_ra_size(ra, 32), 8u);  // <= max/2: x2
     ra.size = 16;
     EXPECT_EQ(get_next_ra_size(ra, 32), 32u);
     ra.size = 32;
@@ -105,13 +105,10 @@ TEST(ReadaheadTest, SequentialStreamRampsUpWithTheMarker) {
     FileRaState ra = ra_state(32);
     for (uint64_t i = 0; i < 100; i++) c.read_page(ra, i);
     std::vector<Window> want = {
-        {RaKind::Sync, 0, 4, 3},     // initial: 4 pages, marker on page 1
-        {RaKind::Async, 4, 8, 8},    // marker hit at 1: next window, marker on its first page
-        {RaKind::Async, 12, 16, 16},
-        {RaKind::Async, 28, 32, 32},
-        {RaKind::Async, 60, 32, 32},
-        {RaKind::Async, 92, 32, 32},
-        {RaKind::Async, 124, 32, 32},  // the marker on page 92
+        {RaKind::Sync, 0, 4, 3},   // initial: 4 pages, marker on page 1
+        {RaKind::Async, 4, 8, 8},  // marker hit at 1: next window, marker on its first page
+        {RaKind::Async, 12, 16, 16}, {RaKind::Async, 28, 32, 32},  {RaKind::Async, 60, 32, 32},
+        {RaKind::Async, 92, 32, 32}, {RaKind::Async, 124, 32, 32},  // the marker on page 92
     };
     EXPECT_EQ(c.windows, want);
     EXPECT_EQ(c.batches, (std::vector<uint64_t>{4, 8, 16, 32, 32, 32, 32}));
@@ -135,7 +132,8 @@ TEST(ReadaheadTest, LoneRandomReadReadsJustWhatWasAsked) {
     FileRaState ra = ra_state(32);
     page_cache_sync_ra(c, ra, 5000, 1, false, false);
     page_cache_sync_ra(c, ra, 70, 2, false, false);
-    EXPECT_EQ(c.windows, (std::vector<Window>{{RaKind::Random, 5000, 1, 0}, {RaKind::Random, 70, 2, 0}}));
+    EXPECT_EQ(c.windows,
+              (std::vector<Window>{{RaKind::Random, 5000, 1, 0}, {RaKind::Random, 70, 2, 0}}));
     EXPECT_EQ(c.added, (std::vector<uint64_t>{5000, 70, 71}));
     EXPECT_TRUE(c.marked.empty());
     EXPECT_EQ(ra.size, 0u);  // the state is not polluted

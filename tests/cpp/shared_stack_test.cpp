@@ -91,7 +91,8 @@ void run_job(SharedStack& shared, int t, int depth, std::atomic<int>& failures) 
         for (uint64_t chunk : chunks) {
             // 4-64 KiB pieces covering the 64 KiB chunk, so sizes vary.
             for (uint64_t off = chunk; off < chunk + (64 << 10);) {
-                uint64_t len = std::min<uint64_t>((1 + rng() % 16) * 4096, chunk + (64 << 10) - off);
+                uint64_t len =
+                    std::min<uint64_t>((1 + rng() % 16) * 4096, chunk + (64 << 10) - off);
                 size_t s = slot();
                 busy[s] = true;
                 outstanding++;

@@ -48,7 +48,9 @@ class ChunkStripedDevice final : public BlockDevice {
 public:
     ChunkStripedDevice(BlockLayer& layer, std::vector<MemberQueue*> members, uint32_t max_sectors,
                        uint32_t chunk_sectors)
-        : BlockDevice("md0", kMdDevt), layer_(layer), members_(std::move(members)),
+        : BlockDevice("md0", kMdDevt),
+          layer_(layer),
+          members_(std::move(members)),
           chunk_sectors_(chunk_sectors) {
         max_sectors_ = max_sectors;
         capacity_ = members_.front()->capacity() * members_.size();
@@ -244,9 +246,9 @@ MemberQueueLimits member_limits(uint64_t max_bytes, uint32_t queue_depth = 64) {
 }
 
 struct OrderRun {
-    std::vector<uint64_t> queued;     // member Q events
-    std::vector<uint64_t> arrived;    // member G events: order of member submit_bio calls
-    std::vector<uint64_t> issued;     // member D events
+    std::vector<uint64_t> queued;   // member Q events
+    std::vector<uint64_t> arrived;  // member G events: order of member submit_bio calls
+    std::vector<uint64_t> issued;   // member D events
     std::vector<TraceEvent> md_splits;
     TopCompletion completion;
     size_t bios_outstanding = 0;
@@ -376,8 +378,8 @@ TEST(SubmitOrderTest, StripedReadReturnsEachMembersChunk) {
         uint8_t expected = byte_at(member, member_sector);
         uint64_t begin = chunk * 512 * kKiB;
         auto first = buffer.begin() + long(begin);
-        EXPECT_TRUE(std::all_of(first, first + long(512 * kKiB),
-                                [&](uint8_t b) { return b == expected; }))
+        EXPECT_TRUE(
+            std::all_of(first, first + long(512 * kKiB), [&](uint8_t b) { return b == expected; }))
             << "chunk " << chunk << " from member " << member;
     }
 }
@@ -507,8 +509,8 @@ private:
 
 TEST(SubmitOrderTest, ChainedCompletionCarriesAPiecesError) {
     StackHarness h(SplitInsert::Head, 0, member_limits(8 * kKiB));
-    MemberQueue& member = h.add_member(
-        std::make_unique<FailingBackend>(h.loop(), kMemberBytes, 16), member_limits(8 * kKiB));
+    MemberQueue& member = h.add_member(std::make_unique<FailingBackend>(h.loop(), kMemberBytes, 16),
+                                       member_limits(8 * kKiB));
     TopCompletion done;
     done.harness = &h;
     std::vector<uint8_t> buffer(24 * kKiB);

@@ -22,9 +22,11 @@ TEST(ValidationMessageTest, ControlCharactersFromTheInputAreEscaped) {
     std::string m = message_of("[[members]]\npath = \"a\\nb\\u0001c\"\n");
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     EXPECT_NE(m.find("a\\nb\\x01c"), std::string::npos) << m;
-    m = message_of("[device]\nkind = \"raid\\r\\t5\"\n[[members]]\nbackend = \"ram\"\nsize = \"1m\"\n");
-    EXPECT_EQ(m, "s.toml: device.kind: \"raid\\r\\t5\" is not a device kind; allowed: "
-                 "\"passthrough\" | \"raid5\"");
+    m = message_of(
+        "[device]\nkind = \"raid\\r\\t5\"\n[[members]]\nbackend = \"ram\"\nsize = \"1m\"\n");
+    EXPECT_EQ(m,
+              "s.toml: device.kind: \"raid\\r\\t5\" is not a device kind; allowed: "
+              "\"passthrough\" | \"raid5\"");
 }
 
 TEST(ValidationMessageTest, OneLineMessageLeavesPrintableTextAlone) {

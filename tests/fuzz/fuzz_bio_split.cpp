@@ -75,23 +75,25 @@ StackConfig random_config(FuzzedDataProvider& in, bool& faulty) {
     c.bio.policy = BioPolicy(in.ConsumeIntegralInRange<int>(0, 2));
     c.bio.align_bytes = 4096ull << in.ConsumeIntegralInRange<int>(0, 8);
     switch (in.ConsumeIntegralInRange<int>(0, 2)) {
-    case 0: c.bio.contiguity = Contiguity::None; break;
-    case 1:
-        c.bio.contiguity = Contiguity::Pattern;
-        for (int i = in.ConsumeIntegralInRange<int>(1, 6); i > 0; i--)
-            c.bio.run_pattern.push_back(in.ConsumeIntegralInRange<uint32_t>(1, 1024));
-        break;
-    case 2: {
-        c.bio.contiguity = Contiguity::Distribution;
-        double total = 0;
-        for (int i = in.ConsumeIntegralInRange<int>(1, 4); i > 0; i--) {
-            double w = in.ConsumeIntegralInRange<int>(1, 100);
-            c.bio.run_pages.emplace_back(in.ConsumeIntegralInRange<uint32_t>(1, 512), w);
-            total += w;
+        case 0:
+            c.bio.contiguity = Contiguity::None;
+            break;
+        case 1:
+            c.bio.contiguity = Contiguity::Pattern;
+            for (int i = in.ConsumeIntegralInRange<int>(1, 6); i > 0; i--)
+                c.bio.run_pattern.push_back(in.ConsumeIntegralInRange<uint32_t>(1, 1024));
+            break;
+        case 2: {
+            c.bio.contiguity = Contiguity::Distribution;
+            double total = 0;
+            for (int i = in.ConsumeIntegralInRange<int>(1, 4); i > 0; i--) {
+                double w = in.ConsumeIntegralInRange<int>(1, 100);
+                c.bio.run_pages.emplace_back(in.ConsumeIntegralInRange<uint32_t>(1, 512), w);
+                total += w;
+            }
+            for (auto& [pages, w] : c.bio.run_pages) w /= total;
+            break;
         }
-        for (auto& [pages, w] : c.bio.run_pages) w /= total;
-        break;
-    }
     }
     size_t n = raid5 ? in.ConsumeIntegralInRange<size_t>(3, 10) : 1;
     uint64_t rows = in.ConsumeIntegralInRange<uint64_t>(1, 64);
@@ -181,7 +183,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         int32_t error = task.completions[0].error;
         task.completions.clear();
         if (task.in_flight) fail("in flight after drain", task.in_flight);
-        if (stack.layer().bios().outstanding()) fail("bios leaked", stack.layer().bios().outstanding());
+        if (stack.layer().bios().outstanding())
+            fail("bios leaked", stack.layer().bios().outstanding());
         if (stack.layer().requests().outstanding()) fail("requests leaked");
         if (md && md->active_stripes()) fail("stripes left", md->active_stripes());
         if (error) {
@@ -192,7 +195,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
         // Member requests: inside the member, within its limits.
         std::vector<std::pair<uint64_t, uint64_t>> issued, remapped;
-        std::map<uint64_t, int> data_units;   // virtual sector of a written 4 KiB unit -> writes
+        std::map<uint64_t, int> data_units;  // virtual sector of a written 4 KiB unit -> writes
         std::set<std::pair<uint32_t, uint64_t>> parity_rows;
         int parity_writes = 0;
         for (const TraceEvent& e : recorder.events) {
@@ -203,7 +206,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 if ((e.sector << kSectorShift) + e.bytes > m.size)
                     fail("request past the member's end", e.sector, e.bytes);
                 if (e.bytes > m.max_sectors_bytes) fail("request above max_sectors", e.bytes);
-                if (e.bytes % m.logical_block_size || (e.sector << kSectorShift) % m.logical_block_size)
+                if (e.bytes % m.logical_block_size ||
+                    (e.sector << kSectorShift) % m.logical_block_size)
                     fail("request not in whole logical blocks", e.sector, e.bytes);
                 if (m.failed) fail("I/O to a failed member", it->second);
                 if (e.op == op) issued.emplace_back(e.sector, e.sector + (e.bytes >> kSectorShift));
@@ -230,10 +234,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     if (loc.dd_idx != it->second || loc.member_sector != e.sector)
                         fail("read remapped to the wrong place", e.from_sector, e.sector);
                     sector_t chunk = g.chunk_sectors();
-                    if (e.from_sector / chunk != (e.from_sector + (e.bytes >> kSectorShift) - 1) / chunk)
+                    if (e.from_sector / chunk !=
+                        (e.from_sector + (e.bytes >> kSectorShift) - 1) / chunk)
                         fail("aligned read crosses a chunk", e.from_sector, e.bytes);
                 }
-                if (e.op == Op::Read) remapped.emplace_back(e.from_sector, e.from_sector + (e.bytes >> kSectorShift));
+                if (e.op == Op::Read)
+                    remapped.emplace_back(e.from_sector, e.from_sector + (e.bytes >> kSectorShift));
             }
         }
         if (faulty || array_failed_before || error) continue;
@@ -249,7 +255,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 Raid5Location loc = md->geometry().compute_sector(u);
                 int times = data_units.count(u) ? data_units[u] : 0;
                 bool on_failed = int(loc.dd_idx) == md->failed_member();
-                if (times != (on_failed ? 0 : 1)) fail("data unit written wrongly", u, uint64_t(times));
+                if (times != (on_failed ? 0 : 1))
+                    fail("data unit written wrongly", u, uint64_t(times));
                 if (int(loc.pd_idx) != md->failed_member())
                     rows.insert(loc.member_sector & ~sector_t(kRaid5StripeSectors - 1));
             }

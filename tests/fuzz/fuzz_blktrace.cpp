@@ -30,9 +30,9 @@ const std::string& scratch() {
 }
 
 const TraceAction kActions[] = {
-    TraceAction::Queue, TraceAction::Split,      TraceAction::Remap,  TraceAction::GetRq,
-    TraceAction::Plug,  TraceAction::Unplug,     TraceAction::BackMerge, TraceAction::FrontMerge,
-    TraceAction::Insert, TraceAction::Issue,     TraceAction::Complete,
+    TraceAction::Queue,  TraceAction::Split,  TraceAction::Remap,     TraceAction::GetRq,
+    TraceAction::Plug,   TraceAction::Unplug, TraceAction::BackMerge, TraceAction::FrontMerge,
+    TraceAction::Insert, TraceAction::Issue,  TraceAction::Complete,
 };
 
 [[noreturn]] void mismatch(size_t i, const char* field) {

@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (m.queue_depth < 1) abort();
         }
         if (config.device.kind == mdsplit::DeviceKind::Raid5 &&
-            (config.members.size() < 3 || (config.device.chunk_bytes & (config.device.chunk_bytes - 1))))
+            (config.members.size() < 3 ||
+             (config.device.chunk_bytes & (config.device.chunk_bytes - 1))))
             abort();
     } catch (const mdsplit::ConfigError& e) {
         std::string_view what = e.what();
