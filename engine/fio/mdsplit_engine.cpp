@@ -58,6 +58,9 @@ struct EngineData {
     std::vector<IoCompletion> reaped;  // completed; from reaped_head on not yet handed to fio
     size_t reaped_head = 0;
     bool buffered = false;   // direct=0: through the page cache
+    // The job is the stack's only user and the stack's clock is fio's own:
+    // the loop's time at commit is this batch's plug time, in fio's clock.
+    bool plug_time_is_fio_time = false;
     unsigned in_flight = 0;  // queued or submitted, not yet reaped
     unsigned depth = 0;
     std::string stats_path;
@@ -115,9 +118,13 @@ EngineData* data_of(thread_data* td) { return static_cast<EngineData*>(td->io_op
 // in setup(), once fio has settled its clocksource; fixed from then on.
 class FioClock final : public Clock {
 public:
-    uint64_t now_ns() const override {
+    // fio's calibrated CPU clock when fio uses it; CLOCK_MONOTONIC otherwise.
+    static bool uses_fio_clock() {
         static const bool use_fio = fio_clock_source == CS_CPUCLOCK;
-        if (!use_fio) return monotonic_.now_ns();
+        return use_fio;
+    }
+    uint64_t now_ns() const override {
+        if (!uses_fio_clock()) return monotonic_.now_ns();
         timespec ts;
         fio_gettime(&ts, nullptr);
         return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
@@ -237,6 +244,7 @@ int mdsplit_setup(thread_data* td) {
         bool exclusive = !td->o.use_thread || sharing.size() <= 1;
         so.single_issuer = exclusive && !data->buffered;
         data->stack = open_shared_stack(key, config, so, exclusive);
+        data->plug_time_is_fio_time = exclusive && FioClock::uses_fio_clock();
         // The pid is the job thread's, taken at its first I/O: setup() may run
         // on fio's main thread for every job.
         data->task.pid = 0;
@@ -378,7 +386,15 @@ int mdsplit_commit(thread_data* td) {
     }
     if (fio_fill_issue_time(td)) {
         timespec now;
-        fio_gettime(&now, nullptr);
+        if (d->plug_time_is_fio_time) {
+            // One clock read per batch, the plug's (blk_time_get_ns caches
+            // it in the plug): the issue time is when the batch's plug began.
+            uint64_t ns = d->stack->stack().loop().now();
+            now.tv_sec = time_t(ns / 1'000'000'000);
+            now.tv_nsec = long(ns % 1'000'000'000);
+        } else {
+            fio_gettime(&now, nullptr);
+        }
         for (io_u* u : d->batch) {
             memcpy(&u->issue_time, &now, sizeof(now));
             io_u_queued(td, u);
