@@ -57,7 +57,7 @@ struct EngineData {
     std::vector<io_u*> events;         // reaped, handed out by event()
     std::vector<IoCompletion> reaped;  // completed; from reaped_head on not yet handed to fio
     size_t reaped_head = 0;
-    bool buffered = false;   // direct=0: through the page cache
+    bool buffered = false;  // direct=0: through the page cache
     // The job is the stack's only user and the stack's clock is fio's own:
     // the loop's time at commit is this batch's plug time, in fio's clock.
     bool plug_time_is_fio_time = false;
