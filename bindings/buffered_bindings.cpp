@@ -25,6 +25,7 @@
 #include "core/buffered_io.h"
 #include "core/buffered_workload.h"
 #include "core/stack.h"
+#include "io_tally_dict.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -251,16 +252,8 @@ public:
             py::gil_scoped_release release;
             r = run_buffered_workload(*stack_, spec);
         }
-        py::dict d;
-        d["ios"] = r.ios;
-        d["bytes"] = r.bytes;
-        d["errors"] = r.errors;
+        py::dict d = io_tally_dict(r);
         d["unexpected_completions"] = r.unexpected_completions;
-        d["elapsed_ns"] = r.elapsed_ns;
-        d["iops"] = r.iops();
-        d["bandwidth_bps"] = r.bandwidth_bps();
-        d["mean_latency_ns"] = r.mean_latency_ns();
-        d["max_latency_ns"] = r.max_latency_ns;
         return d;
     }
 

@@ -15,6 +15,7 @@
 #include "core/blktrace_writer.h"
 #include "core/stack.h"
 #include "core/workload.h"
+#include "io_tally_dict.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -139,20 +140,7 @@ public:
         spec.batch = uint32_t(batch);
         spec.seed = seed;
         WorkloadResult r = mdsplit::run_workload(*stack_, spec);
-        return result_dict(r);
-    }
-
-    static py::dict result_dict(const WorkloadResult& r) {
-        py::dict d;
-        d["ios"] = r.ios;
-        d["bytes"] = r.bytes;
-        d["errors"] = r.errors;
-        d["elapsed_ns"] = r.elapsed_ns;
-        d["iops"] = r.iops();
-        d["bandwidth_bps"] = r.bandwidth_bps();
-        d["mean_latency_ns"] = r.mean_latency_ns();
-        d["max_latency_ns"] = r.max_latency_ns;
-        return d;
+        return io_tally_dict(r);
     }
 
     // --- Several concurrent tasks (groups / weights / priorities) ---------
@@ -228,7 +216,7 @@ public:
         std::vector<WorkloadResult> results = mdsplit::run_workloads(*stack_, specs);
         py::list out;
         for (size_t k = 0; k < results.size(); k++) {
-            py::dict d = result_dict(results[k]);
+            py::dict d = io_tally_dict(results[k]);
             d["name"] = names[k];
             d["pid"] = specs[k].pid;
             d["group"] = specs[k].sched.group;

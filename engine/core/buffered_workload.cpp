@@ -72,15 +72,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
                 continue;
             }
             busy[slot] = false;
-            uint64_t lat = now - issued_at[slot];
-            r.total_latency_ns += lat;
-            if (lat > r.max_latency_ns) r.max_latency_ns = lat;
-            if (c.error)
-                r.errors++;
-            else {
-                r.ios++;
-                r.bytes += spec.block_size - c.resid;
-            }
+            r.record(c, spec.block_size, now - issued_at[slot]);
             free_slots.push_back(slot);
         }
         task.completions.clear();

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/io_tally.h"
 #include "core/stack.h"
 
 namespace mdsplit {
@@ -27,19 +28,8 @@ struct BufferedWorkloadSpec {
     bool end_fsync = false;  // fio's end_fsync=1: one fsync at the end, timed
 };
 
-struct BufferedWorkloadResult {
-    uint64_t ios = 0;
-    uint64_t bytes = 0;
-    uint64_t errors = 0;
-    uint64_t elapsed_ns = 0;
-    uint64_t total_latency_ns = 0;
-    uint64_t max_latency_ns = 0;
+struct BufferedWorkloadResult : IoTally {
     uint64_t unexpected_completions = 0;  // a cookie that was not in flight (completed twice)
-    double iops() const { return elapsed_ns ? double(ios) * 1e9 / double(elapsed_ns) : 0; }
-    double bandwidth_bps() const {
-        return elapsed_ns ? double(bytes) * 1e9 / double(elapsed_ns) : 0;
-    }
-    double mean_latency_ns() const { return ios ? double(total_latency_ns) / double(ios) : 0; }
 };
 
 // Runs the workload to completion (any clock). Throws std::runtime_error

@@ -74,15 +74,7 @@ WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec) {
         uint64_t now = stack.loop().now();
         for (const IoCompletion& c : task.completions) {
             uint32_t slot = uint32_t(c.cookie);
-            uint64_t lat = now - issued_at[slot];
-            r.total_latency_ns += lat;
-            if (lat > r.max_latency_ns) r.max_latency_ns = lat;
-            if (c.error)
-                r.errors++;
-            else {
-                r.ios++;
-                r.bytes += spec.block_size - c.resid;
-            }
+            r.record(c, spec.block_size, now - issued_at[slot]);
             free_slots.push_back(slot);
         }
         task.completions.clear();
@@ -170,15 +162,7 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
             }
             for (const IoCompletion& c : t.task.completions) {
                 uint32_t slot = uint32_t(c.cookie);
-                uint64_t lat = now - t.issued_at[slot];
-                t.r.total_latency_ns += lat;
-                if (lat > t.r.max_latency_ns) t.r.max_latency_ns = lat;
-                if (c.error)
-                    t.r.errors++;
-                else {
-                    t.r.ios++;
-                    t.r.bytes += spec.block_size - c.resid;
-                }
+                t.r.record(c, spec.block_size, now - t.issued_at[slot]);
                 t.r.end_ns = now;
                 t.free_slots.push_back(slot);
                 if (spec.think_ns) {

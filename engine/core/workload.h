@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io_tally.h"
 #include "core/stack.h"
 
 namespace mdsplit {
@@ -35,20 +36,9 @@ struct WorkloadSpec {
     SchedIdentity sched;
 };
 
-struct WorkloadResult {
-    uint64_t ios = 0;
-    uint64_t bytes = 0;
-    uint64_t errors = 0;
-    uint64_t elapsed_ns = 0;
-    uint64_t total_latency_ns = 0;
-    uint64_t max_latency_ns = 0;
+struct WorkloadResult : IoTally {
     uint64_t start_ns = 0;  // run_workloads(): loop time of the first submission
     uint64_t end_ns = 0;    // run_workloads(): loop time of the last completion
-    double iops() const { return elapsed_ns ? double(ios) * 1e9 / double(elapsed_ns) : 0; }
-    double bandwidth_bps() const {
-        return elapsed_ns ? double(bytes) * 1e9 / double(elapsed_ns) : 0;
-    }
-    double mean_latency_ns() const { return ios ? double(total_latency_ns) / double(ios) : 0; }
 };
 
 // Runs the workload to completion on `stack` (any clock).
