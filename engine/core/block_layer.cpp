@@ -110,6 +110,15 @@ Bio* BlockLayer::split_and_resubmit(Bio* bio, uint32_t sectors) {
     return front;
 }
 
+void BlockLayer::end_clone(DiskStats& device_stats, Bio* clone) {
+    auto* orig = static_cast<Bio*>(clone->private_data);
+    device_stats.done(orig->op, orig->nr_sectors, clone->start_ns, loop_.now(), clone->error != 0);
+    if (clone->error && !orig->error) orig->error = clone->error;
+    orig->resid += clone->resid;
+    bios_.put(clone);
+    bio_endio(orig);
+}
+
 void BlockLayer::finish_plug(TaskContext& task) {
     if (task.plug.rq_count) flush_plug(task.plug);
     task.plug.active = false;

@@ -43,6 +43,12 @@ public:
     // submit_bio_noacct(remainder, split=true) and returns the front.
     Bio* split_and_resubmit(Bio* bio, uint32_t sectors);
 
+    // The end of a clone that carried a stacked device's bio to the layer
+    // below (md_end_clone_io, dm's clone_endio): the original is accounted
+    // on the stacked device (bio_end_io_acct, from the clone's start),
+    // takes the clone's error and residue, and completes.
+    void end_clone(DiskStats& device_stats, Bio* clone);
+
     // blk_start_plug() / blk_finish_plug()
     void start_plug(TaskContext& task) { task.plug.active = true; }
     void finish_plug(TaskContext& task);

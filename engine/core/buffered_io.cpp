@@ -812,11 +812,11 @@ void BufferedIo::write_endio(Bio* bio) {
     }
 }
 
-void BufferedIo::unlock_page_locked(Page* page, Wakeups& wake) {
-    page->flags &= ~kPgLocked;
+// wake_up_page_bit(): the page's waiters for `bit` move to `wake`.
+void BufferedIo::take_waiters_locked(Page* page, uint32_t bit, Wakeups& wake) {
     for (PageWaiter** pp = &page->waiters; *pp;) {
         PageWaiter* w = *pp;
-        if (w->bit == kPgLocked) {
+        if (w->bit == bit) {
             *pp = w->next;
             w->next = nullptr;
             wake.waiters.push_back(w);
@@ -824,21 +824,17 @@ void BufferedIo::unlock_page_locked(Page* page, Wakeups& wake) {
             pp = &w->next;
         }
     }
+}
+
+void BufferedIo::unlock_page_locked(Page* page, Wakeups& wake) {
+    page->flags &= ~kPgLocked;
+    take_waiters_locked(page, kPgLocked, wake);
     if (page->sleepers) wake.sleepers.push_back(&cache_->waitqueue(page));
 }
 
 void BufferedIo::end_writeback_locked(Page* page, Wakeups& wake) {
     cache_->end_writeback(page);
-    for (PageWaiter** pp = &page->waiters; *pp;) {
-        PageWaiter* w = *pp;
-        if (w->bit == kPgWriteback) {
-            *pp = w->next;
-            w->next = nullptr;
-            wake.waiters.push_back(w);
-        } else {
-            pp = &w->next;
-        }
-    }
+    take_waiters_locked(page, kPgWriteback, wake);
 }
 
 // wake_page_function(): the callbacks run on the loop thread, after the

@@ -276,6 +276,7 @@ private:
     static void submit_batch_cb(void* arg, uint64_t);
     static void read_endio(Bio* bio);
     static void write_endio(Bio* bio);
+    void take_waiters_locked(Page* page, uint32_t bit, Wakeups& wake);
     void unlock_page_locked(Page* page, Wakeups& wake);
     void end_writeback_locked(Page* page, Wakeups& wake);
     void fire_waiters(Wakeups& wake, bool loop_thread);

@@ -31,13 +31,7 @@ void PassthroughDevice::submit_bio(Bio* bio) {
 
 void PassthroughDevice::clone_endio(Bio* clone) {
     auto* self = reinterpret_cast<PassthroughDevice*>(clone->tag);
-    auto* orig = static_cast<Bio*>(clone->private_data);
-    self->stats_.done(orig->op, orig->nr_sectors, clone->start_ns, self->layer_.loop().now(),
-                      clone->error != 0);
-    if (clone->error && !orig->error) orig->error = clone->error;
-    orig->resid += clone->resid;
-    self->layer_.bios().put(clone);
-    bio_endio(orig);
+    self->layer_.end_clone(self->stats_, clone);
 }
 
 }  // namespace mdsplit

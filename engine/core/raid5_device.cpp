@@ -216,13 +216,7 @@ Bio* Raid5Device::account_bio(Bio* bio) {
 
 void Raid5Device::stripe_bio_endio(Bio* ab) {
     auto* self = reinterpret_cast<Raid5Device*>(ab->tag);
-    auto* orig = static_cast<Bio*>(ab->private_data);
-    self->stats_.done(orig->op, orig->nr_sectors, ab->start_ns, self->layer_.loop().now(),
-                      ab->error != 0);
-    if (ab->error && !orig->error) orig->error = ab->error;
-    orig->resid += ab->resid;
-    self->layer_.bios().put(ab);
-    bio_endio(orig);
+    self->layer_.end_clone(self->stats_, ab);
 }
 
 // raid5_make_request() -> make_stripe_request() -> add_stripe_bio(): the
