@@ -1,5 +1,5 @@
 #!/bin/sh
-# Everything CI runs: the formatting check, build, GoogleTest under ctest, pytest on a real fio;
+# Everything CI runs: build, the formatting check, GoogleTest under ctest, pytest on a real fio;
 # the C++ tests again under ASan + UBSan (clang, the build that also holds the
 # libFuzzer targets), each fuzzer for 60 s beside a 2-minute soak; and the
 # multi-job tests (threads sharing one stack) under TSan, in ctest and in fio.
@@ -7,9 +7,9 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
 stage() { echo "== $1 (at $(( $(date +%s) - start )) s)" >&2; }
+"$root/ci/build.sh" "$root/build" >/dev/null  # installs what is missing first
 stage "clang-format (.clang-format at the root)"
 cd "$root" && git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run --Werror
-"$root/ci/build.sh" "$root/build" >/dev/null
 stage ctest
 ctest --test-dir "$root/build" --output-on-failure -j2
 stage pytest
