@@ -67,6 +67,37 @@ def test_raid5_shared_by_two_threads_verifies(engine, workdir):
     assert max(a["write"]["sectors"], b["write"]["sectors"]) * 512 == total
 
 
+def test_sidecar_is_written_when_the_devices_last_job_ends(engine, workdir):
+    """A job that ends first still reports the whole device: its sidecar is
+    written when the last job on the device ends, and counts every job's I/O."""
+    (workdir / "stack.toml").write_text(PASSTHROUGH)
+    job = write_job(workdir, "two.fio", f"""
+[global]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+thread=1
+rw=randwrite
+bs=4k
+iodepth=4
+
+[short]
+size=1m
+mdsplit_stats=stats/short.json
+
+[long]
+offset=64m
+size=8m
+""")
+    result = run_fio(job, timeout=120)
+    assert [j["error"] for j in result.jobs] == [0, 0]
+    short = result.sidecars["stats/short.json"].virtual
+    total = sum(j["write"]["io_bytes"] for j in result.jobs)
+    assert total == 9 * 2**20
+    assert short["write"]["sectors"] * 512 == total
+
+
 def test_passthrough_shared_by_threads_verifies(engine, workdir):
     (workdir / "stack.toml").write_text(PASSTHROUGH)
     job = write_job(workdir, "two.fio", two_writers(engine, thread=True))
