@@ -86,6 +86,36 @@ def _emulator_sizes(spec):
     return None, None
 
 
+def _emulator_buffered(spec):
+    """The emulator's forced-ra columns (what was merged upstream) for
+    `reference buffered`, from a report's buffered metrics: ({column:
+    {depth: IOPS}}, where from), or ({}, reason). spec: a report (dir or
+    result.json), "none"; default reports/latest/buffered."""
+    from pathlib import Path
+    if spec == "none":
+        return {}, "not asked for (--emulator none)"
+    p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / "buffered"
+    for f in (p, p / "result.json", p / "buffered" / "result.json"):
+        if f.is_file():
+            try:
+                m = json.loads(f.read_text()).get("metrics", {})
+            except ValueError:
+                return {}, f"{f} is not a result.json"
+            cols = {}
+            for label, prefix in (("emulator ra", "forced-ra.rasync_on"),
+                                  ("emulator nora", "forced-ra.rasync_off"),
+                                  ("real-clock ra", "real.forced-ra.rasync_on"),
+                                  ("real-clock nora", "real.forced-ra.rasync_off")):
+                col = {}
+                for k, v in m.items():
+                    if k.startswith(prefix + ".qd") and k.endswith("_kIOPS"):
+                        col[int(k[len(prefix) + 3:-len("_kIOPS")])] = v * 1000
+                if col:
+                    cols[label] = col
+            return (cols, f"report {f}") if cols else ({}, f"{f} has no forced-ra figures")
+    return {}, f"no report at {p} (run ./mdsplit reproduce buffered)"
+
+
 def _emulator_bfq(spec, db, progress, rounds=1):
     """The emulator's fixed root / non-root MiB/s for `reference bfq`:
     ({"root": .., "nonroot": ..}, where from) or (None, reason). spec: a
@@ -155,7 +185,11 @@ def cmd_reference(args) -> int:
             sweep = reference.buffered_sweep(args.depths, args.runtime or 3, args.size,
                                              target=args.target, keep_dir=args.keep,
                                              progress=progress)
-            tables = reference.format_buffered(sweep)
+            emu, where = _emulator_buffered(args.emulator)
+            tables = reference.format_buffered(sweep, emu)
+            tables.append(f"emulator columns (forced-ra, the variant merged upstream): {where}. "
+                          "'emulator' = the virtual-clock sweep with this machine's measured "
+                          "step costs; 'real-clock' = the engine in fio on this machine.")
             metrics = {f"kernel.qd{d}_iops": v for d, v in sweep.iops.items()}
     except reference.ReferenceUnavailable as e:
         print(f"reference {args.what}: skipped: {e}")
@@ -323,7 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "reports/latest/bio-size); bfq: the emulator's fixed root/non-root "
                          "MiB/s from this report, 'run' (run those two parts now) or 'none' "
                          "(default reports/latest/bfq, else the newest bfq run in the history, "
-                         "else run)")
+                         "else run); buffered: the emulator's forced-ra columns from this "
+                         "report or 'none' (default reports/latest/buffered)")
     kp.add_argument("--depths", type=int, nargs="+", default=list((1, 2, 4, 8, 16, 32, 64, 128)),
                     help="buffered: iodepths (default 1 2 4 ... 128)")
     kp.add_argument("--runtime", type=float, default=None,

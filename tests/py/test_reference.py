@@ -364,3 +364,22 @@ def test_cli_reference_bfq(needs_bfq_machine):
     if "skipped:" in r.stdout:
         pytest.skip(r.stdout.strip())
     assert "non-root/root" in r.stdout and "kernel" in r.stdout
+
+
+def test_buffered_reference_reads_the_emulators_forced_ra_columns(tmp_path):
+    from harness import __main__ as M
+    metrics = {"forced-ra.rasync_on.qd1_kIOPS": 13.3, "forced-ra.rasync_on.qd32_kIOPS": 246.1,
+               "forced-ra.rasync_off.qd1_kIOPS": 11.9, "c8d317aa.rasync_on.qd1_kIOPS": 99.0,
+               "real.forced-ra.rasync_on.qd32_kIOPS": 133.0}
+    (tmp_path / "result.json").write_text(json.dumps({"metrics": metrics}))
+    cols, where = M._emulator_buffered(str(tmp_path))
+    assert where == f"report {tmp_path / 'result.json'}"
+    assert cols == {"emulator ra": {1: 13300.0, 32: 246100.0}, "emulator nora": {1: 11900.0},
+                    "real-clock ra": {32: 133000.0}}
+    assert M._emulator_buffered("none") == ({}, "not asked for (--emulator none)")
+    cols, why = M._emulator_buffered(str(tmp_path / "missing"))
+    assert cols == {} and "no report at" in why
+    sweep = R.BufferedSweep("6.18", "/dev/loop0", 4 << 30, 3, {1: 22200.0, 32: 42900.0}, "note")
+    table = R.format_buffered(sweep, {"emulator ra": {1: 13300.0}})[0].splitlines()
+    assert table[0].split() == ["iodepth", "kernel", "kIOPS", "emulator", "ra"]
+    assert table[1].split() == ["1", "22.2", "13.3"] and table[2].split() == ["32", "42.9", "-"]
