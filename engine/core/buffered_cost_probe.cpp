@@ -139,10 +139,12 @@ void measure_loop_steps(BufferedCosts& c) {
 // io_queue_async_work(): a work item handed to a worker thread that sleeps
 // on a condition variable (the submitter's side: queue + wake, punt_ns), and
 // how long the worker takes to run after the wake (wakeup_ns). Each hand-off
-// is made to a parked worker (idle for 100 us, as an io-wq worker between
-// the I/Os of a shallow queue), and the submitter then sleeps until the
-// worker answers, as a submitter with nothing else to do waits for its
-// completion: the scheduler may run the worker on the submitter's CPU.
+// is made to a parked worker (idle for 100 us), as io_wqe_enqueue() wakes a
+// free worker (io_wqe_activate_free_worker) at every depth: the pool holds up
+// to min(iodepth, 4 x CPUs) workers and each parks between its I/Os. The
+// submitter then sleeps until the worker answers, as a submitter with
+// nothing else to do waits for its completion (the scheduler may run the
+// worker on the submitter's CPU).
 void measure_handoff(BufferedCosts& c, uint32_t n) {
     std::mutex mu;
     std::condition_variable to_worker, to_submitter;
