@@ -28,9 +28,14 @@ namespace mdsplit {
 namespace {
 
 uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+    static const RealClock clock;
+    return clock.now_ns();
+}
+
+uint64_t median(std::vector<uint64_t> v) {
+    if (v.empty()) return 0;
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    return v[v.size() / 2];
 }
 
 // The median of `rounds` timings of `n` calls of f(i), per call (the median
@@ -43,14 +48,7 @@ uint64_t per_call_ns(uint32_t n, F&& f, int rounds = 5) {
         for (uint32_t i = 0; i < n; i++) f(i);
         t.push_back((now_ns() - t0) / n);
     }
-    std::nth_element(t.begin(), t.begin() + rounds / 2, t.end());
-    return t[size_t(rounds / 2)];
-}
-
-uint64_t median(std::vector<uint64_t> v) {
-    if (v.empty()) return 0;
-    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-    return v[v.size() / 2];
+    return median(std::move(t));
 }
 
 // Page cache: find_get_page() of a cached page (under the cache's lock, as
