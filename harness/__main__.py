@@ -72,18 +72,27 @@ def _parse_size(text: str) -> int:
     return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
 
 
-def _emulator_sizes(spec):
-    """The emulator's bio-size distributions from a report (dir or result.json)."""
+def _find_report(spec, experiment):
+    """An experiment's result.json in a report: spec is a report directory,
+    the experiment's directory in one, or the file itself (default
+    reports/latest/<experiment>). Returns (where it was looked for, the file
+    or None, its parsed JSON or None when the file is not JSON)."""
     from pathlib import Path
-    p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / "bio-size"
-    for f in (p, p / "result.json", p / "bio-size" / "result.json"):
+    p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / experiment
+    for f in (p, p / "result.json", p / experiment / "result.json"):
         if f.is_file():
             try:
-                sizes = json.loads(f.read_text()).get("raw", {}).get("sizes")
+                return p, f, json.loads(f.read_text())
             except ValueError:
-                return None, None
-            return (sizes, str(f)) if sizes else (None, None)
-    return None, None
+                return p, f, None
+    return p, None, None
+
+
+def _emulator_sizes(spec):
+    """The emulator's bio-size distributions from a report (dir or result.json)."""
+    _, f, result = _find_report(spec, "bio-size")
+    sizes = result.get("raw", {}).get("sizes") if result else None
+    return (sizes, str(f)) if sizes else (None, None)
 
 
 def _emulator_buffered(spec):
@@ -91,29 +100,26 @@ def _emulator_buffered(spec):
     `reference buffered`, from a report's buffered metrics: ({column:
     {depth: IOPS}}, where from), or ({}, reason). spec: a report (dir or
     result.json), "none"; default reports/latest/buffered."""
-    from pathlib import Path
     if spec == "none":
         return {}, "not asked for (--emulator none)"
-    p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / "buffered"
-    for f in (p, p / "result.json", p / "buffered" / "result.json"):
-        if f.is_file():
-            try:
-                m = json.loads(f.read_text()).get("metrics", {})
-            except ValueError:
-                return {}, f"{f} is not a result.json"
-            cols = {}
-            for label, prefix in (("emulator ra", "forced-ra.rasync_on"),
-                                  ("emulator nora", "forced-ra.rasync_off"),
-                                  ("real-clock ra", "real.forced-ra.rasync_on"),
-                                  ("real-clock nora", "real.forced-ra.rasync_off")):
-                col = {}
-                for k, v in m.items():
-                    if k.startswith(prefix + ".qd") and k.endswith("_kIOPS"):
-                        col[int(k[len(prefix) + 3:-len("_kIOPS")])] = v * 1000
-                if col:
-                    cols[label] = col
-            return (cols, f"report {f}") if cols else ({}, f"{f} has no forced-ra figures")
-    return {}, f"no report at {p} (run ./mdsplit reproduce buffered)"
+    p, f, result = _find_report(spec, "buffered")
+    if not f:
+        return {}, f"no report at {p} (run ./mdsplit reproduce buffered)"
+    if result is None:
+        return {}, f"{f} is not a result.json"
+    m = result.get("metrics", {})
+    cols = {}
+    for label, prefix in (("emulator ra", "forced-ra.rasync_on"),
+                          ("emulator nora", "forced-ra.rasync_off"),
+                          ("real-clock ra", "real.forced-ra.rasync_on"),
+                          ("real-clock nora", "real.forced-ra.rasync_off")):
+        col = {}
+        for k, v in m.items():
+            if k.startswith(prefix + ".qd") and k.endswith("_kIOPS"):
+                col[int(k[len(prefix) + 3:-len("_kIOPS")])] = v * 1000
+        if col:
+            cols[label] = col
+    return (cols, f"report {f}") if cols else ({}, f"{f} has no forced-ra figures")
 
 
 def _emulator_bfq(spec, db, progress, rounds=1):
@@ -122,22 +128,17 @@ def _emulator_bfq(spec, db, progress, rounds=1):
     report (dir or result.json), "run" (run the fixed parts now), "none";
     default reports/latest/bfq, else the newest bfq run in the history,
     else run (`rounds` times, medians)."""
-    from pathlib import Path
     keys = {"root": "root.after_MiBps", "nonroot": "nonroot.after_MiBps"}
     if spec == "none":
         return None, "not asked for (--emulator none)"
     if spec != "run":
-        p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / "bfq"
-        for f in (p, p / "result.json", p / "bfq" / "result.json"):
-            if f.is_file():
-                try:
-                    m = json.loads(f.read_text()).get("metrics", {})
-                except ValueError:
-                    m = {}
-                if all(k in m for k in keys.values()):
-                    return {k: m[v] for k, v in keys.items()}, f"report {f}"
-                if spec:
-                    return None, f"{f} has no {', '.join(keys.values())}"
+        p, f, result = _find_report(spec, "bfq")
+        if f:
+            m = (result or {}).get("metrics", {})
+            if all(k in m for k in keys.values()):
+                return {k: m[v] for k, v in keys.items()}, f"report {f}"
+            if spec:
+                return None, f"{f} has no {', '.join(keys.values())}"
         if spec:
             return None, f"no report at {p}"
         from harness.history import History, HistoryError, db_path
