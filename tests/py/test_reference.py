@@ -76,11 +76,13 @@ def test_format_counts_and_means():
 
 # --- on this machine ------------------------------------------------------------
 
-def _unavailable() -> str:
+def _unavailable(*requirements) -> str:
+    """'' when every requirement holds (each raises ReferenceUnavailable
+    otherwise), else the first one's reason; by default the bio-size and
+    buffered references' (fio, losetup, tracefs)."""
     try:
-        R.require_fio()
-        R.require_losetup()
-        R.tracefs()
+        for require in requirements or (R.require_fio, R.require_losetup, R.tracefs):
+            require()
     except R.ReferenceUnavailable as e:
         return str(e)
     return ""
@@ -297,19 +299,9 @@ def test_read_fio_job_bare_options_and_comments():
     assert R.fio_duration_ms("2") == 2000
 
 
-def _bfq_unavailable() -> str:
-    try:
-        R.require_fio()
-        R.require_losetup()
-        R.io_cgroups()
-    except R.ReferenceUnavailable as e:
-        return str(e)
-    return ""
-
-
 @pytest.fixture
 def needs_bfq_machine():
-    reason = _bfq_unavailable()
+    reason = _unavailable(R.require_fio, R.require_losetup, R.io_cgroups)
     if reason:
         pytest.skip(f"kernel bfq reference unavailable: {reason}")
 
