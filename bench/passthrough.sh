@@ -5,11 +5,14 @@
 #   (b) libmdsplit, passthrough device over an io_uring member on that file
 #   (c) fio's null engine
 #   (d) libmdsplit, passthrough device over a null member
+#   (e) fio's own io_uring engine with fixedbufs=1: for information, the
+#       peer using the kernel feature libmdsplit uses for direct I/O (its
+#       ring registers fio's io_u buffers; IoUringRing::register_buffer)
 # The runs are interleaved in rounds, each pair back to back and in
 # alternating order (a b c d, then b a d c, ...), so that drift (a cloud
 # disk's burst credits, other load) hits both sides of a ratio alike. Each
 # run's median is reported, and the ratios b/a (target >= 0.95) and d/c
-# (target >= 0.6) as the median of the per-round ratios.
+# (target >= 0.6) as the median of the per-round ratios, and b/e.
 #
 # Usage: bench/passthrough.sh [ENGINE.so] [RUNTIME_SECONDS]
 #   ENGINE.so       default $MDSPLIT_ENGINE, then /usr/local/lib/mdsplit/libmdsplit.so
@@ -71,23 +74,29 @@ run_case() {
     c) run null --ioengine=null --filename=nullfile ;;
     d) run mdsplit_null --ioengine="external:$engine" --filename=md0 \
            --mdsplit_config="$work/null.toml" ;;
+    e) run io_uring_fixedbufs --ioengine=io_uring --fixedbufs=1 --filename="$data" ;;
     esac
 }
 
 print_round() {
-    printf '# round %d (%s): io_uring %s  mdsplit/io_uring %s  null %s  mdsplit/null %s\n' \
+    printf '# round %d (%s): io_uring %s  mdsplit/io_uring %s  null %s  mdsplit/null %s' \
         "$1" "${order[*]}" "${result[a]}" "${result[b]}" "${result[c]}" "${result[d]}"
+    printf '  io_uring fixedbufs %s\n' "${result[e]}"
 }
 
-run_rounds a b c d
+run_rounds a b c d e
 
 print_samples 22 "(a) fio io_uring" "${samples[a]}"
 print_samples 22 "(b) mdsplit io_uring" "${samples[b]}"
 print_samples 22 "(c) fio null" "${samples[c]}"
 print_samples 22 "(d) mdsplit null" "${samples[d]}"
+print_samples 22 "(e) fio io_uring fixed" "${samples[e]}"
 echo "# per-round ratios: io_uring $(round_ratios "${samples[a]}" "${samples[b]}")" \
      " null $(round_ratios "${samples[c]}" "${samples[d]}")"
 echo "# ratio of medians: io_uring $(medians_ratio "${samples[a]}" "${samples[b]}")" \
      " null $(medians_ratio "${samples[c]}" "${samples[d]}")"
 print_ratio io_uring "${samples[a]}" "${samples[b]}" 0.95
 print_ratio null "${samples[c]}" "${samples[d]}" 0.6
+echo "# for information, mdsplit io_uring / fio io_uring fixedbufs=1:" \
+     "$(round_ratios "${samples[e]}" "${samples[b]}") (median of rounds" \
+     "$(median "$(round_ratios "${samples[e]}" "${samples[b]}")" %.2f))"

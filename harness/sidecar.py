@@ -10,6 +10,9 @@ class Sidecar:
     elapsed_ns: int
     devices: list = field(default_factory=list)
     time_scale: float = 1.0   # slow motion factor of the stack (DeviceConfig::time_scale)
+    # The stack's io_uring ring (setup_flags, registered_buffer_bytes,
+    # fixed_buffer_ios); empty when no member uses io_uring.
+    io_uring: dict = field(default_factory=dict)
 
     def device(self, name: str) -> dict:
         for d in self.devices:
@@ -30,4 +33,5 @@ class Sidecar:
 def load_sidecar(path) -> Sidecar:
     data = json.loads(Path(path).read_text())
     return Sidecar(path=str(path), elapsed_ns=data["elapsed_ns"], devices=data["devices"],
-                   time_scale=float(data.get("time_scale", 1.0)))
+                   time_scale=float(data.get("time_scale", 1.0)),
+                   io_uring=data.get("io_uring", {}))

@@ -73,11 +73,20 @@ void IoUringBackend::submit(Request* rq) {
     uint64_t offset = rq->sector << kSectorShift;
     bool write = rq->op == Op::Write;
     if (rq->iov.size() == 1) {
-        if (write)
-            io_uring_prep_write(sqe, fd_, rq->iov[0].iov_base, unsigned(rq->iov[0].iov_len),
-                                offset);
-        else
-            io_uring_prep_read(sqe, fd_, rq->iov[0].iov_base, unsigned(rq->iov[0].iov_len), offset);
+        void* base = rq->iov[0].iov_base;
+        auto len = unsigned(rq->iov[0].iov_len);
+        int fixed = ring_.fixed_buffer_index(base, len);
+        if (fixed >= 0) {
+            if (write)
+                io_uring_prep_write_fixed(sqe, fd_, base, len, offset, fixed);
+            else
+                io_uring_prep_read_fixed(sqe, fd_, base, len, offset, fixed);
+            ring_.note_fixed_buffer_io();
+        } else if (write) {
+            io_uring_prep_write(sqe, fd_, base, len, offset);
+        } else {
+            io_uring_prep_read(sqe, fd_, base, len, offset);
+        }
     } else if (write) {
         io_uring_prep_writev(sqe, fd_, rq->iov.data(), unsigned(rq->iov.size()), offset);
     } else {

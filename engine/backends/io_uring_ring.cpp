@@ -56,6 +56,15 @@ int IoUringRing::completion_eventfd() {
     return eventfd_;
 }
 
+bool IoUringRing::register_buffer(void* base, size_t len) {
+    if (fixed_len_ || !base || !len) return false;
+    iovec iov{base, len};
+    if (io_uring_register_buffers(&ring_, &iov, 1) < 0) return false;
+    fixed_base_ = reinterpret_cast<uintptr_t>(base);
+    fixed_len_ = len;
+    return true;
+}
+
 // io_uring_enable_rings(), which liburing 2.3 declares but does not export.
 void IoUringRing::enable_rings() {
     disabled_ = false;

@@ -4,6 +4,9 @@
 
 #include <liburing.h>
 
+#include <cstddef>
+#include <cstdint>
+
 #include "core/event_loop.h"
 #include "core/request.h"
 
@@ -37,6 +40,24 @@ public:
     // The IORING_SETUP_* flags the kernel accepted.
     unsigned setup_flags() const { return flags_; }
 
+    // Registers [base, base + len) as fixed buffer 0 (io_uring_register_buffers,
+    // fio's fixedbufs): a read or write wholly inside it is issued as
+    // READ_FIXED / WRITE_FIXED, and the kernel uses the pages it pinned once
+    // instead of pinning them for every I/O (io_import_fixed vs
+    // iov_iter_get_pages in bio_iov_iter_get_pages). Returns false, and leaves
+    // every I/O as it was, when the kernel refuses (memlock limit, file-backed
+    // memory, a region over 1 GiB).
+    bool register_buffer(void* base, size_t len);
+    // Index of the fixed buffer holding [p, p + len), or -1.
+    int fixed_buffer_index(const void* p, size_t len) const {
+        auto a = reinterpret_cast<uintptr_t>(p);
+        return fixed_len_ && a >= fixed_base_ && a + len <= fixed_base_ + fixed_len_ ? 0 : -1;
+    }
+    size_t registered_buffer_bytes() const { return fixed_len_; }
+    // I/Os issued from the registered buffer (READ_FIXED / WRITE_FIXED).
+    uint64_t fixed_buffer_ios() const { return fixed_ios_; }
+    void note_fixed_buffer_io() { fixed_ios_++; }
+
 private:
     size_t reap();
     // A ring created disabled (single issuer) is enabled by its first user:
@@ -51,6 +72,9 @@ private:
     int eventfd_ = -1;
     size_t in_flight_ = 0;
     unsigned pending_ = 0;
+    uintptr_t fixed_base_ = 0;
+    size_t fixed_len_ = 0;
+    uint64_t fixed_ios_ = 0;
 };
 
 }  // namespace mdsplit

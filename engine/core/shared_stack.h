@@ -63,6 +63,11 @@ public:
     }
     void flush_traces();
     uint64_t size_bytes() const { return stack_->size_bytes(); }
+    // Stack::register_io_buffer, for an exclusive stack only: a shared one
+    // serves the buffers of several jobs, and the ring registers one region.
+    bool register_io_buffer(void* base, size_t len) {
+        return exclusive_ && stack_->register_io_buffer(base, len);
+    }
     Stack& stack() { return *stack_; }
 
 private:

@@ -319,6 +319,10 @@ std::string Stack::stats_json() const {
         json_device(o, *m, "member", now, elapsed, m.get(), nullptr);
     }
     o << "]";
+    if (ring_)
+        o << ", \"io_uring\": {\"setup_flags\": " << ring_->setup_flags()
+          << ", \"registered_buffer_bytes\": " << ring_->registered_buffer_bytes()
+          << ", \"fixed_buffer_ios\": " << ring_->fixed_buffer_ios() << "}";
     page_cache_json(o);
     o << "}";
     return o.str();

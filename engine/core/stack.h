@@ -65,6 +65,13 @@ public:
     // An fd that becomes readable when a backend completes something (-1
     // when no member uses io_uring): SharedStack waits on it unlocked.
     int completion_fd() { return ring_ ? ring_->completion_eventfd() : -1; }
+    // The submitter's I/O buffers (fio's io_u buffers): registered with the
+    // io_uring ring, so members read into and write from them as fixed
+    // buffers (IoUringRing::register_buffer). False when there is no ring or
+    // the kernel refuses; I/O works either way.
+    bool register_io_buffer(void* base, size_t len) {
+        return ring_ && ring_->register_buffer(base, len);
+    }
 
     // Sidecar statistics as JSON text.
     std::string stats_json() const;

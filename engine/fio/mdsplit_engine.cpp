@@ -301,6 +301,18 @@ int mdsplit_init(thread_data* td) {
     return 0;
 }
 
+// After fio has allocated the job's io_u buffers (backend.c: init_io_u, then
+// post_init), as fio's io_uring engine registers them with fixedbufs=1:
+// direct I/O goes from them straight to the members, so the member ring
+// takes them as one fixed buffer. Buffered jobs' member I/O comes from the
+// engine's page cache instead.
+int mdsplit_post_init(thread_data* td) {
+    EngineData* d = data_of(td);
+    if (d && !d->buffered && td->orig_buffer)
+        d->stack->register_io_buffer(td->orig_buffer, td->orig_buffer_size);
+    return 0;
+}
+
 void mdsplit_cleanup(thread_data* td) {
     EngineData* d = data_of(td);
     if (!d) return;
@@ -464,6 +476,7 @@ ioengine_ops make_ops() {
     ops.flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_ASYNCIO_SETS_ISSUE_TIME;
     ops.setup = mdsplit_setup;
     ops.init = mdsplit_init;
+    ops.post_init = mdsplit_post_init;
     ops.cleanup = mdsplit_cleanup;
     ops.queue = mdsplit_queue;
     ops.commit = mdsplit_commit;

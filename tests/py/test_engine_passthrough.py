@@ -72,6 +72,10 @@ def test_randwrite_then_verify_passes(engine, workdir, mode):
     assert m0["write"]["sectors"] * 512 == j["write"]["io_bytes"]
     assert m0["read"]["ios"] + m0["write"]["ios"] == len(
         [r for r in read_trace_dir(workdir / "traces")["m0"] if r.action == "C"])
+    # One job owns the stack: its io_u buffers are the ring's fixed buffer,
+    # and every member I/O (one per fio I/O here) is issued from it.
+    assert sidecar.io_uring["registered_buffer_bytes"] >= 256 * 1024 * 32
+    assert sidecar.io_uring["fixed_buffer_ios"] == m0["read"]["ios"] + m0["write"]["ios"]
 
 
 def test_numjobs_each_get_their_stack(engine, workdir):
@@ -117,6 +121,8 @@ mdsplit_stats=stats/short.json
     j = result.job("short")
     assert j["error"] == 0
     assert j["read"]["io_bytes"] == 1024 * 1024
+    # Member reads go into the engine's page cache, not fio's buffers.
+    assert result.sidecars["stats/short.json"].io_uring["fixed_buffer_ios"] == 0
 
 
 def test_io_error_reaches_fio(engine, workdir):
