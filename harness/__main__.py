@@ -96,7 +96,8 @@ def _emulator_sizes(spec):
 
 
 def _emulator_buffered(spec):
-    """The emulator's forced-ra columns (what was merged upstream) for
+    """The emulator's forced-ra columns (what was merged upstream) and its
+    always-punted one (pre-c8d317aa, rasync off: beside the kernel's io-wq) for
     `reference buffered`, from a report's buffered metrics: ({column:
     {depth: IOPS}}, where from), or ({}, reason). spec: a report (dir or
     result.json), "none"; default reports/latest/buffered."""
@@ -111,6 +112,7 @@ def _emulator_buffered(spec):
     cols = {}
     for label, prefix in (("emulator ra", "forced-ra.rasync_on"),
                           ("emulator nora", "forced-ra.rasync_off"),
+                          ("emulator io-wq", "pre-c8d317aa.rasync_off"),
                           ("real-clock ra", "real.forced-ra.rasync_on"),
                           ("real-clock nora", "real.forced-ra.rasync_off")):
         col = {}
@@ -188,10 +190,12 @@ def cmd_reference(args) -> int:
                                              progress=progress)
             emu, where = _emulator_buffered(args.emulator)
             tables = reference.format_buffered(sweep, emu)
-            tables.append(f"emulator columns (forced-ra, the variant merged upstream): {where}. "
+            tables.append(f"emulator columns (forced-ra, the variant merged upstream, and "
+                          f"pre-c8d317aa with rasync off as 'io-wq': every read punted): {where}. "
                           "'emulator' = the virtual-clock sweep with this machine's measured "
                           "step costs; 'real-clock' = the engine in fio on this machine.")
             metrics = {f"kernel.qd{d}_iops": v for d, v in sweep.iops.items()}
+            metrics.update({f"kernel_iowq.qd{d}_iops": v for d, v in sweep.iops_iowq.items()})
     except reference.ReferenceUnavailable as e:
         print(f"reference {args.what}: skipped: {e}")
         return 0

@@ -741,11 +741,17 @@ class BufferedSweep:
     runtime_s: float
     iops: dict = field(default_factory=dict)     # depth -> IOPS
     note: str = ""
+    # depth -> IOPS with every read punted to io-wq (fio's force_async=1,
+    # IOSQE_ASYNC): the kernel's worker path, the emulator's pre-c8d317aa
+    iops_iowq: dict = field(default_factory=dict)
 
 
-def _buffered_job(target: str, depths, runtime_s: float, size: int, fadvise: bool) -> str:
+def _buffered_job(target: str, depths, runtime_s: float, size: int, fadvise: bool,
+                  iowq: bool = False) -> str:
     lines = ["; kernel reference for seed 003: fio's io_uring engine, buffered 4k random",
-             "; reads with readahead off, one stonewalled job per iodepth",
+             "; reads with readahead off, one stonewalled job per iodepth"
+             + ("; qdN-iowq: every read punted to io-wq (force_async=1 = IOSQE_ASYNC)"
+                if iowq else ""),
              "[global]", f"filename={target}", "ioengine=io_uring", "direct=0", "rw=randread",
              "bs=4k", f"size={size}", f"runtime={runtime_s}", "time_based=1", "norandommap=1",
              "randrepeat=0", "invalidate=1", "stonewall"]
@@ -753,15 +759,20 @@ def _buffered_job(target: str, depths, runtime_s: float, size: int, fadvise: boo
         lines.append("fadvise_hint=random")
     for d in depths:
         lines += [f"[qd{d}]", f"iodepth={d}"]
+        if iowq:
+            lines += [f"[qd{d}-iowq]", f"iodepth={d}", "force_async=1"]
     return "\n".join(lines) + "\n"
 
 
 def buffered_sweep(depths=DEPTHS, runtime_s: float = 3, size: int = 4 << 30, *, fio: str = "fio",
-                   target: str = "auto", keep_dir: Path = None, progress=None) -> BufferedSweep:
+                   target: str = "auto", keep_dir: Path = None, progress=None,
+                   iowq: bool = True) -> BufferedSweep:
     """Seed 003 on this kernel: IOPS per iodepth of fio's io_uring engine,
     buffered 4k randread, readahead off. target "loop" (a loop device over
     a sparse file, blockdev --setra 0, needs root), "file" (a sparse file
-    with fadvise_hint=random), or "auto" (loop where possible, else file)."""
+    with fadvise_hint=random), or "auto" (loop where possible, else file).
+    iowq: each depth also with every read punted to io-wq (force_async=1),
+    the path the thread's rasync-off columns take, on this machine."""
     require_fio(fio)
     depths = [int(d) for d in depths]
     if not depths or any(d < 1 for d in depths):
@@ -795,19 +806,22 @@ def buffered_sweep(depths=DEPTHS, runtime_s: float = 3, size: int = 4 << 30, *, 
                 f.truncate(size)
             tgt, how = str(backing), "a sparse file with fadvise_hint=random (readahead off for it)"
         job = wd / "buffered-sweep.fio"
-        job.write_text(_buffered_job(tgt, depths, runtime_s, size, fadvise=not use_loop))
+        job.write_text(_buffered_job(tgt, depths, runtime_s, size, fadvise=not use_loop,
+                                     iowq=iowq))
+        runs = len(depths) * (2 if iowq else 1)
         if progress:
             progress(f"kernel reference: io_uring buffered 4k randread, iodepth "
-                     f"{depths[0]}..{depths[-1]}, {runtime_s:g} s each")
+                     f"{depths[0]}..{depths[-1]}{' (and io-wq)' if iowq else ''}, "
+                     f"{runtime_s:g} s each")
         try:
-            data = _run_fio_job(job, fio, timeout=len(depths) * (runtime_s + 30) + 30)
+            data = _run_fio_job(job, fio, timeout=runs * (runtime_s + 30) + 30)
         except RuntimeError as e:
             raise ReferenceUnavailable(str(e))
-        iops = {}
+        iops, iops_iowq = {}, {}
         for j in data.get("jobs", []):
-            m = re.match(r"qd(\d+)$", j.get("jobname", ""))
+            m = re.match(r"qd(\d+)(-iowq)?$", j.get("jobname", ""))
             if m:
-                iops[int(m.group(1))] = float(j["read"]["iops"])
+                (iops_iowq if m.group(2) else iops)[int(m.group(1))] = float(j["read"]["iops"])
         if keep_dir is not None:
             keep = Path(keep_dir)
             keep.mkdir(parents=True, exist_ok=True)
@@ -818,8 +832,11 @@ def buffered_sweep(depths=DEPTHS, runtime_s: float = 3, size: int = 4 << 30, *, 
             f"page cache dropped before each (invalidate=1). Holes of a sparse file read as "
             f"zeroes without device I/O, so this measures the kernel's buffered-read path "
             f"(page cache, forced 1-page readahead, io_uring's inline / async page-wait / io-wq "
-            f"punt), not a disk.")
-    return BufferedSweep(kernel_release(), tgt, size, runtime_s, iops, note)
+            f"punt), not a disk."
+            + (" 'kernel io-wq': the same with force_async=1 (IOSQE_ASYNC), every read punted "
+               "to an io-wq worker that blocks in it, as the thread's rasync-off columns and "
+               "the emulator's pre-c8d317aa are." if iowq else ""))
+    return BufferedSweep(kernel_release(), tgt, size, runtime_s, iops, note, iops_iowq)
 
 
 def kernel_buffered_sweep(depths=DEPTHS, runtime_s: float = 3, size: int = 4 << 30) -> dict:
@@ -832,8 +849,10 @@ def kernel_buffered_sweep(depths=DEPTHS, runtime_s: float = 3, size: int = 4 << 
 
 def format_buffered(sweep: BufferedSweep, emulator: dict = None) -> list:
     """The sweep as a QD table (kIOPS); emulator = {column: {depth: IOPS}}
-    adds columns (e.g. the forced-ra variants)."""
-    cols = dict(emulator or {})
+    adds columns (e.g. the forced-ra variants). With io-wq runs, a
+    'kernel io-wq' column and the QD1 comparison (qd1_comparison)."""
+    cols = {"kernel io-wq": sweep.iops_iowq} if sweep.iops_iowq else {}
+    cols.update(emulator or {})
     w = max([12] + [len(c) + 2 for c in cols])
     lines = [f"{'iodepth':<9}{'kernel kIOPS':>14}" + "".join(f"{c:>{w}}" for c in cols)]
     for d in sorted(sweep.iops):
@@ -842,7 +861,30 @@ def format_buffered(sweep: BufferedSweep, emulator: dict = None) -> list:
             v = vals.get(d) if isinstance(vals, dict) else None
             row += f"{v / 1000:>{w}.1f}" if v is not None else f"{'-':>{w}}"
         lines.append(row)
-    return ["\n".join(lines), "\n".join(_wrap(sweep.note))]
+    out = ["\n".join(lines), "\n".join(_wrap(sweep.note))]
+    qd1 = qd1_comparison(sweep, emulator)
+    if qd1:
+        out.append("\n".join(_wrap(qd1)))
+    return out
+
+
+def qd1_comparison(sweep: BufferedSweep, emulator: dict = None) -> str:
+    """The thread's QD1 claim (its columns within 10%) on this machine:
+    the kernel's io-wq path against its inline / async page-wait path, and
+    the emulator's always-punted variant against forced-ra with rasync."""
+    k, kw = sweep.iops.get(1), sweep.iops_iowq.get(1)
+    if not k or not kw:
+        return ""
+    text = (f"QD1 on this machine: kernel io-wq / kernel = {kw / k:.2f} ({kw / 1000:.1f} vs "
+            f"{k / 1000:.1f} kIOPS; the thread, on bare metal, had its QD1 columns within 10%)")
+    emu = emulator or {}
+    e, ew = emu.get("emulator ra", {}).get(1), emu.get("emulator io-wq", {}).get(1)
+    if e and ew:
+        text += (f"; emulator pre-c8d317aa rasync off / forced-ra rasync on = {ew / e:.2f} "
+                 f"({ew / 1000:.1f} vs {e / 1000:.1f} kIOPS, virtual clock with this machine's "
+                 f"measured step costs)")
+    return text + "."
+
 
 
 # --- seed 004: bfq, root vs non-root cgroup --------------------------------------

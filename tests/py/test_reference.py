@@ -160,6 +160,8 @@ def test_kernel_buffered_sweep(needs_machine):
     print("\n".join(R.format_buffered(sweep)))
     assert set(sweep.iops) == {1, 4}
     assert all(v > 0 for v in sweep.iops.values())
+    assert set(sweep.iops_iowq) == {1, 4}  # the same depths with every read punted
+    assert all(v > 0 for v in sweep.iops_iowq.values())
     assert sweep.target.startswith("/dev/loop")
     assert _ours_left() == []
 
@@ -375,3 +377,11 @@ def test_buffered_reference_reads_the_emulators_forced_ra_columns(tmp_path):
     table = R.format_buffered(sweep, {"emulator ra": {1: 13300.0}})[0].splitlines()
     assert table[0].split() == ["iodepth", "kernel", "kIOPS", "emulator", "ra"]
     assert table[1].split() == ["1", "22.2", "13.3"] and table[2].split() == ["32", "42.9", "-"]
+    # With the kernel's io-wq runs: their column first, and the QD1 comparison.
+    sweep.iops_iowq = {1: 14800.0, 32: 43000.0}
+    out = R.format_buffered(sweep, {"emulator ra": {1: 13300.0}, "emulator io-wq": {1: 10500.0}})
+    table = out[0].splitlines()
+    assert table[0].split()[3:5] == ["kernel", "io-wq"]
+    assert table[1].split() == ["1", "22.2", "14.8", "13.3", "10.5"]
+    assert "kernel io-wq / kernel = 0.67" in out[-1]
+    assert "emulator pre-c8d317aa rasync off / forced-ra rasync on = 0.79" in out[-1]
