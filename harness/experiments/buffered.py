@@ -36,6 +36,28 @@ REAL_VARIANTS = ["c8d317aa", "forced-ra"]
 REAL_DEPTHS = [1, 32, 128]
 
 
+def kernel_qd1_note(db=None) -> str:
+    """The kernel's own QD1 gap on this machine, from the newest `reference
+    buffered` run in the history that has io-wq figures: its io-wq path
+    (force_async=1) against its inline / page-wait path."""
+    how = "`python3 -m harness reference buffered` measures it"
+    try:
+        from harness.history import History, db_path, machine_info
+        if not db_path(db).exists():
+            return f"The kernel's own QD1 gap on this machine: not measured yet ({how})."
+        me = machine_info()
+        with History(db) as h:
+            for run in h.runs("kernel-buffered", source="kernel", hostname=me["hostname"]):
+                k, kw = run.metrics.get("kernel.qd1_iops"), run.metrics.get("kernel_iowq.qd1_iops")
+                if k and kw and run.kernel == me["kernel"]:
+                    return (f"The kernel itself on this machine (reference run {run.run_id}, "
+                            f"{run.time}): io-wq / inline+page-wait at QD1 = {kw / k:.2f} "
+                            f"({kw / 1000:.1f} vs {k / 1000:.1f} kIOPS).")
+    except Exception as e:  # the history is context here, never a reason to fail
+        return f"The kernel's own QD1 gap: history unreadable ({e})."
+    return f"The kernel's own QD1 gap on this machine: not measured yet ({how})."
+
+
 def fio_ns_per_io() -> int:
     """fio's own cost per I/O on this machine: fio's null engine, 4k random
     reads at iodepth 1, for one second."""
@@ -131,7 +153,8 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         f"QD1: the worker paths add a punt and two wake-ups, {extra_us:.1f} us measured here, to a "
         f"{read_us:.0f} us read ({100 * extra_us / read_us:.0f}%); in the thread the columns "
         "differ by 4.5 us (92.6 vs 97.1 us, 5%). A wake-up of a sleeping thread costs "
-        f"{costs['wakeup_ns'] / 1000:.1f} us here (fitted default: {fitted['wakeup_ns'] / 1000:.1f}).")
+        f"{costs['wakeup_ns'] / 1000:.1f} us here (fitted default: {fitted['wakeup_ns'] / 1000:.1f}). "
+        + kernel_qd1_note())
     try:
         real = real_clock(jobs_dir, progress)
     except FioError as e:  # the virtual sweep stands without it; the failure is shown

@@ -285,3 +285,24 @@ def test_virtual_time_buffered_runs_are_deterministic(mdsplit_module):
         w = sim.run_workload("randwrite", 8192, iodepth=8, total=500 * 8192, seed=5, end_fsync=True)
         return r, w, sim.stats(), sim.paths()
     assert one() == one()
+
+
+def test_qd1_note_reads_the_kernels_gap_from_this_machines_history(tmp_path):
+    from harness.experiments.buffered import kernel_qd1_note
+    from harness.history import History, machine_info
+    db = tmp_path / "history.sqlite"
+    assert "not measured yet" in kernel_qd1_note(db)
+    me = machine_info()
+    other = dict(me, hostname=me["hostname"] + "-elsewhere")
+    with History(db) as h:
+        h.record("kernel-buffered", {"kernel.qd1_iops": 30000, "kernel_iowq.qd1_iops": 15000},
+                 source="kernel", machine=other)  # another machine's run is not this one's
+        assert "not measured yet" in kernel_qd1_note(db)
+        h.record("kernel-buffered", {"kernel.qd1_iops": 27500}, source="kernel", machine=me)
+        assert "not measured yet" in kernel_qd1_note(db)  # no io-wq figure in that run
+        run = h.record("kernel-buffered", {"kernel.qd1_iops": 27500,
+                                           "kernel_iowq.qd1_iops": 22900}, source="kernel",
+                       machine=me)
+    note = kernel_qd1_note(db)
+    assert f"reference run {run}" in note
+    assert "QD1 = 0.83 (22.9 vs 27.5 kIOPS)" in note
