@@ -82,7 +82,7 @@ def measured_costs(jobs_dir: Path, progress) -> dict:
     return costs
 
 
-def sweep(jobs_dir: Path, progress, costs: dict = None) -> dict:
+def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS) -> dict:
     """kIOPS per (variant, rasync, iodepth) on the virtual clock, with
     `costs` (BufferedCosts' defaults when None)."""
     mdsplit = import_mdsplit()
@@ -92,7 +92,7 @@ def sweep(jobs_dir: Path, progress, costs: dict = None) -> dict:
             'model = "nvme"', 'model = "nvme"\nbackend = "null"')
         for rasync in (True, False):
             progress(f"{v} rasync={'on' if rasync else 'off'}")
-            for qd in DEPTHS:
+            for qd in depths:
                 sim = mdsplit.BufferedSimulation(text, base_dir=str(jobs_dir), variant=v,
                                                  rasync=rasync, ra_kb=0)
                 if costs:
@@ -154,7 +154,20 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         f"{read_us:.0f} us read ({100 * extra_us / read_us:.0f}%); in the thread the columns "
         "differ by 4.5 us (92.6 vs 97.1 us, 5%). A wake-up of a sleeping thread costs "
         f"{costs['wakeup_ns'] / 1000:.1f} us here (fitted default: {fitted['wakeup_ns'] / 1000:.1f}). "
+        "Here pre-c8d317aa nora (every read punted) / forced-ra ra = "
+        f"{ours[('pre-c8d317aa', False, 1)] / ours[('forced-ra', True, 1)]:.2f}. "
         + kernel_qd1_note())
+    # The same QD1 points with the thread-fitted defaults (a bare-metal
+    # machine's wake-ups): the check on them says whether the model gives the
+    # thread's QD1 on the thread's kind of machine.
+    bare = sweep(jobs_dir, progress, None, depths=[1])
+    cells = []
+    for v, r in [(v, r) for v in VARIANTS for r in (True, False)]:
+        key = f"{v}.rasync_{'on' if r else 'off'}.qd1_kIOPS"
+        result.metrics["fitted." + key] = bare[(v, r, 1)]
+        cells.append(f"{v} {'ra' if r else 'nora'} {bare[(v, r, 1)]:.1f}")
+    result.tables.append("QD1 with the thread-fitted costs instead (wake-up "
+                         f"{fitted['wakeup_ns'] / 1000:.1f} us), kIOPS: " + ", ".join(cells))
     try:
         real = real_clock(jobs_dir, progress)
     except FioError as e:  # the virtual sweep stands without it; the failure is shown
