@@ -306,3 +306,19 @@ def test_qd1_note_reads_the_kernels_gap_from_this_machines_history(tmp_path):
     note = kernel_qd1_note(db)
     assert f"reference run {run}" in note
     assert "QD1 = 0.83 (22.9 vs 27.5 kIOPS)" in note
+
+
+def test_least_costs_splits_the_least_read_times_again():
+    from harness.experiments.buffered import least_costs
+    # rounds: (submit, page) -> 1-page read = submit + page, 8-page = submit + 8 page
+    runs = [{"punt_ns": 3000, "bio_submit_ns": 2900, "bio_page_ns": 300, "cpus": 16},  # 3200, 5300
+            {"punt_ns": 7000, "bio_submit_ns": 3000, "bio_page_ns": 0, "cpus": 16},    # 3000, 3000
+            {"punt_ns": 2600, "bio_submit_ns": 3100, "bio_page_ns": 250, "cpus": 16}]  # 3350, 5100
+    costs = least_costs(runs)
+    assert costs["punt_ns"] == 2600          # measured itself: the least of the rounds
+    # least 1-page read 3000, least 8-page read 3000: no per-page cost seen
+    assert (costs["bio_submit_ns"], costs["bio_page_ns"]) == (3000, 0)
+    runs[1].update(bio_submit_ns=3400, bio_page_ns=400)  # 3800, 6200: 3200 and 5100 are least
+    costs = least_costs(runs)
+    assert (costs["bio_submit_ns"], costs["bio_page_ns"]) == (3200 - 271, 271)
+    assert costs["cpus"] == 16
