@@ -172,7 +172,7 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
                 color=colors.get(name))
     if logx:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

@@ -212,8 +212,12 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         path = out_dir / "buffered-iops-vs-qd.png"
         series = {f"{v} rasync {'on' if r else 'off'}": [(qd, ours[(v, r, qd)]) for qd in DEPTHS]
                   for v, r in cols}
-        plots.line_plot(path, series, xlabel="iodepth", ylabel="kIOPS",
-                        title="io_uring buffered 4k randread, readahead off")
+        thread = {f"{v} rasync {'on' if r else 'off'}": list(zip(DEPTHS, THREAD[(v, r)]))
+                  for v, r in cols if (v, r) in THREAD}
+        plots.line_plot(path, series, xlabel="iodepth", ylabel="kIOPS", logx=True,
+                        reference=thread,
+                        title="io_uring buffered 4k randread, readahead off (virtual clock, "
+                              "measured costs)")
         result.figures.append(path.name)
     except ImportError:
         pass
