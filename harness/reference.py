@@ -886,7 +886,6 @@ def qd1_comparison(sweep: BufferedSweep, emulator: dict = None) -> str:
     return text + "."
 
 
-
 # --- seed 004: bfq, root vs non-root cgroup --------------------------------------
 
 BFQ_JOB = Path(__file__).resolve().parent.parent / "jobs" / "bfq-groups.fio"
