@@ -97,6 +97,6 @@ echo "# ratio of medians: io_uring $(medians_ratio "${samples[a]}" "${samples[b]
      " null $(medians_ratio "${samples[c]}" "${samples[d]}")"
 print_ratio io_uring "${samples[a]}" "${samples[b]}" 0.95
 print_ratio null "${samples[c]}" "${samples[d]}" 0.6
+fixed_ratios=$(round_ratios "${samples[e]}" "${samples[b]}")
 echo "# for information, mdsplit io_uring / fio io_uring fixedbufs=1:" \
-     "$(round_ratios "${samples[e]}" "${samples[b]}") (median of rounds" \
-     "$(median "$(round_ratios "${samples[e]}" "${samples[b]}")" %.2f))"
+     "$fixed_ratios (median of rounds $(median "$fixed_ratios" %.2f))"
