@@ -11,13 +11,34 @@
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 namespace mdsplit {
 
 namespace {
-std::runtime_error open_error(const std::string& path, const char* what) {
-    return std::runtime_error("mdsplit: member " + path + ": " + what + ": " + strerror(errno));
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+MemberOpenError open_error(const std::string& key, const std::string& path, const char* what,
+                           const std::string& allowed) {
+    return MemberOpenError(
+        key, "cannot " + std::string(what) + " " + quoted(path) + ": " + strerror(errno), allowed);
 }
+
+const char* kOpenable = "a regular file or block device this process can open";
+
+// The directories create_directories() would make for `file`, outermost first.
+std::vector<std::filesystem::path> missing_directories(const std::filesystem::path& file) {
+    std::vector<std::filesystem::path> missing;
+    std::error_code ec;
+    for (auto dir = file.parent_path(); !dir.empty() && !std::filesystem::exists(dir, ec);
+         dir = dir.parent_path()) {
+        missing.insert(missing.begin(), dir);
+        if (dir == dir.parent_path()) break;
+    }
+    return missing;
+}
+
 }  // namespace
 
 IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint64_t size,
@@ -25,43 +46,73 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
     : ring_(ring) {
     int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | (direct ? O_DIRECT : 0);
     struct stat st;
-    bool exists = stat(path.c_str(), &st) == 0;
-    if (!exists) {
-        if (!size)
-            throw std::runtime_error("mdsplit: member " + path + " does not exist and has no size");
-        std::error_code ec;  // a member in a directory that does not exist yet: create it
-        std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-        fd_ = open(path.c_str(), flags | O_CREAT | O_RDWR, 0644);
-        if (fd_ < 0) throw open_error(path, "cannot create");
-        if (ftruncate(fd_, off_t(size)) < 0) {
-            close(fd_);
-            throw open_error(path, "cannot size");
-        }
-        size_ = size;
+    if (stat(path.c_str(), &st) != 0) {
+        create(path, size, flags);
         return;
     }
     fd_ = open(path.c_str(), flags);
-    if (fd_ < 0) throw open_error(path, "cannot open");
+    if (fd_ < 0 && writable && (errno == EROFS || errno == EACCES) && S_ISBLK(st.st_mode))
+        throw MemberOpenError("path", quoted(path) + " is read-only (" + strerror(errno) + ")",
+                              "a writable device, or jobs that only read");
+    if (fd_ < 0) throw open_error("path", path, "open", kOpenable);
     if (S_ISBLK(st.st_mode)) {
+        int read_only = 0;
+        if (writable && ioctl(fd_, BLKROGET, &read_only) == 0 && read_only) {
+            close(fd_);
+            throw MemberOpenError("path", quoted(path) + " is a read-only block device (BLKROGET)",
+                                  "a writable device, or jobs that only read");
+        }
         uint64_t bytes = 0;
         if (ioctl(fd_, BLKGETSIZE64, &bytes) < 0) {
             close(fd_);
-            throw open_error(path, "BLKGETSIZE64");
+            throw open_error("path", path, "size (BLKGETSIZE64)", kOpenable);
         }
         if (size && size > bytes) {
             close(fd_);
-            throw std::runtime_error("mdsplit: member " + path + ": size " + std::to_string(size) +
-                                     " is larger than the device (" + std::to_string(bytes) + ")");
+            throw MemberOpenError("size",
+                                  std::to_string(size) + " bytes is larger than " + quoted(path) +
+                                      " (" + std::to_string(bytes) + " bytes)",
+                                  "at most the device's size, or 0 for all of it");
         }
         size_ = size ? size : bytes;
     } else {
         uint64_t have = uint64_t(st.st_size);
         if (size > have && writable && ftruncate(fd_, off_t(size)) < 0) {
             close(fd_);
-            throw open_error(path, "cannot extend");
+            throw open_error("size", path, "extend", "a size the file system can hold");
         }
         size_ = size ? size : have;
     }
+}
+
+// A missing member: created sparse at `size`; on failure, the file and the
+// directories made for it are removed again.
+void IoUringBackend::create(const std::string& path, uint64_t size, int flags) {
+    if (!size)
+        throw MemberOpenError("size", quoted(path) + " does not exist and has no size",
+                              "a size like \"2g\" (the file is created sparse at it)");
+    std::vector<std::filesystem::path> made = missing_directories(path);
+    auto undo = [&] {
+        std::error_code ec;
+        if (fd_ >= 0) close(fd_);
+        fd_ = -1;
+        std::filesystem::remove(path, ec);
+        for (auto it = made.rbegin(); it != made.rend(); ++it) std::filesystem::remove(*it, ec);
+    };
+    std::error_code ec;
+    if (!made.empty()) std::filesystem::create_directories(made.back(), ec);
+    fd_ = open(path.c_str(), (flags & ~O_RDONLY & ~O_WRONLY) | O_CREAT | O_EXCL | O_RDWR, 0644);
+    if (fd_ < 0) {
+        MemberOpenError e = open_error("path", path, "create", kOpenable);
+        if (errno != EEXIST) undo();
+        throw e;
+    }
+    if (ftruncate(fd_, off_t(size)) < 0) {
+        MemberOpenError e = open_error("size", path, "size", "a size the file system can hold");
+        undo();
+        throw e;
+    }
+    size_ = size;
 }
 
 IoUringBackend::~IoUringBackend() {

@@ -1,17 +1,33 @@
 // A member on a regular file or block device, driven through io_uring.
 #pragma once
 
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "backends/backend.h"
 #include "backends/io_uring_ring.h"
 
 namespace mdsplit {
 
+// Why a member could not be opened: the member's TOML key it concerns
+// ("path" or "size"), the problem and what is allowed, for the stack to turn
+// into the loader's one-line "<file>: members[i].<key>: ...; allowed: ..." form.
+struct MemberOpenError : std::runtime_error {
+    MemberOpenError(std::string key_, const std::string& problem, std::string allowed_)
+        : std::runtime_error(problem), key(std::move(key_)), allowed(std::move(allowed_)) {}
+    std::string key;
+    std::string allowed;
+};
+
 class IoUringBackend final : public Backend {
 public:
-    // Opens (creating sparse at `size` when missing) path; O_DIRECT if direct.
-    // Throws std::runtime_error with a one-line message on failure.
+    // Opens path read-write when `writable`, read-only otherwise; O_DIRECT if
+    // direct. A missing file is created sparse at `size` (with its missing
+    // directories); an existing file shorter than `size` is extended (the
+    // loader allows that only with grow = true). A failed create removes
+    // what it made. A block device that is read-only is refused when
+    // `writable`. Throws MemberOpenError.
     IoUringBackend(IoUringRing& ring, const std::string& path, uint64_t size, bool direct,
                    bool writable);
     ~IoUringBackend() override;
@@ -25,6 +41,8 @@ public:
     void on_cqe(Request* rq, int res);
 
 private:
+    void create(const std::string& path, uint64_t size, int flags);
+
     IoUringRing& ring_;
     int fd_ = -1;
     uint64_t size_ = 0;

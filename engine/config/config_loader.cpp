@@ -25,6 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A stack file is a few dozen lines; a larger one is a mistake (a data file
+// named by accident), refused before parsing.
+constexpr size_t kMaxStackFileBytes = 1 << 20;
 constexpr std::string_view kEmbeddedModelsLabel = "jobs/models.toml (embedded)";
 
 // ---------------------------------------------------------------------------
@@ -450,9 +453,53 @@ struct PathFacts {
     struct stat status {};
 };
 
+// The file system type mounted at the longest mount point above `dir`
+// (canonical), from /proc/self/mountinfo: "devtmpfs" for /dev.
+std::string fs_type_of(const std::string& dir) {
+    std::ifstream mounts("/proc/self/mountinfo");
+    std::string line, best_point, best_type;
+    while (std::getline(mounts, line)) {
+        std::istringstream in(line);
+        std::string id, parent, dev, root, point, options, field;
+        if (!(in >> id >> parent >> dev >> root >> point >> options)) continue;
+        while (in >> field && field != "-") {
+        }
+        std::string type;
+        in >> type;
+        bool above =
+            dir == point || point == "/" ||
+            (dir.rfind(point, 0) == 0 && dir.size() > point.size() && dir[point.size()] == '/');
+        if (above && point.size() >= best_point.size()) {
+            best_point = point;
+            best_type = type;
+        }
+    }
+    return best_type;
+}
+
+// A missing member under /dev is a device that is not there (a typo, an
+// unplugged disk): creating a regular file in its place would write where
+// the user did not point.
+void check_not_device_directory(const Reader& reader, const std::string& key,
+                                const std::string& path, const fs::path& existing_dir) {
+    std::error_code ec;
+    fs::path dir = fs::canonical(existing_dir, ec);
+    if (ec) dir = existing_dir;
+    std::string d = dir.string();
+    bool under_dev = d == "/dev" || d.rfind("/dev/", 0) == 0 ||
+                     fs::path(path).lexically_normal().string().rfind("/dev/", 0) == 0;
+    if (under_dev || fs_type_of(d) == "devtmpfs")
+        reader.fail(key,
+                    in_quotes(path) +
+                        " does not exist, and no file is created in a device "
+                        "directory (" +
+                        in_quotes(d) + ")",
+                    "an existing block device, or a regular file outside /dev");
+}
+
 // A missing member file is created (with its missing directories): the
 // nearest existing ancestor must be a writable directory on a writable
-// file system.
+// file system, and not a device directory.
 void check_creatable(const Reader& reader, const std::string& key, const std::string& path) {
     const std::string allowed =
         "a path whose directory exists or can be created, on a writable file system";
@@ -472,6 +519,7 @@ void check_creatable(const Reader& reader, const std::string& key, const std::st
                     "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
                         " is not a directory",
                     allowed);
+    check_not_device_directory(reader, key, path, dir);
     struct statvfs vfs {};
     if (::access(dir.c_str(), W_OK) != 0 ||
         (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)))
@@ -583,7 +631,7 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
                          PathFacts& facts) {
     reader.check_keys(table, path,
                       {"path", "size", "backend", "model", "max_sectors", "queue_depth",
-                       "logical_block_size", "failed", "direct", "faults"});
+                       "logical_block_size", "failed", "direct", "grow", "force", "faults"});
     MemberConfig member;
     member.backend =
         reader.enumeration(table, "backend", path, "a backend", kBackends).value_or(member.backend);
@@ -627,6 +675,8 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
         uint32_t(reader.integer(table, "queue_depth", path, 1, 4096).value_or(member.queue_depth));
     member.failed = reader.boolean(table, "failed", path).value_or(member.failed);
     member.direct = reader.boolean(table, "direct", path).value_or(member.direct);
+    member.grow = reader.boolean(table, "grow", path).value_or(member.grow);
+    member.force = reader.boolean(table, "force", path).value_or(member.force);
 
     // path: required for io_uring; optional for ram/null, which touch no file.
     std::string path_key = key_path(path, "path");
@@ -658,6 +708,13 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
                 reader.fail(key_path(path, "size"),
                             "missing, and " + in_quotes(member.path) + " is empty",
                             "a size like \"2g\" (the file is extended to it)");
+            }
+            if (type == S_IFREG && member.size > uint64_t(facts.status.st_size) && !member.grow) {
+                reader.fail(key_path(path, "size"),
+                            std::to_string(member.size) + " bytes is more than " +
+                                in_quotes(member.path) + " holds (" +
+                                std::to_string(facts.status.st_size) + " bytes)",
+                            "at most the file's size, or grow = true to extend the file");
             }
             if (type == S_IFREG && member.size == 0 &&
                 uint64_t(facts.status.st_size) % member.logical_block_size != 0) {
@@ -1089,6 +1146,11 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
         absolute_base = fs::absolute(base_dir).lexically_normal().string();
     }
 
+    if (toml_text.size() > kMaxStackFileBytes)
+        throw make_config_error(
+            label, {},
+            "is " + std::to_string(toml_text.size()) + " bytes, more than a stack file may hold",
+            "a TOML file of at most 1 MiB");
     toml::table root = parse_toml(toml_text, label);
     Reader reader(label);
     reader.check_keys(root, "", {"device", "members", "bio", "bfq", "page_cache", "models"});
@@ -1121,6 +1183,11 @@ StackConfig load_stack_file(const std::string& path) {
     if (fs::is_directory(path, error)) {
         throw make_config_error(path, {}, "is a directory", "a TOML file");
     }
+    // Refused before reading: a huge file would take minutes to parse.
+    if (uintmax_t bytes = fs::file_size(path, error); !error && bytes > kMaxStackFileBytes)
+        throw make_config_error(
+            path, {}, "is " + std::to_string(bytes) + " bytes, more than a stack file may hold",
+            "a TOML file of at most 1 MiB");
     std::ifstream file(path, std::ios::binary);
     if (!file) {
         throw make_config_error(path, {},

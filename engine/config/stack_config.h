@@ -67,7 +67,9 @@ struct MemberConfig {
     uint32_t queue_depth = 64;                // requests in flight at the backend
     uint32_t logical_block_size = 512;
     bool failed = false;
-    bool direct = true;                 // open the member with O_DIRECT
+    bool direct = true;  // open the member with O_DIRECT
+    bool grow = false;   // an existing file smaller than `size` may be extended to it
+    bool force = false;  // write over a file-system / RAID / LVM signature (device safety)
     std::optional<FaultConfig> faults;  // [members.faults]
 };
 

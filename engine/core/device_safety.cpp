@@ -1,5 +1,6 @@
 #include "core/device_safety.h"
 
+#include <blkid/blkid.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -99,6 +100,31 @@ std::string find_signature(const std::string& path) {
     if (fd < 0) return "";
     std::string what = find_signature(fd);
     close(fd);
+    return what.empty() ? probe_signature(path) : what;
+}
+
+// libblkid's low-level probe, as wipefs(8) uses it: superblocks (file
+// systems, RAID members, LVM, swap, ...) and partition tables.
+std::string probe_signature(const std::string& path) {
+    blkid_probe pr = blkid_new_probe_from_filename(path.c_str());
+    if (!pr) return "";
+    blkid_probe_enable_superblocks(pr, 1);
+    blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
+    blkid_probe_enable_partitions(pr, 1);
+    std::string what;
+    if (blkid_do_safeprobe(pr) == 0) {
+        const char* value = nullptr;
+        if (blkid_probe_lookup_value(pr, "TYPE", &value, nullptr) == 0 && value) {
+            const char* usage = nullptr;
+            blkid_probe_lookup_value(pr, "USAGE", &usage, nullptr);
+            what = std::string("a ") + value + " signature (libblkid: TYPE=\"" + value + "\"" +
+                   (usage ? std::string(", USAGE=\"") + usage + "\"" : "") + ")";
+        } else if (blkid_probe_lookup_value(pr, "PTTYPE", &value, nullptr) == 0 && value) {
+            what =
+                std::string("a ") + value + " partition table (libblkid: PTTYPE=\"" + value + "\")";
+        }
+    }
+    blkid_free_probe(pr);
     return what;
 }
 
@@ -142,6 +168,24 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
         if (rel.empty()) continue;
         return rel == "it" ? "used as swap" : "used as swap (" + rel + ")";
     }
+    // A loop device whose backing file is this device (losetup /dev/loopN DEV).
+    if (DIR* dir = opendir(o.sysfs_dev_block.c_str())) {
+        std::string found;
+        while (dirent* e = readdir(dir)) {
+            std::ifstream backing(o.sysfs_dev_block + "/" + e->d_name + "/loop/backing_file");
+            std::string file;
+            if (!std::getline(backing, file)) continue;
+            struct stat st;
+            if (stat(file.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+            std::string rel = relation(st.st_rdev, rdev, o.sysfs_dev_block);
+            if (rel.empty()) continue;
+            found = "the backing device of loop " + std::string(e->d_name);
+            if (rel != "it") found += " (" + rel + ")";
+            break;
+        }
+        closedir(dir);
+        if (!found.empty()) return found;
+    }
     // Held: device-mapper, LVM, md or a loop on top of it.
     std::string holders = o.sysfs_dev_block + "/" + devno(rdev) + "/holders";
     if (DIR* dir = opendir(holders.c_str())) {
@@ -155,6 +199,19 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
         if (!name.empty()) return "held by " + name;
     }
     return "";
+}
+
+// Another program holds path open exclusively (a mount, mkfs, a database,
+// a VM): the kernel's bd_prepare_to_claim refuses a second O_EXCL opener.
+std::string find_exclusive_holder(const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY | O_EXCL | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return "";
+    }
+    if (errno != EBUSY) return "";
+    return "held open exclusively by another program (open with O_EXCL: " +
+           std::string(strerror(errno)) + ")";
 }
 
 void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o) {
@@ -190,18 +247,25 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
                                         "members that do not overlap");
         }
         devices.push_back(Member{i, st.st_rdev});
-        if (!o.writes || o.allow_mounted_write) continue;
-        std::string use = find_use(st.st_rdev, o);
-        if (!use.empty())
-            throw make_config_error(config.source, key,
-                                    quoted(m.path) + " is " + use + ": writing would corrupt it",
-                                    "an unused device, or " + allow);
+        if (!o.writes) continue;
+        if (!o.allow_mounted_write) {
+            std::string use = find_use(st.st_rdev, o);
+            if (use.empty()) use = find_exclusive_holder(m.path);
+            if (!use.empty())
+                throw make_config_error(
+                    config.source, key,
+                    quoted(m.path) + " is " + use + ": writing would corrupt it",
+                    "an unused device, or " + allow);
+        }
+        if (m.force) continue;
         std::string signature = find_signature(m.path);
         if (!signature.empty())
             throw make_config_error(
                 config.source, key,
                 quoted(m.path) + " carries " + signature + ": writing would destroy it",
-                "a blank device (wipefs -a), a read-only job, or " + allow);
+                "a blank device (wipefs -a), jobs that only read, or force = true on "
+                "members[" +
+                    std::to_string(i) + "] in the stack file");
     }
 }
 

@@ -1,11 +1,18 @@
-// Block-device safety: before a job that writes opens a stack, each member
-// that is a block device must be unused and blank. A member is refused for
-// writes (unless fio's allow_mounted_write=1) when
+// Block-device safety: before a stack that any job of the fio run may write
+// to is opened, each member that is a block device must be unused and
+// blank. A member is refused for writes when
 //   - it or one of its partitions is mounted (/proc/self/mountinfo), used
-//     as swap (/proc/swaps), or held by another device (sysfs holders/:
-//     device-mapper, LVM, md);
-//   - it carries a partition table or a file system signature: GPT, MBR /
-//     boot sector, LVM2, LUKS, XFS, btrfs, ext2/3/4, swap, md superblock.
+//     as swap (/proc/swaps), held by another device (sysfs holders/:
+//     device-mapper, LVM, md), backs a loop device (sysfs
+//     loop/backing_file), or is held open exclusively by another program
+//     (open with O_EXCL fails with EBUSY) -- unless fio's
+//     allow_mounted_write=1;
+//   - it carries a partition table or a signature: the magic numbers below
+//     (GPT, MBR / boot sector, LVM2, LUKS, XFS, btrfs, ext2/3/4, swap, md
+//     superblock: found even when the rest of the superblock is damaged),
+//     then libblkid's full probe (every file system, RAID and volume
+//     manager type it knows) -- unless the member sets force = true in the
+//     stack file.
 // Whatever the job does, two members on one device, or a whole disk and one
 // of its partitions, are refused (the loader already refuses two members
 // with the same file, or two device nodes with the same st_rdev).
@@ -25,7 +32,7 @@ namespace mdsplit {
 
 struct DeviceSafetyOptions {
     bool writes = true;                // the job writes (fio: td_write(td) || verify)
-    bool allow_mounted_write = false;  // fio's allow_mounted_write=1
+    bool allow_mounted_write = false;  // fio's allow_mounted_write=1 (a device in use)
     // Where the facts come from (tests point these at fake files).
     std::string mountinfo = "/proc/self/mountinfo";
     std::string swaps = "/proc/swaps";
@@ -40,6 +47,9 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
 // "an ext2/3/4 file system signature (0xEF53 at byte 1080)".
 std::string find_signature(int fd);
 std::string find_signature(const std::string& path);
+// "" or what libblkid's probe of path finds, e.g. "a vfat signature
+// (libblkid: TYPE=\"vfat\")".
+std::string probe_signature(const std::string& path);
 // "" or how device `rdev` is in use: "mounted at /mnt", "mounted at /mnt
 // (partition 7:1 of it)", "used as swap", "held by dm-0".
 std::string find_use(dev_t rdev, const DeviceSafetyOptions& options);

@@ -12,6 +12,7 @@
 #include "backends/null_backend.h"
 #include "backends/ram_backend.h"
 #include "backends/timed_backend.h"
+#include "config/config_error.h"
 #include "core/bfq_scheduler.h"
 #include "core/blktrace_writer.h"
 #include "core/buffered_io.h"
@@ -45,8 +46,14 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
                         std::make_unique<IoUringRing>(options.ring_entries, options.single_issuer);
                     loop_.add_source(ring_.get());
                 }
-                backend = std::make_unique<IoUringBackend>(
-                    *ring_, m.path, m.size, options.open_direct && m.direct, options.writable);
+                try {
+                    backend = std::make_unique<IoUringBackend>(
+                        *ring_, m.path, m.size, options.open_direct && m.direct, options.writable);
+                } catch (const MemberOpenError& e) {
+                    throw make_config_error(config.source,
+                                            "members[" + std::to_string(i) + "]." + e.key, e.what(),
+                                            e.allowed);
+                }
                 break;
             case BackendKind::Ram:
                 backend = std::make_unique<RamBackend>(loop_, m.size);

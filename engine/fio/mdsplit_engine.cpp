@@ -21,6 +21,7 @@
 // The core and the C++ library come first: fio's headers define min/max
 // macros that break them.
 #include "config/config_loader.h"
+#include "core/device_safety.h"
 #include "core/shared_stack.h"
 #include "core/stack.h"
 
@@ -47,8 +48,20 @@ struct EngineOptions {
     char* stats;
     char* trace;
     char* group;
-    unsigned int group_weight;
+    char* group_weight;  // 1..kMaxGroupWeight, default 100 (group_weight_of)
 };
+
+constexpr unsigned kMaxGroupWeight = 1000;  // BFQ_MAX_WEIGHT
+
+// mdsplit_group_weight as a number; 0 when it is not one of 1..1000.
+unsigned group_weight_of(const EngineOptions& o) {
+    if (!o.group_weight || !*o.group_weight) return 100;
+    char* end = nullptr;
+    errno = 0;
+    long v = strtol(o.group_weight, &end, 10);
+    if (errno || *end || v < 1 || v > long(kMaxGroupWeight)) return 0;
+    return unsigned(v);
+}
 
 struct EngineData {
     std::shared_ptr<SharedStack> stack;
@@ -95,9 +108,11 @@ fio_option engine_options[] = {
     engine_option("mdsplit_group", "mdsplit scheduler group", FIO_OPT_STR_STORE,
                   offsetof(EngineOptions, group),
                   "Scheduler (bfq) group of this job; the root group when unset"),
-    engine_option("mdsplit_group_weight", "mdsplit scheduler group weight", FIO_OPT_INT,
+    // Text, checked in setup: fio 3.33 prints a refused engine option's
+    // range error (minval/maxval) but still runs the job with the default.
+    engine_option("mdsplit_group_weight", "mdsplit scheduler group weight", FIO_OPT_STR_STORE,
                   offsetof(EngineOptions, group_weight),
-                  "Weight of this job's scheduler group (1..1000)", "100"),
+                  "Weight of this job's scheduler group (1..1000, default 100)"),
     fio_option{},
 };
 
@@ -148,23 +163,46 @@ std::string canonical(const char* path) {
     return ec ? std::string(path) : p.string();
 }
 
-// The jobs of this fio run (all of them, not only running ones) that load
-// this engine with the same stack file.
-std::vector<std::string> jobs_sharing(thread_data* self, const std::string& config) {
-    std::vector<std::string> names;
+// A job that may write to its stack: writes, trims, or replays a log
+// (read_iolog / blktrace) whose directions fio knows only as it reads them.
+bool may_write(thread_data* td) {
+    return td_write(td) || td_trim(td) || (td->o.read_iolog_file && *td->o.read_iolog_file);
+}
+
+// What the whole fio run does with one stack file: every job of the run is
+// known at setup, running or not.
+struct StackUse {
+    std::vector<std::string> jobs;  // the jobs that name this stack file, in job order
+    bool writes = false;            // any of them may write
+    // Two of them that fio may run at the same time (no stonewall between
+    // them): empty when fio's ordering keeps them apart.
+    std::string overlap_first, overlap_second;
+};
+
+StackUse stack_use(thread_data* self, const std::string& config) {
+    StackUse use;
+    bool stonewall_since_last = false;  // a stonewall at or after the last job found
     thread_data* td;
     int i;
     for_each_td(td, i) {
+        if (td->o.stonewall) stonewall_since_last = true;
         // Same engine = same ioengine_ops: fio dlopen()s one .so once and
         // takes its "ioengine" symbol (dlopen_ioengine). Not the path:
         // o.ioengine_so_path points into a parse buffer fio has freed by now
         // (TSan: heap-use-after-free with ioengine= in [global]).
         if (!td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (o->config && canonical(o->config) == config)
-            names.push_back(td->o.name ? td->o.name : "?");
+        if (!o->config || canonical(o->config) != config) continue;
+        std::string name = td->o.name ? td->o.name : "?";
+        if (!use.jobs.empty() && !stonewall_since_last && use.overlap_first.empty()) {
+            use.overlap_first = use.jobs.back();
+            use.overlap_second = name;
+        }
+        use.jobs.push_back(name);
+        use.writes = use.writes || may_write(td);
+        stonewall_since_last = false;
     }
-    return names;
+    return use;
 }
 
 // exclusive: no other job can open this key (see mdsplit_setup).
@@ -182,7 +220,38 @@ std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const Sta
     return stack;
 }
 
+// fio options whose use the engine cannot honour, refused by name.
+std::string unsupported_option(thread_data* td) {
+    // The offload workers reload the engine by o.ioengine_so_path, which
+    // points into a parse buffer fio has freed by then (it prints garbage as
+    // the engine's name), and each worker would get a stack of its own.
+    if (td->o.io_submit_mode == IO_MODE_OFFLOAD)
+        return "mdsplit: io_submit_mode=offload is not supported by this engine; allowed: "
+               "io_submit_mode=inline (the default)";
+    return "";
+}
+
+// An mdsplit_stats file must be writable before the job runs, not found
+// unwritable after it: its directory is made and a probe file created.
+void check_sidecar_writable(const std::string& path) {
+    namespace fs = std::filesystem;
+    fs::path p(path);
+    std::error_code ec;
+    if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+    std::string probe = path + ".mdsplit-probe";
+    std::ofstream out(probe, std::ios::trunc);
+    bool ok = bool(out);
+    out.close();
+    fs::remove(probe, ec);
+    if (!ok)
+        throw std::runtime_error("mdsplit: mdsplit_stats=" + path + ": cannot create it (" +
+                                 strerror(errno) + "); allowed: a path in a writable directory");
+}
+
 int mdsplit_setup(thread_data* td) {
+    // fio calls setup() from setup_files(); with create_serialize=0 init()
+    // may have called it first, in the job's own thread or process.
+    if (data_of(td)) return 0;
     if (strcmp(fio_version_string, MDSPLIT_FIO_VERSION) != 0) {
         report_error(td, std::string("mdsplit: built against ") + MDSPLIT_FIO_VERSION +
                              " but loaded by " + fio_version_string +
@@ -196,9 +265,13 @@ int mdsplit_setup(thread_data* td) {
                      "stack (see README, \"TOML reference\")");
         return 1;
     }
-    if (o->group_weight < 1 || o->group_weight > 1000) {
-        report_error(td, "mdsplit: mdsplit_group_weight=" + std::to_string(o->group_weight) +
-                             " is out of range; allowed: 1..1000");
+    if (!group_weight_of(*o)) {
+        report_error(td, std::string("mdsplit: mdsplit_group_weight=") + o->group_weight +
+                             " is not a group weight; allowed: an integer 1..1000");
+        return 1;
+    }
+    if (std::string why = unsupported_option(td); !why.empty()) {
+        report_error(td, why);
         return 1;
     }
     if (td->o.nr_files != 1 || td->files_index != 1) {
@@ -214,14 +287,24 @@ int mdsplit_setup(thread_data* td) {
             throw std::runtime_error("mdsplit: mdsplit_group=" + std::string(o->group) +
                                      " needs device.scheduler = \"bfq\" in " + o->config);
         std::string config_path = canonical(o->config);
-        std::vector<std::string> sharing = jobs_sharing(td, config_path);
+        StackUse use = stack_use(td, config_path);
         bool needs_one_owner = config.device.kind == DeviceKind::Raid5 ||
                                config.device.scheduler == SchedulerKind::Bfq;
-        if (sharing.size() > 1 && needs_one_owner && !td->o.use_thread)
+        // Forked jobs each own a copy of the device: right only when fio runs
+        // them one after another (a stonewall between each two).
+        if (needs_one_owner && !td->o.use_thread && !use.overlap_first.empty())
             throw std::runtime_error(
-                "mdsplit: jobs " + sharing[0] + " and " + sharing[1] + " share the device of " +
-                o->config + " (" + (config.device.kind == DeviceKind::Raid5 ? "raid5" : "bfq") +
-                "), which needs one owner: add thread=1 so they share it in one process");
+                "mdsplit: jobs " + use.overlap_first + " and " + use.overlap_second +
+                " share the device of " + o->config + " (" +
+                (config.device.kind == DeviceKind::Raid5 ? "raid5" : "bfq") +
+                ") and may run at the same time, but it needs one owner: add thread=1 so they "
+                "share it in one process, or stonewall so they run one after another");
+        // Before anything is opened: a member in use or carrying data is
+        // refused when any job of the run may write (device_safety.h).
+        DeviceSafetyOptions safety;
+        safety.writes = use.writes;
+        safety.allow_mounted_write = td->o.allow_mounted_write != 0;
+        check_device_safety(config, safety);
         auto data = std::make_unique<EngineData>();
         StackOptions so;
         fio_file* f = td->files[0];
@@ -229,11 +312,18 @@ int mdsplit_setup(thread_data* td) {
         // direct=0 jobs go through the engine's own page cache, so the members
         // stay O_DIRECT either way (the host's cache would sit under ours).
         so.open_direct = true;
-        so.writable = td_write(td) || td->o.verify != 0 /* VERIFY_NONE */;
+        // Opened read-write when any job of the run may write to the stack,
+        // whichever job opens it first; read-only otherwise.
+        so.writable = use.writes;
         if (o->trace && *o->trace) so.trace_dir = o->trace;
         so.ring_entries = 256;
         data->depth = td->o.iodepth ? td->o.iodepth : 1;
         data->buffered = !td->o.odirect;
+        if (o->stats && *o->stats) {
+            data->stats_path = o->stats;
+            if (td->subjob_number) data->stats_path += "." + std::to_string(td->subjob_number);
+            check_sidecar_writable(data->stats_path);
+        }
         // Threads of one process share a stack; forked jobs each have their own.
         std::string key = config_path + "\n" + so.label +
                           (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
@@ -241,7 +331,7 @@ int mdsplit_setup(thread_data* td) {
         // naming the same stack file. Such a stack has one user, the job's
         // thread: no locking, and its ring may be single-issuer (not with
         // buffered I/O, whose worker threads hand work back to the loop).
-        bool exclusive = !td->o.use_thread || sharing.size() <= 1;
+        bool exclusive = !td->o.use_thread || use.jobs.size() <= 1;
         so.single_issuer = exclusive && !data->buffered;
         data->stack = open_shared_stack(key, config, so, exclusive);
         data->plug_time_is_fio_time = exclusive && FioClock::uses_fio_clock();
@@ -251,17 +341,13 @@ int mdsplit_setup(thread_data* td) {
         // The job is the process bfq sees: its ioprio (fio's prio/prioclass)
         // and its cgroup (mdsplit_group/mdsplit_group_weight).
         if (o->group) data->task.sched.group = o->group;
-        data->task.sched.group_weight = o->group_weight;
+        data->task.sched.group_weight = group_weight_of(*o);
         if (fio_option_is_set(&td->o, ioprio_class) && td->o.ioprio_class <= 3)
             data->task.sched.ioprio_class = IoprioClass(td->o.ioprio_class);
         if (fio_option_is_set(&td->o, ioprio) && td->o.ioprio <= 7)
             data->task.sched.ioprio = uint8_t(td->o.ioprio);
         data->batch.reserve(data->depth);
         data->events.reserve(data->depth);
-        if (o->stats && *o->stats) {
-            data->stats_path = o->stats;
-            if (td->subjob_number) data->stats_path += "." + std::to_string(td->subjob_number);
-        }
         if (data->buffered) data->stack->set_buffered_iodepth(data->depth);
         f->real_file_size = data->stack->size_bytes();
         fio_file_set_size_known(f);
@@ -274,26 +360,44 @@ int mdsplit_setup(thread_data* td) {
 }
 
 // The device's statistics into each mdsplit_stats file of its jobs, once the
-// last of them has ended.
-void write_sidecars(SharedStack& stack) {
+// last of them has ended. Each is written to a temporary file beside it and
+// renamed, so a reader never sees half a file. False when one could not be.
+bool write_sidecars(SharedStack& stack) {
     std::vector<std::string> paths = stack.take_sidecars();
-    if (paths.empty()) return;
+    if (paths.empty()) return true;
+    bool ok = true;
     try {
         std::string json = stack.stats_json();
         for (const std::string& path : paths) {
             std::filesystem::path p(path);
             std::error_code ec;
             if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-            std::ofstream out(path, std::ios::trunc);
-            out << json << "\n";
-            if (!out) log_err("mdsplit: mdsplit_stats: cannot write %s\n", path.c_str());
+            std::string tmp = path + ".tmp";
+            {
+                std::ofstream out(tmp, std::ios::trunc);
+                out << json << "\n";
+                out.close();
+                if (out) std::filesystem::rename(tmp, path, ec);
+                if (!out || ec) {
+                    std::filesystem::remove(tmp, ec);
+                    log_err(
+                        "mdsplit: mdsplit_stats=%s: cannot write it; allowed: a path in a "
+                        "writable directory\n",
+                        path.c_str());
+                    ok = false;
+                }
+            }
         }
     } catch (const std::exception& e) {
         log_err("mdsplit: %s\n", e.what());
+        ok = false;
     }
+    return ok;
 }
 
 int mdsplit_init(thread_data* td) {
+    // With create_serialize=0 fio sets files up in the job, after init().
+    if (!data_of(td) && mdsplit_setup(td) != 0) return 1;
     if (!data_of(td)) {
         report_error(td, "mdsplit: engine was not set up");
         return 1;
@@ -322,11 +426,12 @@ void mdsplit_cleanup(thread_data* td) {
         d->stack->flush_traces();
         if (!d->stats_path.empty()) d->stack->add_sidecar(d->stats_path);
     } catch (const std::exception& e) {
-        log_err("mdsplit: %s\n", e.what());
+        report_error(td, e.what());  // a trace that cannot be written fails the job
+        td->error = EIO;
     }
     {
         std::lock_guard<std::mutex> l(registry_mutex);
-        if (d->stack->detach()) write_sidecars(*d->stack);
+        if (d->stack->detach() && !write_sidecars(*d->stack)) td->error = EIO;
         d->stack.reset();  // the last job out destroys the stack
     }
     delete d;

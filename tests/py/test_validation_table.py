@@ -8,12 +8,13 @@ Kinds (the doc's "Definitions" section):
   fio         "STACK: job lines": real fio with the engine; the message is a
               line of fio's stderr ("error=ENAME": fio's job error), and fio
               exits non-zero; "(accepted)": fio succeeds
-  fio+loop    the same on loop devices (root, losetup, and an engine whose
-              glue calls check_device_safety)
+  fio+loop    the same on loop devices (root, losetup); after each refused
+              run the device's bytes are checked unchanged
   io          "STACK: op offset length" through mdsplit.Simulation; the
               message is the completion: an errno name, or "EOF"
 """
 import errno
+import hashlib
 import os
 import re
 import shutil
@@ -65,10 +66,11 @@ STACKS = {
         f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in range(3)),
     "ram": MACROS["{ram4k}"],
     "loop": '[[members]]\npath = "{loop}"\n',
+    "loop+force": '[[members]]\npath = "{loop}"\nforce = true\n',
     "loop-and-part": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n'
                      '[[members]]\npath = "{part}"\n[[members]]\npath = "r2.img"\nsize = "1m"\n',
 }
-JOB = """[j]
+JOB = """[global]
 ioengine=external:{engine}
 mdsplit_config=stack.toml
 filename=md0
@@ -76,6 +78,7 @@ direct=1
 rw=read
 bs=4k
 size=1m
+[j]
 """
 
 
@@ -129,7 +132,7 @@ class Loops:
     """Loop devices this test attaches (and detaches, by name)."""
 
     def __init__(self, tmp):
-        self.tmp, self.devices, self.mounts = tmp, [], []
+        self.tmp, self.devices, self.mounts, self.holder = tmp, [], [], None
 
     def attach(self, name, size=4 << 20, partitioned=False):
         backing = self.tmp / name
@@ -154,10 +157,26 @@ class Loops:
         self.mounts.append(where)
 
     def close(self):
+        if self.holder:
+            self.holder.kill()
+            self.holder.wait()
         for m in reversed(self.mounts):
             subprocess.run(["umount", str(m)], capture_output=True)
         for d in self.devices:
+            # The read-only flag outlives the loop device's detach.
+            subprocess.run(["blockdev", "--setrw", d], capture_output=True)
             subprocess.run(["losetup", "-d", d], capture_output=True)
+
+
+# No lazy initialisation: a mounted test file system must not write in the
+# background while the test checks that a refused job left it unchanged.
+MKFS_EXT4 = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
+
+
+def digest(dev):
+    """The device's bytes, hashed."""
+    with open(dev, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def poke(dev, offset, magic):
@@ -177,13 +196,15 @@ SIGNATURES = {
 def loop_fixture(row, tmp, loops):
     """Sets up what a +loop row names in its input ("loop-ext4: ..."); returns the
     substitutions for {loop}, {part}, {alias}, {devno}."""
-    head = row["input"].split(":", 1)[0]
+    head = row["input"].split(":", 1)[0].removesuffix("+force")
     subst = {}
     if head in ("loop-mounted", "loop-part-mounted") and not shutil.which("mkfs.ext4"):
         pytest.skip("needs mkfs.ext4")
+    if head == "loop-minix" and not shutil.which("mkfs.minix"):
+        pytest.skip("needs mkfs.minix (util-linux)")
     if head == "loop-mounted":
         dev = loops.attach("lm.img")
-        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        subprocess.run(MKFS_EXT4 + [dev], check=True, capture_output=True)
         loops.mount(dev, tmp / "mnt")
         subst["{loop}"] = dev
     elif head in ("loop-part-mounted", "loop-and-part"):
@@ -198,7 +219,7 @@ def loop_fixture(row, tmp, loops):
         if not os.path.exists(part):
             pytest.skip(f"{part} did not appear")
         if head == "loop-part-mounted":
-            subprocess.run(["mkfs.ext4", "-q", "-F", part], check=True, capture_output=True)
+            subprocess.run(MKFS_EXT4 + [part], check=True, capture_output=True)
             loops.mount(part, tmp / "mnt")
         st = os.stat(part)
         subst.update({"{loop}": dev, "{part}": part,
@@ -208,16 +229,21 @@ def loop_fixture(row, tmp, loops):
         kind = head.split("-", 1)[1] if "-" in head else ""
         if kind in SIGNATURES:
             poke(dev, *SIGNATURES[kind])
+        elif kind == "minix":
+            subprocess.run(["mkfs.minix", dev], check=True, capture_output=True)
+        elif kind == "ro":
+            subprocess.run(["blockdev", "--setro", dev], check=True, capture_output=True)
+        elif kind == "excl":  # another program holding the device open with O_EXCL
+            loops.holder = subprocess.Popen(
+                ["/usr/bin/python3", "-c", "import os, sys, time\n"
+                 f"os.open({dev!r}, os.O_RDONLY | os.O_EXCL); print(flush=True); time.sleep(120)"],
+                stdout=subprocess.PIPE)
+            loops.holder.stdout.readline()
         st = os.stat(dev)
         alias = tmp / "alias"
         os.mknod(alias, 0o600 | 0o060000, st.st_rdev)  # S_IFBLK
         subst.update({"{loop}": dev, "{alias}": str(alias)})
     return subst
-
-
-def engine_checks_devices(engine):
-    """The safety check is linked into the engine only when the glue calls it."""
-    return b"writing would destroy it" in engine.read_bytes()
 
 
 # ---------------------------------------------------------------- the rows
@@ -232,9 +258,6 @@ def test_row(row, tmp_path, mdsplit_module, engine):
         reason = losetup_works()
         if reason:
             pytest.skip(reason)
-    if kind == "fio+loop" and not engine_checks_devices(engine):
-        pytest.skip("the engine's glue does not call check_device_safety yet "
-                    "(engine/fio/mdsplit_engine.cpp)")
     tmp = tmp_path
     make_files(tmp)
     subst = {"{tmp}": str(tmp)}
@@ -259,11 +282,15 @@ def test_row(row, tmp_path, mdsplit_module, engine):
         elif kind.startswith("fio"):
             stack, _, lines = row["input"].partition(":")
             stack_name = stack.strip()
-            stack_text = STACKS["loop"] if stack_name.startswith("loop") and \
-                stack_name != "loop-and-part" else STACKS[stack_name]
+            if stack_name.startswith("loop") and stack_name != "loop-and-part":
+                stack_name = "loop+force" if stack_name.endswith("+force") else "loop"
+            stack_text = STACKS[stack_name]
             (tmp / "stack.toml").write_text(expand(stack_text, subst))
             job = write_job(tmp, "row.fio", job_text(engine, expand(lines.strip(), subst)))
+            before = digest(subst["{loop}"]) if kind == "fio+loop" else None
             result = run_fio(job, check=False, timeout=60)
+            if before is not None and message != "(accepted)":
+                assert digest(subst["{loop}"]) == before, "a refused job changed the device"
             if message == "(accepted)":
                 assert result.returncode == 0, result.stderr
             elif message.startswith("error="):  # fio's job error (JSON output has no line)
