@@ -11,8 +11,18 @@ fio_src=${FIO_SOURCE_DIR:-}
 if [ -z "$fio_src" ]; then
     fio_src=$("$root/ci/fetch-fio-source.sh" "$root/build-fio-source")
 fi
-cmake -S "$root" -B "$build" -DFIO_SOURCE_DIR="$fio_src" "$@" >&2
-cmake --build "$build" -j"$(nproc)" >&2
+# cmake's and the compiler's output go to a log; on failure its end is shown.
+mkdir -p "$build"
+log="$build/build.log"
+if [ ! -f "$build/CMakeCache.txt" ] || [ -n "${MDSPLIT_VERBOSE_BUILD:-}" ]; then
+    echo "mdsplit: building into $build (log: $log)" >&2
+fi
+{ cmake -S "$root" -B "$build" -DFIO_SOURCE_DIR="$fio_src" "$@" &&
+  cmake --build "$build" -j"$(nproc)"; } >"$log" 2>&1 || {
+    tail -n 40 "$log" >&2
+    echo "mdsplit: the build failed; its whole output is in $log" >&2
+    exit 1
+}
 # Job files load /usr/local/lib/mdsplit/libmdsplit.so (see README): the
 # plain build is installed there; sanitizer builds (extra cmake args) never.
 if [ "$(id -u)" = 0 ] && [ $# -eq 0 ]; then cmake --install "$build" >/dev/null; fi

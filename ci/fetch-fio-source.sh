@@ -12,6 +12,10 @@ if [ -f "$src/config-host.h" ] && [ -f "$src/.debian-version" ] &&
    [ "$(cat "$src/.debian-version")" = "$ver" ]; then
     echo "$src"; exit 0
 fi
+log=${MDSPLIT_SETUP_LOG:-$(cd "$(dirname "$0")/.." && pwd)/build/setup.log}
+mkdir -p "$(dirname "$log")"
+echo "mdsplit: fetching Debian's source of fio $ver for its headers (log: $log)" >&2
+fail() { echo "mdsplit: $1 failed; its output is in $log" >&2; exit 1; }
 need_src() { ! apt-get source --print-uris "fio=$ver" >/dev/null 2>&1; }
 if need_src; then
     # Add deb-src for the same suites the machine's deb entries name.
@@ -22,12 +26,14 @@ if need_src; then
         grep -h '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
             > /etc/apt/sources.list.d/mdsplit-deb-src.list
     fi
-    apt-get update >&2
+    apt-get update >>"$log" 2>&1 || fail "apt-get update"
 fi
-command -v dpkg-source >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y dpkg-dev >&2
+command -v dpkg-source >/dev/null ||
+    DEBIAN_FRONTEND=noninteractive apt-get install -y dpkg-dev >>"$log" 2>&1 ||
+    fail "installing dpkg-dev"
 mkdir -p "$dest"
-( cd "$dest" && rm -rf "fio-$upstream" && apt-get source --download-only "fio=$ver" >&2 &&
-  dpkg-source --no-check -x fio_*.dsc "fio-$upstream" >&2 )
-( cd "$src" && ./configure >&2 )
+( cd "$dest" && rm -rf "fio-$upstream" && apt-get source --download-only "fio=$ver" &&
+  dpkg-source --no-check -x fio_*.dsc "fio-$upstream" ) >>"$log" 2>&1 || fail "apt-get source fio"
+( cd "$src" && ./configure ) >>"$log" 2>&1 || fail "fio's ./configure"
 echo "$ver" > "$src/.debian-version"
 echo "$src"

@@ -15,7 +15,11 @@ if [ -n "$missing" ]; then
         echo "mdsplit: missing packages:$missing (run as root, or: sudo apt-get install$missing)" >&2
         exit 1
     fi
-    echo "mdsplit: installing$missing" >&2
-    apt-get update >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing >&2
+    log=${MDSPLIT_SETUP_LOG:-$(cd "$(dirname "$0")/.." && pwd)/build/setup.log}
+    mkdir -p "$(dirname "$log")"
+    n=$(echo $missing | wc -w)
+    echo "mdsplit: installing $n Debian packages (apt-get's output: $log)" >&2
+    { apt-get update && DEBIAN_FRONTEND=noninteractive \
+          apt-get install -y --no-install-recommends $missing; } >>"$log" 2>&1 || {
+        echo "mdsplit: apt-get failed installing$missing; its output is in $log" >&2; exit 1; }
 fi
