@@ -25,7 +25,8 @@ namespace {
 Op parse_op(const std::string& op) {
     if (op == "read") return Op::Read;
     if (op == "write") return Op::Write;
-    throw py::value_error("op: \"" + op + "\"; allowed: \"read\" | \"write\"");
+    if (op == "discard") return Op::Discard;
+    throw py::value_error("op: \"" + op + "\"; allowed: \"read\" | \"write\" | \"discard\"");
 }
 
 py::object json_loads(const std::string& text) {
@@ -38,7 +39,7 @@ py::dict event_to_dict(const TraceEvent& e) {
     d["time_ns"] = e.time_ns;
     d["device"] = e.device;
     d["action"] = std::string(1, char(e.action));
-    d["op"] = e.op == Op::Write ? "W" : "R";
+    d["op"] = e.op == Op::Write ? "W" : e.op == Op::Discard ? "D" : "R";  // blkparse rwbs
     d["sector"] = e.sector;
     d["nr_sectors"] = e.bytes >> kSectorShift;
     d["bytes"] = e.bytes;

@@ -1,6 +1,7 @@
 #include "backends/io_uring_backend.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -56,6 +57,7 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
                               "a writable device, or jobs that only read");
     if (fd_ < 0) throw open_error("path", path, "open", kOpenable);
     if (S_ISBLK(st.st_mode)) {
+        block_device_ = true;
         int read_only = 0;
         if (writable && ioctl(fd_, BLKROGET, &read_only) == 0 && read_only) {
             close(fd_);
@@ -119,11 +121,30 @@ IoUringBackend::~IoUringBackend() {
     if (fd_ >= 0) close(fd_);
 }
 
+// A discard: on a file, a hole punched in it (what a file-backed loop
+// device does, lo_fallocate); on a block device, the block layer's
+// io_uring discard (BLOCK_URING_CMD_DISCARD, Linux 6.12+), BLKDISCARD
+// where the kernel lacks it (see on_cqe).
+void IoUringBackend::prep_discard(io_uring_sqe* sqe, Request* rq) {
+    uint64_t offset = rq->sector << kSectorShift;
+    if (!block_device_) {
+        io_uring_prep_fallocate(sqe, fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(offset),
+                                off_t(rq->bytes()));
+        return;
+    }
+    io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd_, nullptr, 0, 0);
+    sqe->cmd_op = kBlockUringCmdDiscard;
+    sqe->addr = offset;
+    sqe->addr3 = rq->bytes();
+}
+
 void IoUringBackend::submit(Request* rq) {
     io_uring_sqe* sqe = ring_.get_sqe();
     uint64_t offset = rq->sector << kSectorShift;
     bool write = rq->op == Op::Write;
-    if (rq->iov.size() == 1) {
+    if (rq->op == Op::Discard) {
+        prep_discard(sqe, rq);
+    } else if (rq->iov.size() == 1) {
         void* base = rq->iov[0].iov_base;
         auto len = unsigned(rq->iov[0].iov_len);
         int fixed = ring_.fixed_buffer_index(base, len);
@@ -148,6 +169,16 @@ void IoUringBackend::submit(Request* rq) {
     ring_.note_prepared();
 }
 
-void IoUringBackend::on_cqe(Request* rq, int res) { complete(rq, res); }
+void IoUringBackend::on_cqe(Request* rq, int res) {
+    if (rq->op != Op::Discard) {
+        complete(rq, res);
+        return;
+    }
+    if (block_device_ && (res == -EOPNOTSUPP || res == -EINVAL)) {  // no io_uring discard
+        uint64_t range[2] = {rq->sector << kSectorShift, rq->bytes()};
+        res = ioctl(fd_, BLKDISCARD, range) == 0 ? 0 : -errno;
+    }
+    complete(rq, res < 0 ? res : int64_t(rq->bytes()));  // the range, as a transfer
+}
 
 }  // namespace mdsplit

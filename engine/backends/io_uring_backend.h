@@ -42,10 +42,15 @@ public:
 
 private:
     void create(const std::string& path, uint64_t size, int flags);
+    void prep_discard(io_uring_sqe* sqe, Request* rq);
+
+    // include/uapi/linux/blkdev.h (6.12): _IO(0x12, 0)
+    static constexpr uint32_t kBlockUringCmdDiscard = (0x12 << 8) | 0;
 
     IoUringRing& ring_;
     int fd_ = -1;
     uint64_t size_ = 0;
+    bool block_device_ = false;
 };
 
 }  // namespace mdsplit

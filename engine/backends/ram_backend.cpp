@@ -36,11 +36,30 @@ void RamBackend::write_bytes(uint64_t offset, const uint8_t* src, uint64_t len) 
     }
 }
 
+// A discarded range reads back as zeroes; whole extents are freed.
+void RamBackend::discard_bytes(uint64_t offset, uint64_t len) {
+    while (len) {
+        uint64_t ext = offset / kExtent, in = offset % kExtent;
+        uint64_t n = std::min(len, kExtent - in);
+        auto it = extents_.find(ext);
+        if (it != extents_.end()) {
+            if (n == kExtent)
+                extents_.erase(it);
+            else
+                memset(it->second.get() + in, 0, n);
+        }
+        offset += n;
+        len -= n;
+    }
+}
+
 void RamBackend::submit(Request* rq) {
     uint64_t offset = rq->sector << kSectorShift;
     int64_t res = int64_t(rq->bytes());
     if (offset + rq->bytes() > size_) {
         res = -EIO;
+    } else if (rq->op == Op::Discard) {
+        discard_bytes(offset, rq->bytes());
     } else {
         for (const iovec& v : rq->iov) {
             if (v.iov_base) {

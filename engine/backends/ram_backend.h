@@ -20,6 +20,7 @@ public:
     // Direct access for tests and the parity checker.
     void read_bytes(uint64_t offset, uint8_t* out, uint64_t len) const;
     void write_bytes(uint64_t offset, const uint8_t* in, uint64_t len);
+    void discard_bytes(uint64_t offset, uint64_t len);
 
 private:
     static constexpr uint64_t kExtent = 64 * 1024;

@@ -22,6 +22,7 @@ uint64_t TimingModel::command_ns(Op op) const {
 }
 
 uint64_t TimingModel::media_ns(Op op, uint64_t bytes, bool sequential) const {
+    if (op == Op::Discard) return 0;  // a command without data: its command cost only
     uint64_t bw = op == Op::Write && config_.write_bandwidth_bps ? config_.write_bandwidth_bps
                                                                  : config_.bandwidth_bps;
     uint64_t transfer = bw ? uint64_t((__uint128_t(bytes) * 1'000'000'000ull) / bw) : 0;

@@ -415,7 +415,7 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
     const std::string path = "device";
     reader.check_keys(table, path,
                       {"kind", "chunk", "layout", "max_sectors", "split_order", "plug_order",
-                       "scheduler", "time_scale"});
+                       "scheduler", "time_scale", "devices_handle_discard_safely"});
     device.kind = reader.enumeration(table, "kind", path, "a device kind", kDeviceKinds)
                       .value_or(device.kind);
     if (auto chunk = reader.size(table, "chunk", path)) {
@@ -443,6 +443,9 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
     device.plug_order = reader.enumeration(table, "plug_order", path, "a plug order", kPlugOrders)
                             .value_or(device.plug_order);
     device.time_scale = reader.number(table, "time_scale", path, 0.001, 1000).value_or(1.0);
+    device.devices_handle_discard_safely =
+        reader.boolean(table, "devices_handle_discard_safely", path)
+            .value_or(device.devices_handle_discard_safely);
     device.scheduler = reader.enumeration(table, "scheduler", path, "a scheduler", kSchedulers)
                            .value_or(device.scheduler);
 }

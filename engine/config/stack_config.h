@@ -86,6 +86,11 @@ struct DeviceConfig {
     // modelled device's; the sidecar records the factor.
     double time_scale = 1.0;
     SchedulerKind scheduler = SchedulerKind::None;
+    // raid5: md's module parameter of that name. Off (md's default), the
+    // array takes no discards (EOPNOTSUPP); on, whole stripes are discarded
+    // on every member (make_discard_request), trusting discarded chunks to
+    // read back as zeroes so that parity stays right.
+    bool devices_handle_discard_safely = false;
 };
 
 struct BioConfig {

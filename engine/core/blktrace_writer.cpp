@@ -109,9 +109,12 @@ uint32_t blktrace_action(const TraceEvent& e, bool bio_based) {
     }
     // ddir_act[op_is_write(op)]; an emulated flush is a REQ_OP_WRITE |
     // REQ_PREFLUSH bio (blkdev_issue_flush), so it is W plus BLK_TC_FLUSH.
-    what |= is_write(e.op) || e.op == Op::Flush ? tc_act(kTcWrite) : tc_act(kTcRead);
-    if (e.op == Op::Flush) what |= tc_act(kTcFlush);  // MASK_TC_BIT(opf, PREFLUSH)
-    if (e.sync) what |= tc_act(kTcSync);              // MASK_TC_BIT(opf, SYNC)
+    // REQ_OP_DISCARD is a write op (op_is_write: odd) with BLK_TC_DISCARD.
+    bool write_op = is_write(e.op) || e.op == Op::Flush || e.op == Op::Discard;
+    what |= write_op ? tc_act(kTcWrite) : tc_act(kTcRead);
+    if (e.op == Op::Flush) what |= tc_act(kTcFlush);      // MASK_TC_BIT(opf, PREFLUSH)
+    if (e.op == Op::Discard) what |= tc_act(kTcDiscard);  // __blk_add_trace(): REQ_OP_DISCARD
+    if (e.sync) what |= tc_act(kTcSync);                  // MASK_TC_BIT(opf, SYNC)
     return what;
 }
 
@@ -354,7 +357,10 @@ std::vector<TraceEvent> read_blktrace_file(const std::string& path) {
         e.pid = t.pid;
         e.error = static_cast<int16_t>(t.error);
         const uint32_t tc = t.action >> kTcShift;
-        e.op = (tc & kTcFlush) ? Op::Flush : (tc & kTcWrite) ? Op::Write : Op::Read;
+        e.op = (tc & kTcDiscard) ? Op::Discard
+               : (tc & kTcFlush) ? Op::Flush
+               : (tc & kTcWrite) ? Op::Write
+                                 : Op::Read;
         e.sync = (tc & kTcSync) != 0;
         switch (e.action) {
             case TraceAction::Split:

@@ -33,7 +33,7 @@ void BlockLayer::emit_rq(TraceAction action, const BlockDevice* dev, const Reque
     e.device = dev->devt();
     e.action = action;
     e.op = rq->op;
-    e.sync = true;
+    e.sync = rq->op != Op::Discard;  // a discard is not REQ_SYNC (blkdev_issue_discard)
     e.sector = rq->sector;
     e.bytes = uint32_t(rq->bytes());
     e.pid = rq->pid;

@@ -20,14 +20,16 @@ MemberQueue::MemberQueue(BlockLayer& layer, std::string name, uint32_t devt,
 void MemberQueue::submit_bio(Bio* bio) {
     // __bio_split_to_limits(): the front is issued now, the remainder goes
     // back through submit_bio_noacct().
-    if (bio->nr_sectors > limits_.max_sectors)
-        bio = layer_.split_and_resubmit(bio, limits_.max_sectors);
+    // A discard is split at max_discard_sectors (bio_split_discard()).
+    uint32_t limit = bio->op == Op::Discard ? limits_.max_discard_sectors : limits_.max_sectors;
+    if (bio->nr_sectors > limit) bio = layer_.split_and_resubmit(bio, limit);
 
     TaskContext* task = layer_.current();
     PlugList* plug = task && task->plug.active ? &task->plug : nullptr;
-    if (plug && attempt_plug_merge(*plug, bio)) return;
+    bool mergeable = bio->op != Op::Discard;  // max_discard_segments = 1
+    if (mergeable && plug && attempt_plug_merge(*plug, bio)) return;
     // blk_mq_sched_bio_merge(): with a scheduler, try its queued requests.
-    if (scheduler_ && attempt_sched_merge(bio)) return;
+    if (mergeable && scheduler_ && attempt_sched_merge(bio)) return;
 
     Request* rq = alloc_request(bio);
     if (plug)

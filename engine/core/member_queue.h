@@ -19,6 +19,10 @@ struct MemberQueueLimits {
     uint32_t max_segments = 128;  // bios per request
     uint32_t queue_depth = 64;    // driver tags
     uint32_t logical_block_size = 512;
+    // max_discard_sectors (a file-backed loop device's: UINT_MAX >> 9).
+    // max_discard_segments is 1, as blk_set_default_limits() leaves it, so
+    // discards never merge (blk_rq_get_max_segments()).
+    uint32_t max_discard_sectors = UINT32_MAX >> kSectorShift;
 };
 
 class MemberQueue final : public BlockDevice {

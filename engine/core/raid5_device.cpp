@@ -84,6 +84,7 @@ Raid5Device::Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
     }
     capacity_ = Raid5Geometry::usable_sectors(sizes, geometry_.chunk_sectors());
     max_sectors_ = uint32_t(config.max_sectors_bytes >> kSectorShift);
+    discard_safely_ = config.devices_handle_discard_safely;
 }
 
 Raid5Device::~Raid5Device() {
@@ -129,6 +130,10 @@ void Raid5Device::submit_bio(Bio* bio) {
         bio_endio(bio);
         return;
     }
+    if (bio->op == Op::Discard) {
+        make_discard_request(bio);
+        return;
+    }
     // md takes this path only when not degraded; here the chunks of healthy
     // members are read directly in degraded mode too.
     if (bio->op == Op::Read) {
@@ -136,6 +141,45 @@ void Raid5Device::submit_bio(Bio* bio) {
         if (!bio) return;
     }
     make_stripe_request(bio);
+}
+
+// make_discard_request(): only the whole stripes inside the bio are
+// discarded, on every member (data and parity: a discarded chunk reads back
+// as zeroes, whose parity is zeroes); the partial stripes at either end are
+// left untouched, as md leaves them. md discards stripe head by stripe head
+// and the member queues merge them; here each member gets the whole range
+// at once. Without devices_handle_discard_safely md sets no discard limit
+// (raid5_set_limits) and the block layer fails the bio with EOPNOTSUPP.
+void Raid5Device::make_discard_request(Bio* bio) {
+    if (!discard_safely_) {
+        bio->error = -EOPNOTSUPP;
+        bio_endio(bio);
+        return;
+    }
+    sector_t stripe_sectors = sector_t(geometry_.chunk_sectors()) * geometry_.data_disks();
+    sector_t first = (bio->sector + stripe_sectors - 1) / stripe_sectors;  // stripes
+    sector_t last = bio->end_sector() / stripe_sectors;
+    if (first >= last) {
+        bio_endio(bio);
+        return;
+    }
+    counters_.discarded_stripes += last - first;
+    Bio* ab = account_bio(bio);
+    uint64_t now = layer_.loop().now();
+    for (uint32_t d = 0; d < members_.size(); d++) {
+        if (failed_mask_ & bit(d)) continue;
+        Bio* clone = layer_.bios().alloc();
+        clone->op = Op::Discard;
+        clone->sector = first * geometry_.chunk_sectors();
+        clone->nr_sectors = uint32_t((last - first) * geometry_.chunk_sectors());
+        clone->pid = bio->pid;
+        clone->dev = members_[d];
+        clone->start_ns = now;
+        bio_chain(clone, ab);
+        trace_remap(clone, first * stripe_sectors);
+        layer_.submit_bio_noacct(clone);
+    }
+    bio_endio(ab);  // drop the submission's reference
 }
 
 // chunk_aligned_read(): split at chunk - (sector % chunk), read the front.

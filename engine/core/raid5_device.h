@@ -44,6 +44,7 @@ public:
         uint64_t rmw = 0;                 // read-modify-writes
         uint64_t degraded_writes = 0;     // stripe writes with the failed member involved
         uint64_t member_errors = 0;       // member bios that completed with an error
+        uint64_t discarded_stripes = 0;   // whole stripes make_discard_request() discarded
         uint64_t members_failed = 0;      // members marked Faulty while running (md_error)
         uint64_t read_retries = 0;        // aligned reads retried through the stripe cache
         uint64_t stripe_retries = 0;      // stripe generations redone without a failed member
@@ -80,6 +81,7 @@ private:
 
     Bio* chunk_aligned_read(Bio* bio);
     bool raid5_read_one_chunk(Bio* bio);
+    void make_discard_request(Bio* bio);
     void make_stripe_request(Bio* bio);
     Bio* account_bio(Bio* bio);
 
@@ -107,7 +109,8 @@ private:
     BlockLayer& layer_;
     std::vector<MemberQueue*> members_;
     Raid5Geometry geometry_;
-    uint64_t failed_mask_ = 0;  // Faulty members
+    uint64_t failed_mask_ = 0;     // Faulty members
+    bool discard_safely_ = false;  // DeviceConfig::devices_handle_discard_safely
     Counters counters_;
     std::unordered_map<sector_t, StripeHead*> stripes_;  // by member sector of the row
     std::vector<StripeHead*> free_stripes_;

@@ -182,7 +182,7 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
     uint64_t size = size_bytes();
     uint64_t resid = 0;
     if (offset >= size || length > size - offset) {
-        if (op == Op::Write) {
+        if (op == Op::Write || op == Op::Discard) {
             complete_now(task, cookie, -ENOSPC, length);
             return;
         }
@@ -195,7 +195,17 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
             return;
         }
     }
-    builder_->build(buffer, length, pieces_);
+    if (op == Op::Discard) {
+        // blkdev_issue_discard(): no pages, bios of at most bio_discard_limit().
+        pieces_.clear();
+        constexpr uint64_t kMaxDiscardBio =
+            uint64_t(UINT32_MAX >> kSectorShift) << kSectorShift & ~(kPageSize - 1);
+        for (uint64_t at = 0; at < length; at += kMaxDiscardBio)
+            pieces_.push_back(BioPiece{at, std::min(kMaxDiscardBio, length - at), 0});
+        buffer = nullptr;
+    } else {
+        builder_->build(buffer, length, pieces_);
+    }
     Bio* dio = layer_->bios().alloc();
     dio->op = op;
     dio->tag = cookie;
@@ -206,11 +216,11 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
     for (const BioPiece& p : pieces_) {
         Bio* bio = layer_->bios().alloc();
         bio->op = op;
-        bio->flags = kBioSync;
+        bio->flags = op == Op::Discard ? 0 : kBioSync;  // op_is_sync(): a discard is not
         bio->sector = (offset + p.offset) >> kSectorShift;
         bio->nr_sectors = uint32_t(p.length >> kSectorShift);
-        bio_sizes_.record(bio->nr_sectors);
-        bio->data = static_cast<uint8_t*>(buffer) + p.offset;
+        if (op != Op::Discard) bio_sizes_.record(bio->nr_sectors);
+        bio->data = buffer ? static_cast<uint8_t*>(buffer) + p.offset : nullptr;
         bio->dev = top_.get();
         bio->pid = task.pid;
         bio_chain(bio, dio);
@@ -297,6 +307,7 @@ void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, 
     }
     dir(0, "read");
     dir(1, "write");
+    dir(2, "discard");
     uint64_t io_ticks = s.io_ticks_at(now);
     o << "\"in_flight\": " << s.in_flight << ", \"io_ticks_ns\": " << io_ticks
       << ", \"time_in_queue_ns\": " << s.time_in_queue_ns
@@ -373,6 +384,9 @@ void Stack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t l
             break;
         case Op::Flush:
             b.fsync(task, cookie);
+            break;
+        case Op::Discard:  // refused at setup (the glue); never reaches the page cache
+            complete_now(task, cookie, -EOPNOTSUPP, length);
             break;
     }
 }

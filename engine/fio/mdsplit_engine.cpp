@@ -225,12 +225,11 @@ std::string unsupported_option(thread_data* td) {
     // The offload workers reload the engine by o.ioengine_so_path, which
     // points into a parse buffer fio has freed by then (it prints garbage as
     // the engine's name), and each worker would get a stack of its own.
-    // Discard is not emulated yet (bios, merges, md's make_discard_request,
-    // the diskstats/blktrace discard fields): refused here rather than as a
-    // silent EINVAL per I/O.
-    if (td_trim(td))
-        return "mdsplit: rw=trim/randtrim/trimwrite: discard is not emulated by this engine yet; "
-               "allowed: rw=read, write, randread, randwrite, rw, randrw";
+    // A discard goes to the members directly; the page cache's side of it
+    // (truncate_bdev_range() dropping the cached pages) is not emulated.
+    if (td_trim(td) && !td->o.odirect)
+        return "mdsplit: rw=trim/randtrim/trimwrite with direct=0: a buffered job's discard is "
+               "not emulated; allowed: direct=1 for jobs that trim";
     if (td->o.io_submit_mode == IO_MODE_OFFLOAD)
         return "mdsplit: io_submit_mode=offload is not supported by this engine; allowed: "
                "io_submit_mode=inline (the default)";
@@ -473,6 +472,9 @@ fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
             break;
         case DDIR_WRITE:
             op = Op::Write;
+            break;
+        case DDIR_TRIM:  // fio's os_trim(): BLKDISCARD on a block device
+            op = Op::Discard;
             break;
         case DDIR_SYNC:
         case DDIR_DATASYNC:
