@@ -806,7 +806,7 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
 
     const std::string contiguity_key = key_path(path, "contiguity");
     const std::string contiguity_allowed =
-        R"("none" | "pagemap" | { runs = [[pages, weight], ...] } | { pattern = [pages, ...] })";
+        R"("none" | "pagemap" | { runs = [[pages, weight], ...], seed = N } | { pattern = [pages, ...] })";
     const toml::node* contiguity = table.get("contiguity");
     if (contiguity == nullptr) {
         return;
@@ -824,7 +824,7 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
                     contiguity_allowed);
     }
     const toml::table& distribution = *contiguity->as_table();
-    reader.check_keys(distribution, contiguity_key, {"runs", "pattern"});
+    reader.check_keys(distribution, contiguity_key, {"runs", "pattern", "seed"});
     if (const toml::node* pattern = distribution.get("pattern")) {
         // Run lengths repeated in order from the buffer's first page.
         const std::string pattern_key = key_path(contiguity_key, "pattern");
@@ -832,6 +832,9 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
             "a non-empty array of run lengths in pages (1..1048576)";
         if (distribution.get("runs"))
             reader.fail(contiguity_key, "has both runs and pattern", "one of them");
+        if (distribution.get("seed"))
+            reader.fail(key_path(contiguity_key, "seed"), "is for runs, not a pattern",
+                        "seed only beside runs = [[pages, weight], ...]");
         if (!pattern->is_array() || pattern->as_array()->empty())
             reader.fail(pattern_key, "expected a non-empty array, got " + describe(*pattern),
                         pattern_allowed);
@@ -896,6 +899,9 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
     }
     bio.contiguity = Contiguity::Distribution;
     bio.run_pages = std::move(run_pages);
+    // The layout's generator seed: the same runs on every machine.
+    bio.run_seed =
+        reader.integer(distribution, "seed", contiguity_key, 0, uint64_t(1) << 62).value_or(1);
 }
 
 void read_bfq(const Reader& reader, const toml::table& table, BfqConfig& bfq) {

@@ -92,6 +92,8 @@ struct BioConfig {
     Contiguity contiguity = Contiguity::None;
     // Contiguity::Distribution: run lengths in pages with weights.
     std::vector<std::pair<uint32_t, double>> run_pages;
+    // Contiguity::Distribution: the generator's seed (contiguity.seed).
+    uint64_t run_seed = 1;
     // Contiguity::Pattern: run lengths in pages, repeated from the buffer start.
     std::vector<uint32_t> run_pattern;
 };
