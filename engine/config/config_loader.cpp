@@ -369,10 +369,10 @@ private:
 
 TimingModelConfig read_model(const Reader& reader, const toml::table& table,
                              const std::string& path, const std::string& name) {
-    reader.check_keys(
-        table, path,
-        {"command", "bandwidth", "random_penalty", "random_command", "prefetch_threshold",
-         "parallelism", "write_command", "write_bandwidth", "jitter", "description"});
+    reader.check_keys(table, path,
+                      {"command", "bandwidth", "random_penalty", "random_command",
+                       "prefetch_threshold", "parallelism", "write_command", "write_bandwidth",
+                       "write_random_penalty", "jitter", "description"});
     TimingModelConfig model;
     model.name = name;
     model.command_ns = reader.duration(table, "command", path).value_or(0);
@@ -384,6 +384,8 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
     model.parallelism = uint32_t(reader.integer(table, "parallelism", path, 1, 65536).value_or(1));
     model.write_command_ns = reader.duration(table, "write_command", path).value_or(0);
     model.write_bandwidth_bps = reader.size(table, "write_bandwidth", path).value_or(0);
+    model.write_random_penalty_ns =
+        reader.duration(table, "write_random_penalty", path).value_or(model.random_penalty_ns);
     model.jitter_ns = reader.duration(table, "jitter", path).value_or(0);
     model.description = reader.string(table, "description", path).value_or("");
     return model;

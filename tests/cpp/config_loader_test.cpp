@@ -416,6 +416,19 @@ TEST_F(ConfigLoaderTest, BadContiguitySeedNamesTheKey) {
                  "bio.contiguity.seed", "beside runs");
 }
 
+// write_random_penalty is read; absent, writes take random_penalty.
+TEST_F(ConfigLoaderTest, WriteRandomPenaltyDefaultsToRandomPenalty) {
+    StackConfig config = load(kOneMember + R"(
+[models.a]
+random_penalty = "40us"
+[models.b]
+random_penalty = "40us"
+write_random_penalty = "75us"
+)");
+    EXPECT_EQ(find_model(config, "a").write_random_penalty_ns, 40'000u);
+    EXPECT_EQ(find_model(config, "b").write_random_penalty_ns, 75'000u);
+}
+
 TEST_F(ConfigLoaderTest, EnumNamesRoundTrip) {
     EXPECT_STREQ(device_kind_name(DeviceKind::Raid5), "raid5");
     EXPECT_STREQ(raid5_layout_name(Raid5Layout::LeftSymmetric), "left-symmetric");
