@@ -98,3 +98,25 @@ def test_sidecar_has_bio_and_request_size_distributions(mdsplit_module):
     md0, m0 = stats["devices"]
     assert {int(k): v for k, v in md0["bio_sizes"].items()} == dict(Counter(bios))
     assert {int(k): v for k, v in m0["request_sizes"].items()} == dict(Counter(n for _, n in issued))
+
+
+def test_virtual_run_meets_every_bio_size_check(mdsplit_module):
+    """The checked figures (virtual clock, jobs/bio-*.toml, ufs-seed001 fitted
+    on the max_sectors column) meet jobs/expectations.toml: six MB/s within
+    10 %, ratios to original within 5 %, both orderings, align's 3584-sector
+    bios and their 3 x 1024 + 512 splits."""
+    from harness import expectations as E
+    from harness.experiment import ExperimentResult
+    from harness.experiments import bio_size
+    from harness.paths import ROOT
+    virt = bio_size.virtual_run(ROOT / "jobs")
+    result = ExperimentResult(bio_size.NAME)
+    bio_size.add_checked_metrics(result, virt)
+    checks = E.evaluate_checks("bio-size", result.metrics)
+    assert len(checks) == 16
+    failed = [(desc, detail) for desc, ok, detail in checks if not ok]
+    assert not failed, failed
+    # The same numbers on a second run: the virtual clock is deterministic.
+    again = ExperimentResult(bio_size.NAME)
+    bio_size.add_checked_metrics(again, bio_size.virtual_run(ROOT / "jobs"))
+    assert again.metrics == result.metrics
