@@ -26,7 +26,10 @@ uint64_t TimingModel::media_ns(Op op, uint64_t bytes, bool sequential) const {
     uint64_t bw = op == Op::Write && config_.write_bandwidth_bps ? config_.write_bandwidth_bps
                                                                  : config_.bandwidth_bps;
     uint64_t transfer = bw ? uint64_t((__uint128_t(bytes) * 1'000'000'000ull) / bw) : 0;
-    return transfer + (sequential ? 0 : config_.random_penalty_ns);
+    uint64_t penalty = op == Op::Write && config_.write_random_penalty_ns != ~uint64_t(0)
+                           ? config_.write_random_penalty_ns
+                           : config_.random_penalty_ns;
+    return transfer + (sequential ? 0 : penalty);
 }
 
 // An exponential sample with mean jitter_ns (inverse CDF of a splitmix64

@@ -13,6 +13,8 @@
 // at depth >= parallelism a stream of B-byte requests runs at
 //   min(parallelism / (command + penalty + B/bw), 1 / (penalty + B/bw)) requests/s,
 // i.e. large sequential I/O is bandwidth bound and seeks cost device time.
+// Writes may have their own `write_command`, `write_bandwidth` and
+// `write_random_penalty`.
 // `jitter` adds an exponentially distributed extra to each command phase
 // (mean `jitter`, fixed seed): latency varies as on a real drive.
 #pragma once

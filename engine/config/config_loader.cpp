@@ -372,10 +372,10 @@ private:
 
 TimingModelConfig read_model(const Reader& reader, const toml::table& table,
                              const std::string& path, const std::string& name) {
-    reader.check_keys(
-        table, path,
-        {"command", "bandwidth", "random_penalty", "random_command", "prefetch_threshold",
-         "parallelism", "write_command", "write_bandwidth", "jitter", "description"});
+    reader.check_keys(table, path,
+                      {"command", "bandwidth", "random_penalty", "random_command",
+                       "prefetch_threshold", "parallelism", "write_command", "write_bandwidth",
+                       "write_random_penalty", "jitter", "description"});
     TimingModelConfig model;
     model.name = name;
     model.command_ns = reader.duration(table, "command", path).value_or(0);
@@ -387,6 +387,8 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
     model.parallelism = uint32_t(reader.integer(table, "parallelism", path, 1, 65536).value_or(1));
     model.write_command_ns = reader.duration(table, "write_command", path).value_or(0);
     model.write_bandwidth_bps = reader.size(table, "write_bandwidth", path).value_or(0);
+    model.write_random_penalty_ns =
+        reader.duration(table, "write_random_penalty", path).value_or(model.random_penalty_ns);
     model.jitter_ns = reader.duration(table, "jitter", path).value_or(0);
     model.description = reader.string(table, "description", path).value_or("");
     return model;
@@ -866,7 +868,7 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
 
     const std::string contiguity_key = key_path(path, "contiguity");
     const std::string contiguity_allowed =
-        R"("none" | "pagemap" | { runs = [[pages, weight], ...] } | { pattern = [pages, ...] })";
+        R"("none" | "pagemap" | { runs = [[pages, weight], ...], seed = N } | { pattern = [pages, ...] })";
     const toml::node* contiguity = table.get("contiguity");
     if (contiguity == nullptr) {
         return;
@@ -884,7 +886,7 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
                     contiguity_allowed);
     }
     const toml::table& distribution = *contiguity->as_table();
-    reader.check_keys(distribution, contiguity_key, {"runs", "pattern"});
+    reader.check_keys(distribution, contiguity_key, {"runs", "pattern", "seed"});
     if (const toml::node* pattern = distribution.get("pattern")) {
         // Run lengths repeated in order from the buffer's first page.
         const std::string pattern_key = key_path(contiguity_key, "pattern");
@@ -892,6 +894,9 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
             "a non-empty array of run lengths in pages (1..1048576)";
         if (distribution.get("runs"))
             reader.fail(contiguity_key, "has both runs and pattern", "one of them");
+        if (distribution.get("seed"))
+            reader.fail(key_path(contiguity_key, "seed"), "is for runs, not a pattern",
+                        "seed only beside runs = [[pages, weight], ...]");
         if (!pattern->is_array() || pattern->as_array()->empty())
             reader.fail(pattern_key, "expected a non-empty array, got " + describe(*pattern),
                         pattern_allowed);
@@ -956,6 +961,9 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
     }
     bio.contiguity = Contiguity::Distribution;
     bio.run_pages = std::move(run_pages);
+    // The layout's generator seed: the same runs on every machine.
+    bio.run_seed =
+        reader.integer(distribution, "seed", contiguity_key, 0, uint64_t(1) << 62).value_or(1);
 }
 
 void read_bfq(const Reader& reader, const toml::table& table, BfqConfig& bfq) {

@@ -39,6 +39,8 @@ struct TimingModelConfig {
     uint32_t parallelism = 1;          // requests served at once (channels / NCQ)
     uint64_t write_command_ns = 0;     // optional: per-command cost for writes (0 = command_ns)
     uint64_t write_bandwidth_bps = 0;  // optional: write bandwidth (0 = bandwidth_bps)
+    // optional: random_penalty for writes (absent = random_penalty_ns)
+    uint64_t write_random_penalty_ns = ~uint64_t(0);
     // optional: mean of an exponentially distributed extra command time (a
     // real drive's latency varies: garbage collection, cache flushes, die
     // conflicts); drawn from a fixed-seed generator, so runs repeat.
@@ -99,6 +101,8 @@ struct BioConfig {
     Contiguity contiguity = Contiguity::None;
     // Contiguity::Distribution: run lengths in pages with weights.
     std::vector<std::pair<uint32_t, double>> run_pages;
+    // Contiguity::Distribution: the generator's seed (contiguity.seed).
+    uint64_t run_seed = 1;
     // Contiguity::Pattern: run lengths in pages, repeated from the buffer start.
     std::vector<uint32_t> run_pattern;
 };

@@ -1,14 +1,30 @@
-// Turns one direct I/O (a user buffer) into bios the way
-// block/bio.c bio_iov_iter_get_pages() does: a bio holds at most
-// BIO_MAX_VECS bvecs, and physically contiguous pages share one bvec. The
-// seed-001 policies then decide where a bio stops:
-//   original     - as many bvecs as fit (sizes unrelated to max_sectors)
-//   align        - a bio that is not the last stops at a multiple of `align`
-//   max_sectors  - never larger than the device's max_sectors
+// Turns one direct I/O (a user buffer) into bios the way Linux 6.6
+// (the seed-001 thread's kernel) does in block/bio.c:
+//   bio_iov_iter_get_pages() calls __bio_iov_iter_get_pages() until the bio
+//   is full (bio_full(): bi_vcnt == bi_max_vecs = BIO_MAX_VECS = 256) or the
+//   iterator is empty; each call pins at most bi_max_vecs - bi_vcnt pages
+//   (iov_iter_extract_pages), trims the batch to the logical block size and
+//   adds the pages one by one (bio_iov_add_page), a page merging into the
+//   previous bvec when it is physically contiguous with it
+//   (bvec_try_merge_page: multi-page bvecs, no size cap).
+// So a bio is not "256 x run length" pages but the pages pinned by the
+// batches 256, 256 - v1, 256 - v2, ... until one batch adds only new bvecs.
+// The seed-001 policies change where a bio stops:
+//   original     - as above;
+//   align        - Ming Lei's patch in the seed (BIO_CHUNK_SIZE = `align`):
+//                  a batch of a non-empty bio that is not the last is cut
+//                  back to the next multiple of `align`, and when it cannot
+//                  reach one and the bio is already aligned, the bio ends;
+//   max_sectors  - Ed Tsai's first patch ("limiting max bio size to 512KB",
+//                  Ming Lei's reply after the seed): a batch never takes the
+//                  bio past the device's max_sectors, and a bio that reaches
+//                  it ends.
+// Physical contiguity (which page merges with the previous one) comes from
+// [bio] contiguity: none, pagemap (real PFNs), a repeating pattern or a
+// seeded distribution of run lengths laid out from the buffer's first page.
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -28,26 +44,31 @@ class BioBuilder {
 public:
     // device_max_bytes: the target device's max_sectors in bytes.
     BioBuilder(const BioConfig& config, uint64_t device_max_bytes, uint32_t logical_block_size);
+    ~BioBuilder();
+    BioBuilder(const BioBuilder&) = delete;
+    BioBuilder& operator=(const BioBuilder&) = delete;
 
-    // Pieces for an I/O of `length` bytes at user address `buffer`.
+    // Bios for an I/O of `length` bytes at user address `buffer`.
     // Throws std::runtime_error when contiguity = pagemap cannot be read.
     void build(const void* buffer, uint64_t length, std::vector<BioPiece>& out);
 
-    // Bytes of physical contiguity starting at `addr` (at most `limit`).
-    uint64_t contiguous_run(uintptr_t addr, uint64_t limit);
+    // For each page the I/O touches: true when it is physically contiguous
+    // with the page before it (index 0 is always false). Filled by build().
+    const std::vector<bool>& page_continues() const { return continues_; }
 
 private:
-    uint64_t pagemap_run(uintptr_t addr, uint64_t limit);
-    uint64_t distribution_run(uintptr_t addr, uint64_t limit);
-    uint64_t pattern_run(uintptr_t addr, uint64_t limit);
+    void map_contiguity(uintptr_t first_page, size_t pages);
+    void map_pagemap(uintptr_t first_page, size_t pages);
+    void map_pattern(size_t pages);
+    void map_distribution(size_t pages);
+    uint64_t extract_limit(uint64_t bio_size) const;
+    uint64_t align_batch(uint64_t bio_size, uint64_t batch, bool last, bool& stop) const;
 
     BioConfig config_;
     uint64_t device_max_bytes_;
     uint32_t lbs_;
     int pagemap_fd_ = -1;
-    std::vector<double> cumulative_;
-    std::vector<uint64_t> pattern_ends_;  // cumulative pattern lengths in pages
-    uintptr_t buffer_start_page_ = 0;
+    std::vector<bool> continues_;
 };
 
 }  // namespace mdsplit

@@ -71,6 +71,8 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
                 model.command_ns = times(model.command_ns);
                 model.write_command_ns = times(model.write_command_ns);
                 model.random_penalty_ns = times(model.random_penalty_ns);
+                if (model.write_random_penalty_ns != ~uint64_t(0))
+                    model.write_random_penalty_ns = times(model.write_random_penalty_ns);
                 model.random_command_ns = times(model.random_command_ns);
                 model.jitter_ns = times(model.jitter_ns);
                 model.bandwidth_bps = rate(model.bandwidth_bps);

@@ -1,10 +1,19 @@
 """Seed 001: direct-I/O bio size against the device's max_sectors; a 64 MiB
 direct read and write (dd bs=64m), five rounds, on a UFS member with
-max_sectors 512 KiB, for the original / align / max_sectors bio policies."""
+max_sectors 512 KiB, for the original / align / max_sectors bio policies.
+
+The checked figures come from the virtual clock (`virtual_run`: the stacks of
+jobs/bio-*.toml on the pybind11 module, the ufs-seed001 model, the same on
+every machine); fio with the engine on this machine's storage runs beside
+them as "this machine"."""
+import os
+import re
+import tomllib
 from pathlib import Path
 
 from harness.experiment import ExperimentResult
-from harness.fio_runner import run_fio
+from harness.fio_runner import FioError, run_fio
+from harness.paths import import_mdsplit
 
 NAME = "bio-size"
 TITLE = "Direct-I/O bio sizing vs max_sectors (dd bs=64m x5, ufs, max_sectors 512 KiB)"
@@ -16,6 +25,9 @@ THREAD = {
     "read": {"original": 3033.7, "max_sectors": 3520.9, "align": 3471.5},
     "write": {"original": 2225.4, "max_sectors": 2800.3, "align": 2618.1},
 }
+IO = 64 << 20
+ROUNDS = 5
+FULL = 1024  # sectors: max_sectors 512 KiB
 
 
 def distribution(counts: dict, top: int = 6) -> str:
@@ -26,43 +38,185 @@ def distribution(counts: dict, top: int = 6) -> str:
     return shown + (f", ... ({more} more sizes)" if more > 0 else "")
 
 
-def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
-    result = ExperimentResult(NAME)
-    progress("fio bio-align.fio (3 policies x read/write, 5 rounds each)")
-    fio = run_fio(jobs_dir / "bio-align.fio")
-    result.raw["fio"] = fio.fio
-    sizes = {}
+def stack_text(jobs_dir: Path, policy: str, virtual: bool = True) -> str:
+    """jobs/bio-<policy>.toml; for the virtual clock with a null member (the
+    timing model alone decides the time; no file is touched)."""
+    text = (Path(jobs_dir) / f"bio-{policy}.toml").read_text()
+    return text.replace('backend = "io_uring"', 'backend = "null"') if virtual else text
+
+
+def split_per_bio(bios: list, requests: list) -> list:
+    """For each bio (sector, sectors): the sizes of the device requests that
+    lie in it, in sector order."""
+    out = []
+    for start, n in bios:
+        out.append(tuple(q for s, q in sorted(requests) if start <= s < start + n))
+    return out
+
+
+def virtual_run(jobs_dir: Path) -> dict:
+    """The checked figures, on the virtual clock: for each policy, fio's
+    bio-align.fio job (bs=64m, size=64m, loops=5, iodepth=1) as
+    Simulation.run_workload, MB/s in device time (x the stack's time_scale);
+    and one 64 MiB read's bios, requests and per-bio splits. One function so
+    that `harness simulate bio-align.fio` can replace it."""
+    mdsplit = import_mdsplit()
+    out = {}
+    for p in POLICIES:
+        text = stack_text(jobs_dir, p)
+        scale = tomllib.loads(text).get("device", {}).get("time_scale", 1)
+        figures = {}
+        for rw in ("read", "write"):
+            sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
+            r = sim.run_workload(rw, IO, iodepth=1, size=IO, total=ROUNDS * IO)
+            figures[f"{rw}_MBps"] = r["bandwidth_bps"] * scale / 1e6
+        sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
+        sim.submit("read", 0, IO)
+        sim.run()
+        bios = [(e["sector"], e["nr_sectors"]) for e in sim.events(device="md0", actions="Q")]
+        reqs = [(e["sector"], e["nr_sectors"]) for e in sim.events(device="m0", actions="D")]
+        stats = sim.stats()["devices"]
+        figures["bios"] = {int(k): v for k, v in stats[0]["bio_sizes"].items()}
+        figures["requests"] = {int(k): v for k, v in stats[1]["request_sizes"].items()}
+        figures["splits"] = split_per_bio(bios, reqs)
+        starts = [s for s, _ in reqs]
+        figures["out_of_order"] = sum(1 for a, b in zip(starts, starts[1:]) if b < a)
+        out[p] = figures
+    return out
+
+
+def pagemap_layout(jobs_dir: Path) -> dict:
+    """What this machine's allocator gives a fresh 64 MiB buffer: the same
+    read with [bio] contiguity = "pagemap" (needs root). {policy: {"bios",
+    "requests"}}, or {"skipped": reason}."""
+    mdsplit = import_mdsplit()
+    out = {}
+    for p in POLICIES:
+        text = re.sub(r"(?m)^contiguity = .*$", 'contiguity = "pagemap"', stack_text(jobs_dir, p))
+        try:
+            sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
+            sim.submit("read", 0, IO)
+            sim.run()
+        except RuntimeError as e:
+            return {"skipped": str(e).splitlines()[0]}
+        stats = sim.stats()["devices"]
+        out[p] = {"bios": {int(k): v for k, v in stats[0]["bio_sizes"].items()},
+                  "requests": {int(k): v for k, v in stats[1]["request_sizes"].items()}}
+    return out
+
+
+def add_checked_metrics(result: ExperimentResult, virt: dict) -> None:
+    """Metrics from the virtual run (what jobs/expectations.toml checks)."""
+    for p in POLICIES:
+        for rw in ("read", "write"):
+            result.metrics[f"{rw}.{p}_MBps"] = virt[p][f"{rw}_MBps"]
+    align = virt["align"]
+    n = sum(align["bios"].values())
+    result.metrics["read.align_bio3584_share"] = align["bios"].get(3584, 0) / n
+    split_3584 = [s for s in align["splits"] if sum(s) == 3584]
+    result.metrics["read.align_3584_split_ok_share"] = (
+        sum(1 for s in split_3584 if s == (FULL, FULL, FULL, 512)) / len(split_3584)
+        if split_3584 else 0.0)
+
+
+def figures_table(rw: str, virt: dict, machine: dict) -> str:
+    lines = [f"Sequential {rw.capitalize()} (average of {ROUNDS} rounds), MB/s: ours (virtual "
+             f"clock, checked) vs the thread; this machine (real clock) for information",
+             f"{'':<26}{'ours':>9}{'thread':>9}{'ours/orig':>11}{'thread/orig':>13}"
+             f"{'this machine':>14}"]
+    o = virt["original"][f"{rw}_MBps"]
+    for p in POLICIES:
+        v = virt[p][f"{rw}_MBps"]
+        m = machine.get(p)
+        lines.append(f"{LABELS[p] + ':':<26}{v:>9.1f}{THREAD[rw][p]:>9.1f}{v / o:>11.3f}"
+                     f"{THREAD[rw][p] / THREAD[rw]['original']:>13.3f}"
+                     f"{(f'{m:.1f}' if m is not None else '-'):>14}")
+    order = sorted(POLICIES, key=lambda p: -virt[p][f"{rw}_MBps"])
+    lines.append(f"ordering: ours {' > '.join(order)}; thread max_sectors > align > original")
+    return "\n".join(lines)
+
+
+def real_clock_run(jobs_dir: Path, progress) -> tuple:
+    """fio bio-align.fio with the engine on this machine: ({rw: {policy:
+    MB/s}}, sidecar sizes, error line or None)."""
+    job = Path(jobs_dir) / "bio-align.fio"
+    if os.environ.get("MDSPLIT_ENGINE"):
+        job.write_text(re.sub(r"(?m)^ioengine=external:.*$",
+                              f"ioengine=external:{os.environ['MDSPLIT_ENGINE']}", job.read_text()))
+    progress("fio bio-align.fio (3 policies x read/write, 5 rounds each; real clock)")
+    try:
+        fio = run_fio(job)
+    except FioError as e:
+        return {}, {}, str(e), None
+    machine = {}
     for rw in ("read", "write"):
-        lines = [f"Sequential {rw.capitalize()} (average of 5 rounds)", f"{'':<26}{'ours MB/s':>12}"
-                 f"{'thread MB/s':>14}{'ours / original':>17}{'thread / original':>19}"]
         # In device time: the stacks run in slow motion (time_scale in the TOML).
-        ours = {p: fio.job(f"{rw}-{p}")[rw]["bw_bytes"] / 1e6 *
-                fio.sidecars[f"stats/bio-{rw}-{p}.json"].time_scale for p in POLICIES}
-        for p in POLICIES:
-            lines.append(f"{LABELS[p] + ':':<26}{ours[p]:>12.1f}{THREAD[rw][p]:>14.1f}"
-                         f"{ours[p] / ours['original']:>17.3f}"
-                         f"{THREAD[rw][p] / THREAD[rw]['original']:>19.3f}")
-            result.metrics[f"{rw}.{p}_MBps"] = ours[p]
-        result.tables.append("\n".join(lines))
-    dist = ["Bio sizes (md0 Q) and device request sizes (m0 D), sectors x count, read jobs"]
+        machine[rw] = {p: fio.job(f"{rw}-{p}")[rw]["bw_bytes"] / 1e6 *
+                       fio.sidecars[f"stats/bio-{rw}-{p}.json"].time_scale for p in POLICIES}
+    sizes = {}
     for p in POLICIES:
         sidecar = fio.sidecars[f"stats/bio-read-{p}.json"]
-        bios = sidecar.virtual.get("bio_sizes", {})
-        reqs = sidecar.members[0].get("request_sizes", {})
-        sizes[p] = {"bios": bios, "requests": reqs}
-        seq = sidecar.members[0]["seek"]
-        dist.append(f"  {p:<12} bios: {distribution(bios)}")
-        dist.append(f"  {'':<12} requests: {distribution(reqs)}; sequential issues "
-                    f"{100 * seq['zero_ratio']:.1f}%")
-        result.metrics[f"read.{p}_sequential_pct"] = 100 * seq["zero_ratio"]
+        sizes[p] = {"bios": sidecar.virtual.get("bio_sizes", {}),
+                    "requests": sidecar.members[0].get("request_sizes", {}),
+                    "sequential_pct": 100 * sidecar.members[0]["seek"]["zero_ratio"]}
+    return machine, sizes, None, fio
+
+
+def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
+    result = ExperimentResult(NAME)
+    progress("virtual clock: bio-{original,max_sectors,align}.toml, 64 MiB x 5 read and write")
+    virt = virtual_run(jobs_dir)
+    add_checked_metrics(result, virt)
+    machine, machine_sizes, error, fio = real_clock_run(jobs_dir, progress)
+    if fio is not None:
+        result.raw["fio"] = fio.fio
+    for rw in ("read", "write"):
+        result.tables.append(figures_table(rw, virt, machine.get(rw, {})))
+        for p, v in machine.get(rw, {}).items():
+            result.metrics[f"machine.{rw}.{p}_MBps"] = v
+    if error:
+        result.tables.append(f"This machine (real clock): not run: {error}")
+    sizes = {p: {"bios": virt[p]["bios"], "requests": virt[p]["requests"]} for p in POLICIES}
+    dist = ["One 64 MiB read, virtual clock (the thread's layout, jobs/bio-*.toml): bio sizes "
+            "(md0 Q) and device requests (m0 D), sectors x count"]
+    for p in POLICIES:
+        dist.append(f"  {p:<12} bios: {distribution(virt[p]['bios'])}")
+        dist.append(f"  {'':<12} requests: {distribution(virt[p]['requests'])}; "
+                    f"issued out of order {virt[p]['out_of_order']}")
+    splits = [s for s in virt["align"]["splits"] if sum(s) == 3584]
+    if splits:
+        dist.append(f"  align: {len(splits)} bios of 3584 sectors, split "
+                    f"{' + '.join(map(str, splits[0]))} ({sum(s == splits[0] for s in splits)} of "
+                    f"{len(splits)})")
     result.tables.append("\n".join(dist))
+    if machine_sizes:
+        m = ["This machine's fio run (real clock), read jobs: bio and request sizes"]
+        for p in POLICIES:
+            m.append(f"  {p:<12} bios: {distribution(machine_sizes[p]['bios'])}")
+            m.append(f"  {'':<12} requests: {distribution(machine_sizes[p]['requests'])}; "
+                     f"sequential issues {machine_sizes[p]['sequential_pct']:.1f}%")
+        result.tables.append("\n".join(m))
+    real = pagemap_layout(jobs_dir)
+    if "skipped" in real:
+        result.tables.append(f"This machine's allocator (contiguity = pagemap): skipped: "
+                             f"{real['skipped']}")
+    else:
+        t = ["This machine's allocator for a fresh 64 MiB buffer (contiguity = \"pagemap\", "
+             "real PFNs), beside the thread's layout above: bio and request sizes"]
+        for p in POLICIES:
+            t.append(f"  {p:<12} bios: {distribution(real[p]['bios'])}")
+            t.append(f"  {'':<12} requests: {distribution(real[p]['requests'])}")
+        result.tables.append("\n".join(t))
+        result.raw["pagemap_sizes"] = real
     result.raw["sizes"] = sizes
+    result.raw["virtual"] = {p: {k: v for k, v in virt[p].items() if k != "splits"}
+                             for p in POLICIES}
     try:
         from harness import plots
         for kind in ("bios", "requests"):
             path = out_dir / f"bio-size-{kind}.png"
             plots.size_distributions({p: sizes[p][kind] for p in POLICIES}, path,
-                                     title=f"{'Bio' if kind == 'bios' else 'Device request'} sizes per policy (64 MiB reads)",
+                                     title=f"{'Bio' if kind == 'bios' else 'Device request'} sizes per policy (64 MiB read, virtual clock)",
                                      xlabel="size (sectors)", ylabel="count")
             result.figures.append(path.name)
     except (ImportError, AttributeError, TypeError):

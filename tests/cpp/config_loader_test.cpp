@@ -399,6 +399,36 @@ contiguity = { runs = [[1, 5], [16, 3.0], [256, 2]] }
     EXPECT_DOUBLE_EQ(config.bio.run_pages[2].second, 0.2);
 }
 
+// contiguity.seed sets the distribution's generator; default 1.
+TEST_F(ConfigLoaderTest, ContiguitySeedIsRead) {
+    EXPECT_EQ(load(kOneMember + "[bio]\ncontiguity = { runs = [[2, 1]], seed = 7 }\n").bio.run_seed,
+              7u);
+    EXPECT_EQ(load(kOneMember + "[bio]\ncontiguity = { runs = [[2, 1]] }\n").bio.run_seed, 1u);
+}
+
+// A bad seed, or a seed beside a pattern, is one error naming the key.
+TEST_F(ConfigLoaderTest, BadContiguitySeedNamesTheKey) {
+    expect_error(kOneMember + "[bio]\ncontiguity = { runs = [[2, 1]], seed = -1 }\n",
+                 "bio.contiguity.seed", "an integer from 0");
+    expect_error(kOneMember + "[bio]\ncontiguity = { runs = [[2, 1]], seed = \"x\" }\n",
+                 "bio.contiguity.seed", "an integer from 0");
+    expect_error(kOneMember + "[bio]\ncontiguity = { pattern = [2], seed = 3 }\n",
+                 "bio.contiguity.seed", "beside runs");
+}
+
+// write_random_penalty is read; absent, writes take random_penalty.
+TEST_F(ConfigLoaderTest, WriteRandomPenaltyDefaultsToRandomPenalty) {
+    StackConfig config = load(kOneMember + R"(
+[models.a]
+random_penalty = "40us"
+[models.b]
+random_penalty = "40us"
+write_random_penalty = "75us"
+)");
+    EXPECT_EQ(find_model(config, "a").write_random_penalty_ns, 40'000u);
+    EXPECT_EQ(find_model(config, "b").write_random_penalty_ns, 75'000u);
+}
+
 TEST_F(ConfigLoaderTest, EnumNamesRoundTrip) {
     EXPECT_STREQ(device_kind_name(DeviceKind::Raid5), "raid5");
     EXPECT_STREQ(raid5_layout_name(Raid5Layout::LeftSymmetric), "left-symmetric");

@@ -68,6 +68,16 @@ TEST(TimingModelTest, ServiceTimeIsCommandPlusTransferPlusPenalty) {
               20'000u + transfer_ns(128 * kKiB, 560'000'000) + 65'000u);
 }
 
+// write_random_penalty, when set, is the penalty of a non-sequential write.
+TEST(TimingModelTest, WriteRandomPenaltyAppliesToWritesOnly) {
+    TimingModelConfig c = sata_like();
+    c.write_random_penalty_ns = 90'000;
+    TimingModel model(c);
+    EXPECT_EQ(model.service_ns(Op::Write, 128 * kKiB, false),
+              20'000u + transfer_ns(128 * kKiB, 560'000'000) + 90'000u);
+    EXPECT_EQ(model.service_ns(Op::Read, 128 * kKiB, false), 25'000u + 218'453u + 65'000u);
+}
+
 TEST(TimingModelTest, WriteValuesDefaultToTheReadValues) {
     TimingModelConfig c = sata_like();
     c.write_command_ns = 0;

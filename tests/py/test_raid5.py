@@ -74,10 +74,10 @@ def test_sim_random_writes_read_back(mdsplit_module, layout):
     ("fixed", [0, 512 * KiB, 1 * MiB, 1536 * KiB]),
 ])
 def test_sim_two_mib_read_reaches_members_in_split_order(mdsplit_module, split_order, expected):
-    # Physically contiguous pairs of pages: one 2 MiB bio (256 bvecs of 8 KiB).
+    # A physically contiguous 2 MiB buffer: one bvec, one 2 MiB bio.
     sim = mdsplit_module.Simulation(ram_stack(members=4, size="8m", chunk="512k",
                                               split_order=split_order,
-                                              bio="[bio]\ncontiguity = { pattern = [2] }"))
+                                              bio="[bio]\ncontiguity = { pattern = [512] }"))
     sim.submit("read", 0, 2 * MiB)
     done = sim.run()
     assert [c["error"] for c in done] == [0]
@@ -366,9 +366,9 @@ iodepth=1
 ])
 def test_fio_two_mib_read_reaches_members_in_split_order(engine, workdir, split_order, expected):
     # The bindings test above, in a real fio: one 2 MiB direct read at 0,
-    # physically contiguous page pairs (one 2 MiB bio), 4 x 512 KiB chunks.
+    # a physically contiguous buffer (one 2 MiB bio), 4 x 512 KiB chunks.
     (workdir / f"{split_order}.toml").write_text(
-        split_order_stack(4, "512k", split_order, "8m", 2))
+        split_order_stack(4, "512k", split_order, "8m", 512))
     result = run_fio(write_job(workdir, "r.fio", one_read_job(engine, split_order, "2m", "6m")))
     assert result.job(split_order)["error"] == 0
     assert result.job(split_order)["read"]["io_bytes"] == 2 * MiB
