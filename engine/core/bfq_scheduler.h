@@ -80,6 +80,9 @@ public:
     const bfq::BfqGroup* find_group(const std::string& name) const;
     std::vector<const bfq::BfqQueue*> queues() const;
     bool idle_timer_pending() const { return idle_timer_id_ != 0; }
+    // The terms of the idling decision for bfqq, evaluated now.
+    bfq::IdlingTerms idling_terms(const bfq::BfqQueue* bfqq) const;
+    bool better_to_idle_now(const bfq::BfqQueue* bfqq) { return better_to_idle(bfqq); }
     // bfq_asymmetric_scenario() for a queue (null: the device-wide test).
     bool asymmetric_scenario(const bfq::BfqQueue* bfqq) const {
         return bfqd_.asymmetric_scenario(bfqq);
@@ -119,6 +122,7 @@ private:
     static void on_idle_timer(void* arg, uint64_t tag);
     void idle_slice_timer_body();
     bool idling_needed_for_service_guarantees(const bfq::BfqQueue* bfqq);
+    bool choose_injection(const bfq::BfqQueue* bfqq) const;
     bool idling_boosts_thr_without_issues(const bfq::BfqQueue* bfqq) const;
     bool better_to_idle(const bfq::BfqQueue* bfqq);
     bool must_idle(const bfq::BfqQueue* bfqq);
