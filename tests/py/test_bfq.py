@@ -204,3 +204,29 @@ def test_run_workloads_rejects_unknown_keys(mdsplit_module):
         sim.run_workloads([{"rw": "randread", "groop": "g1"}])
     with pytest.raises(ValueError, match="prioclass"):
         sim.run_workloads([{"rw": "randread", "prioclass": "urgent"}])
+
+
+# --- issue 18: the thread's figures on the virtual clock ---------------------
+# harness/experiments/bfq.py's virtual run (the thread's job with 1 s
+# startdelay steps on the thread-nvme preset, and the null_blk guarantee
+# test) against jobs/expectations.toml's checks.
+
+def test_thread_guarantee_test_gives_each_group_its_weight_share(mdsplit_module):
+    from harness.experiments import bfq as exp
+    for variant in ("legacy", "fixed"):
+        shares = exp.guarantee_test(variant)
+        assert set(shares) == {"/", "g100", "g200", "g400"}
+        for group, (service, weight) in shares.items():
+            assert service == pytest.approx(weight, rel=0.1), (variant, group)
+
+
+def test_thread_figures_pass_their_checks_on_the_virtual_clock(mdsplit_module):
+    from harness import expectations as E
+    from harness.experiment import ExperimentResult
+    from harness.experiments import bfq as exp
+    result = ExperimentResult("bfq")
+    exp.run_virtual(result, lambda step: None)
+    checks = E.evaluate_checks("bfq", result.metrics)
+    assert len(checks) == 14
+    failed = [(d, detail) for d, ok, detail in checks if not ok]
+    assert not failed
