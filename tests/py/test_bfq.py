@@ -230,3 +230,12 @@ def test_thread_figures_pass_their_checks_on_the_virtual_clock(mdsplit_module):
     assert len(checks) == 14
     failed = [(d, detail) for d, ok, detail in checks if not ok]
     assert not failed
+
+
+def test_the_stack_files_carry_the_thread_nvme_preset_unchanged():
+    import tomllib
+    from pathlib import Path
+    jobs = Path(__file__).resolve().parents[2] / "jobs"
+    preset = tomllib.loads((jobs / "models.toml").read_text())["models"]["thread-nvme"]
+    for name in ("bfq-legacy.toml", "bfq-fixed.toml"):
+        assert tomllib.loads((jobs / name).read_text())["models"]["thread-nvme"] == preset, name
