@@ -100,7 +100,9 @@ BfqScheduler::BfqScheduler(EventLoop& loop, const BfqConfig& config, const Optio
     bfqd_.root_group = root_group_.get();
 }
 
-BfqScheduler::~BfqScheduler() { cancel_idle_timer(); }
+BfqScheduler::~BfqScheduler() {
+    if (loop_timer_id_) loop_.cancel(loop_timer_id_);
+}
 
 // ---------------------------------------------------------------------------
 // Groups and queues
@@ -504,9 +506,7 @@ void BfqScheduler::arm_slice_timer() {
     // Only a minimum idle time for a seeky queue in a symmetric scenario.
     if (bfq::bfqq_seeky(*bfqq) && !bfqd_.asymmetric_scenario(bfqq)) sl = std::min(sl, kMinTtNs);
     bfqd_.last_idling_start_ns = now;
-    cancel_idle_timer();
-    idle_timer_id_ = loop_.schedule_at(loop_.now() + uint64_t(double(sl) * time_scale_),
-                                       &BfqScheduler::on_idle_timer, this);
+    start_idle_timer(loop_.now() + uint64_t(double(sl) * time_scale_));
 }
 
 // bfq_clear_bfqq_wait_request(), closing the idle period's statistics.
@@ -517,18 +517,31 @@ void BfqScheduler::clear_wait_request(BfqQueue* bfqq, bool timed_out) {
     if (timed_out) bfqq->stats.idle_timeouts++;
 }
 
-// hrtimer_try_to_cancel(&bfqd->idle_slice_timer). Only a pending timer is
-// cancelled (the event loop must never be told about a timer that fired).
-void BfqScheduler::cancel_idle_timer() {
-    if (idle_timer_id_) {
-        loop_.cancel(idle_timer_id_);
-        idle_timer_id_ = 0;
-    }
+// hrtimer_start(&bfqd->idle_slice_timer): the slice timer is a deadline
+// kept here, behind at most one loop timer. Idling starts and ends with
+// nearly every request of a psync-like queue, so the loop timer is not
+// cancelled and re-armed each time: one that fires before the current
+// deadline is re-armed for it, one that fires with no deadline does nothing.
+void BfqScheduler::start_idle_timer(uint64_t deadline) {
+    idle_deadline_ = std::max<uint64_t>(deadline, 1);
+    if (loop_timer_id_ && loop_timer_at_ <= idle_deadline_) return;
+    if (loop_timer_id_) loop_.cancel(loop_timer_id_);
+    loop_timer_at_ = idle_deadline_;
+    loop_timer_id_ = loop_.schedule_at(loop_timer_at_, &BfqScheduler::on_idle_timer, this);
 }
+
+// hrtimer_try_to_cancel(&bfqd->idle_slice_timer).
+void BfqScheduler::cancel_idle_timer() { idle_deadline_ = 0; }
 
 void BfqScheduler::on_idle_timer(void* arg, uint64_t) {
     auto* self = static_cast<BfqScheduler*>(arg);
-    self->idle_timer_id_ = 0;
+    self->loop_timer_id_ = 0;
+    if (!self->idle_deadline_) return;  // cancelled
+    if (self->loop_.now() < self->idle_deadline_) {
+        self->start_idle_timer(self->idle_deadline_);  // re-armed since: wait on
+        return;
+    }
+    self->idle_deadline_ = 0;
     self->idle_slice_timer_body();
 }
 

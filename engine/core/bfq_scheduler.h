@@ -79,7 +79,7 @@ public:
     const bfq::BfqQueue* find_queue(uint32_t pid, const std::string& group, bool sync = true) const;
     const bfq::BfqGroup* find_group(const std::string& name) const;
     std::vector<const bfq::BfqQueue*> queues() const;
-    bool idle_timer_pending() const { return idle_timer_id_ != 0; }
+    bool idle_timer_pending() const { return idle_deadline_ != 0; }
     // The terms of the idling decision for bfqq, evaluated now.
     bfq::IdlingTerms idling_terms(const bfq::BfqQueue* bfqq) const;
     bool better_to_idle_now(const bfq::BfqQueue* bfqq) { return better_to_idle(bfqq); }
@@ -118,6 +118,7 @@ private:
     void set_in_service_queue(bfq::BfqQueue* bfqq);
     void arm_slice_timer();
     void clear_wait_request(bfq::BfqQueue* bfqq, bool timed_out);
+    void start_idle_timer(uint64_t deadline);
     void cancel_idle_timer();
     static void on_idle_timer(void* arg, uint64_t tag);
     void idle_slice_timer_body();
@@ -163,7 +164,11 @@ private:
     static constexpr size_t kSyncQueueSlots = 64;
     SyncQueueSlot sync_queue_cache_[kSyncQueueSlots];
     std::unique_ptr<ObjectPool<RqData>> rq_pool_;
-    uint64_t idle_timer_id_ = 0;
+    // The idle slice timer: its deadline on the loop's clock (0: not armed)
+    // and the loop timer behind it (it may fire early or after a cancel).
+    uint64_t idle_deadline_ = 0;
+    uint64_t loop_timer_id_ = 0;
+    uint64_t loop_timer_at_ = 0;
 };
 
 }  // namespace mdsplit
