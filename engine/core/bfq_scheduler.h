@@ -9,9 +9,10 @@
 // budget timeout (timeout_sync); time charging of slow queues
 // (bfq_bfqq_is_slow / bfq_bfqq_charge_time); hole recovery and preemption on
 // idle-to-busy switches; idling with the slice_idle timer decided by
-// bfq_better_to_idle (idling_boosts_thr_without_issues ||
-// idling_needed_for_service_guarantees, the latter through
-// bfq_asymmetric_scenario with the legacy or fixed group counting);
+// bfq_better_to_idle as in v5.18-rc1 (idling_boosts_thr_without_issues ||
+// idling_needed_for_service_guarantees: the wr_coeff term, coded but never
+// true, bfq_asymmetric_scenario with the legacy or fixed group counting,
+// and bfq_tot_busy_queues == 1);
 // injection while the in-service queue idles (bfq_choose_bfqq_for_injection,
 // inject_limit adapted by bfq_update_inject_limit); think-time and seek
 // statistics; device queueing detection (bfq_update_hw_tag); the sort list
