@@ -950,6 +950,15 @@ class BfqKernelJob:
     tunables: dict            # bfq iosched tunables from the emulator's TOML
 
 
+def _fio_duration(ms: float) -> str:
+    """A duration as fio parses it: fio takes a number with a fraction as
+    seconds whatever its suffix ("62.5ms" is 62.5 s, "62ms" 62 ms), so a
+    fractional millisecond count is written in whole microseconds."""
+    if ms == int(ms):
+        return f"{int(ms)}ms" if ms % 1000 else f"{int(ms) // 1000}"
+    return f"{round(ms * 1000)}us"
+
+
 def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
                    runtime_s: float = None, delay_scale: float = 1.0) -> BfqKernelJob:
     """The kernel's job, generated from the emulator's bfq-groups.fio: its
@@ -968,7 +977,7 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
     g = [(k, v) for k, v in glob if k not in _EMULATOR_ONLY and not k.startswith("mdsplit_")]
     opts = dict(g)
     if runtime_s is not None:
-        g = [(k, v) for k, v in g if k != "runtime"] + [("runtime", f"{runtime_s:g}")]
+        g = [(k, v) for k, v in g if k != "runtime"] + [("runtime", _fio_duration(runtime_s * 1000))]
     runtime = fio_duration_ms(dict(g).get("runtime", "0")) / 1000
     g = [("ioengine", "psync"), ("filename", device)] + g
     jobs, delays = [], []
@@ -980,7 +989,7 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
             if k == "startdelay":
                 ms = fio_duration_ms(v) * delay_scale
                 delays.append(ms)
-                v = f"{ms:g}ms"
+                v = _fio_duration(ms)
             keep.append((k, v))
         if not any(k == "startdelay" for k, _ in o):
             delays.append(0.0)

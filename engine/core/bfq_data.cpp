@@ -89,23 +89,34 @@ void BfqData::del_bfqq_in_groups_with_pending_reqs(BfqQueue* bfqq) {
     }
 }
 
+// The group term of bfq_asymmetric_scenario(): v5.18-rc1 tests
+// num_groups_with_pending_reqs > 0 (the root group is never counted, so
+// one active non-root group is already "asymmetric"); the patched kernel
+// counts the root group too and tests > 1.
 bool BfqData::groups_asymmetric() const {
     return legacy_counting() ? num_groups_with_pending_reqs > 0 : num_groups_with_pending_reqs > 1;
 }
 
-// bfq_asymmetric_scenario() (block/bfq-iosched.c).
-bool BfqData::asymmetric_scenario(const BfqQueue* bfqq) const {
-    // bfqq has the smallest weight among the counted queues: it receives no
-    // more than any other queue even without idling.
+// varied_queue_weights of bfq_asymmetric_scenario(): queue_weights_tree has
+// at least two nodes, unless bfqq has the smallest weight (then it receives
+// no more than any other queue even without idling).
+bool BfqData::varied_queue_weights(const BfqQueue* bfqq) const {
     bool smallest_weight = bfqq && bfqq->weight_counter && !queue_weights.empty() &&
                            bfqq->weight_counter == queue_weights.front().first;
-    // For queue weights to differ, queue_weights_tree must contain at least
-    // two nodes.
-    bool varied_queue_weights = !smallest_weight && queue_weights.size() > 1;
-    bool multiple_classes_busy = (busy_queues[0] && busy_queues[1]) ||
-                                 (busy_queues[0] && busy_queues[2]) ||
-                                 (busy_queues[1] && busy_queues[2]);
-    return varied_queue_weights || multiple_classes_busy || groups_asymmetric();
+    return !smallest_weight && queue_weights.size() > 1;
+}
+
+// multiple_classes_busy of bfq_asymmetric_scenario(): busy queues in at
+// least two of the RT, BE and IDLE classes.
+bool BfqData::multiple_classes_busy() const {
+    return (busy_queues[0] && busy_queues[1]) || (busy_queues[0] && busy_queues[2]) ||
+           (busy_queues[1] && busy_queues[2]);
+}
+
+// bfq_asymmetric_scenario() (v5.18-rc1 block/bfq-iosched.c; the patch
+// series changes only the group term).
+bool BfqData::asymmetric_scenario(const BfqQueue* bfqq) const {
+    return varied_queue_weights(bfqq) || multiple_classes_busy() || groups_asymmetric();
 }
 
 }  // namespace mdsplit::bfq

@@ -102,8 +102,25 @@ struct BfqData {
     // bfq_asymmetric_scenario(): varied queue weights (unless bfqq has the
     // smallest weight) || several classes busy || the groups test.
     bool asymmetric_scenario(const BfqQueue* bfqq) const;
-    // The groups test alone, per variant.
-    bool groups_asymmetric() const;
+    // Its three terms.
+    bool varied_queue_weights(const BfqQueue* bfqq) const;
+    bool multiple_classes_busy() const;
+    bool groups_asymmetric() const;  // the groups test, per variant
+};
+
+// The terms of bfq_better_to_idle() for one queue, as evaluated now
+// (introspection for tests and statistics): idling_boosts_thr_without_issues
+// and the three terms of idling_needed_for_service_guarantees, the
+// asymmetric one split into bfq_asymmetric_scenario's three.
+struct IdlingTerms {
+    bool boosts_throughput = false;
+    bool weight_raised = false;  // wr_coeff > 1 && ...: never (no weight raising)
+    bool varied_queue_weights = false;
+    bool multiple_classes_busy = false;
+    bool groups = false;
+    bool asymmetric = false;
+    bool lone_busy_queue = false;  // bfq_tot_busy_queues(bfqd) == 1
+    bool needed_for_guarantees() const { return weight_raised || asymmetric || lone_busy_queue; }
 };
 
 }  // namespace mdsplit::bfq

@@ -92,6 +92,11 @@ struct BfqQueue {
     uint64_t last_serv_time_ns = 0;
     int64_t decrease_time_ns = kNever;
 
+    // Weight-raising coefficient (bfqq->wr_coeff): always 1, weight raising
+    // is not modelled; kept so that the idling and injection conditions read
+    // as the kernel's.
+    uint32_t wr_coeff = 1;
+
     // Weight under which this queue is counted in queue_weights_tree (0: not counted).
     uint32_t weight_counter = 0;
 

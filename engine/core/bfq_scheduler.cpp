@@ -31,6 +31,10 @@ constexpr sector_t kSeekThr = 8 * 100;                         // BFQQ_SEEK_THR
 constexpr uint32_t kSectThrNonrot = 2 * 32;                    // BFQQ_SECT_THR_NONROT
 constexpr uint32_t kRequestsWithinTimer = 120;                 // bfq_requests_within_timer
 constexpr unsigned kAsyncChargeFactor = 3;                     // bfq_async_charge_factor
+constexpr uint64_t kHz = 1000;                                 // CONFIG_HZ of the modelled kernel
+
+// jiffies at a time in ns (HZ = kHz).
+uint64_t jiffies(uint64_t ns) { return ns / (1'000'000'000 / kHz); }
 
 bool is_sync(Op op, const Bio* first) {
     return op == Op::Read || (first && (first->flags & kBioSync));
@@ -96,7 +100,9 @@ BfqScheduler::BfqScheduler(EventLoop& loop, const BfqConfig& config, const Optio
     bfqd_.root_group = root_group_.get();
 }
 
-BfqScheduler::~BfqScheduler() { cancel_idle_timer(); }
+BfqScheduler::~BfqScheduler() {
+    if (loop_timer_id_) loop_.cancel(loop_timer_id_);
+}
 
 // ---------------------------------------------------------------------------
 // Groups and queues
@@ -500,9 +506,7 @@ void BfqScheduler::arm_slice_timer() {
     // Only a minimum idle time for a seeky queue in a symmetric scenario.
     if (bfq::bfqq_seeky(*bfqq) && !bfqd_.asymmetric_scenario(bfqq)) sl = std::min(sl, kMinTtNs);
     bfqd_.last_idling_start_ns = now;
-    cancel_idle_timer();
-    idle_timer_id_ = loop_.schedule_at(loop_.now() + uint64_t(double(sl) * time_scale_),
-                                       &BfqScheduler::on_idle_timer, this);
+    start_idle_timer(loop_.now() + uint64_t(double(sl) * time_scale_));
 }
 
 // bfq_clear_bfqq_wait_request(), closing the idle period's statistics.
@@ -513,18 +517,31 @@ void BfqScheduler::clear_wait_request(BfqQueue* bfqq, bool timed_out) {
     if (timed_out) bfqq->stats.idle_timeouts++;
 }
 
-// hrtimer_try_to_cancel(&bfqd->idle_slice_timer). Only a pending timer is
-// cancelled (the event loop must never be told about a timer that fired).
-void BfqScheduler::cancel_idle_timer() {
-    if (idle_timer_id_) {
-        loop_.cancel(idle_timer_id_);
-        idle_timer_id_ = 0;
-    }
+// hrtimer_start(&bfqd->idle_slice_timer): the slice timer is a deadline
+// kept here, behind at most one loop timer. Idling starts and ends with
+// nearly every request of a psync-like queue, so the loop timer is not
+// cancelled and re-armed each time: one that fires before the current
+// deadline is re-armed for it, one that fires with no deadline does nothing.
+void BfqScheduler::start_idle_timer(uint64_t deadline) {
+    idle_deadline_ = std::max<uint64_t>(deadline, 1);
+    if (loop_timer_id_ && loop_timer_at_ <= idle_deadline_) return;
+    if (loop_timer_id_) loop_.cancel(loop_timer_id_);
+    loop_timer_at_ = idle_deadline_;
+    loop_timer_id_ = loop_.schedule_at(loop_timer_at_, &BfqScheduler::on_idle_timer, this);
 }
+
+// hrtimer_try_to_cancel(&bfqd->idle_slice_timer).
+void BfqScheduler::cancel_idle_timer() { idle_deadline_ = 0; }
 
 void BfqScheduler::on_idle_timer(void* arg, uint64_t) {
     auto* self = static_cast<BfqScheduler*>(arg);
-    self->idle_timer_id_ = 0;
+    self->loop_timer_id_ = 0;
+    if (!self->idle_deadline_) return;  // cancelled
+    if (self->loop_.now() < self->idle_deadline_) {
+        self->start_idle_timer(self->idle_deadline_);  // re-armed since: wait on
+        return;
+    }
+    self->idle_deadline_ = 0;
     self->idle_slice_timer_body();
 }
 
@@ -547,15 +564,42 @@ void BfqScheduler::idle_slice_timer_body() {
     if (bfqd_.queued) run_queue();
 }
 
-// idling_needed_for_service_guarantees() (no weight raising).
+// idling_needed_for_service_guarantees() (v5.18-rc1 block/bfq-iosched.c,
+// unchanged by the patch series): idle for bfqq if
+//  - it is weight-raised while other queues are not, or the drive holds
+//    at least 4 requests more than bfqq's own (never here: wr_coeff is 1),
+//  - or the scenario is asymmetric (bfq_asymmetric_scenario()),
+//  - or bfqq is the only busy queue: idling for it costs nothing and keeps
+//    a queue that is about to get new I/O from losing its slot to a queue
+//    that becomes busy meanwhile ("block, bfq: do not expire a queue when it
+//    is the only busy one").
+// bfqq_process_refs() is never 0 here (a queue lives as long as its task).
 bool BfqScheduler::idling_needed_for_service_guarantees(const BfqQueue* bfqq) {
-    bool asymmetric = bfqd_.asymmetric_scenario(bfqq);
+    const bfq::IdlingTerms t = idling_terms(bfqq);
     bfqd_.asymmetric_checks++;
-    if (asymmetric) bfqd_.asymmetric_true++;
-    return asymmetric;
+    if (t.asymmetric) bfqd_.asymmetric_true++;
+    return t.weight_raised || t.asymmetric || t.lone_busy_queue;
 }
 
-// idling_boosts_thr_without_issues()
+bfq::IdlingTerms BfqScheduler::idling_terms(const BfqQueue* bfqq) const {
+    bfq::IdlingTerms t;
+    uint32_t tot_busy_queues = bfqd_.tot_busy_queues();
+    t.weight_raised = bfqq->wr_coeff > 1 && (bfqd_.wr_busy_queues < tot_busy_queues ||
+                                             bfqd_.rq_in_driver >= bfqq->dispatched + 4);
+    t.varied_queue_weights = bfqd_.varied_queue_weights(bfqq);
+    t.multiple_classes_busy = bfqd_.multiple_classes_busy();
+    t.groups = bfqd_.groups_asymmetric();
+    t.asymmetric = t.varied_queue_weights || t.multiple_classes_busy || t.groups;
+    t.lone_busy_queue = tot_busy_queues == 1;
+    t.boosts_throughput = idling_boosts_thr_without_issues(bfqq);
+    return t;
+}
+
+// idling_boosts_thr_without_issues() (v5.18-rc1): idling pays on a
+// rotational drive without internal queueing, or for a sequential, I/O-bound
+// queue with a short think time on a drive without queueing (hw_tag 0; -1,
+// not yet detected, counts as queueing as `!bfqd->hw_tag` does); never while
+// weight-raised queues are busy.
 bool BfqScheduler::idling_boosts_thr_without_issues(const BfqQueue* bfqq) const {
     bool rot_without_queueing = !bfqd_.nonrot && bfqd_.hw_tag == 0;
     bool sequential_and_io_bound =
@@ -565,17 +609,20 @@ bool BfqScheduler::idling_boosts_thr_without_issues(const BfqQueue* bfqq) const 
     return idling_boosts_thr && bfqd_.wr_busy_queues == 0;
 }
 
-// bfq_better_to_idle()
+// bfq_better_to_idle() (v5.18-rc1): strict_guarantees always idles; no
+// idling with slice_idle 0, for async queues or in the idle class;
+// otherwise idle if it boosts the throughput or the service guarantees
+// need it.
 bool BfqScheduler::better_to_idle(const BfqQueue* bfqq) {
     if (bfqd_.strict_guarantees) return true;
-    // No idling with slice_idle = 0, for async queues or in the idle class.
     if (bfqd_.slice_idle_ns == 0 || !bfqq->sync || bfqq->ioprio_class == 3) return false;
     bool boosts = idling_boosts_thr_without_issues(bfqq);
     bool needed = idling_needed_for_service_guarantees(bfqq);
     return boosts || needed;
 }
 
-// bfq_bfqq_must_idle()
+// bfq_bfqq_must_idle() (v5.18-rc1; bfq_bfqq_may_idle() before 4.19): the
+// queue is empty and idling is better.
 bool BfqScheduler::must_idle(const BfqQueue* bfqq) {
     return bfqq->sort_list.empty() && better_to_idle(bfqq);
 }
@@ -696,18 +743,27 @@ void BfqScheduler::bfqq_expire(BfqQueue* bfqq, bool compensate, Expiration reaso
 // ---------------------------------------------------------------------------
 // Dispatch
 
-// bfq_choose_bfqq_for_injection(): a queue whose next request fits its
-// budget, while fewer than inject_limit requests are in the drive.
+// bfq_choose_bfqq_for_injection() (v5.18-rc1): the first queue of the
+// active list whose next request fits its budget, while fewer than
+// inject_limit requests are in the drive.
 BfqQueue* BfqScheduler::choose_bfqq_for_injection() {
     BfqQueue* in_serv = bfqd_.in_service_queue;
     uint32_t limit = in_serv->inject_limit;
-    // No baseline yet and the plugging lasts: allow one request.
+    // A queue that is not weight-raised (here: every queue), or has a long
+    // think time, may be injected into without restrictions.
+    bool in_serv_always_inject = in_serv->wr_coeff == 1 || !in_serv->has_short_ttime;
+    // No baseline yet and the plugging has lasted slice_idle: allow one
+    // request. The kernel writes this as
+    //   time_is_before_eq_jiffies(last_idling_start_jiffies + bfq_slice_idle)
+    // and bfq_slice_idle is in nanoseconds (NSEC_PER_SEC / 125), so the
+    // deadline is 8,000,000 jiffies after the idling started: never reached
+    // while one idle period lasts. Followed as written, in jiffies (HZ 1000).
     if (limit == 0 && in_serv->last_serv_time_ns == 0 && in_serv->wait_request &&
-        device_now() >= bfqd_.last_idling_start_ns + bfqd_.slice_idle_ns)
+        jiffies(device_now()) >= jiffies(bfqd_.last_idling_start_ns) + bfqd_.slice_idle_ns)
         limit = 1;
     if (bfqd_.rq_in_driver >= limit) return nullptr;
     for (BfqQueue* bfqq : bfqd_.active_list) {
-        if (bfqq->sort_list.empty()) continue;
+        if (bfqq->sort_list.empty() || !(in_serv_always_inject || bfqq->wr_coeff > 1)) continue;
         if (int64_t(serv_to_charge(bfqq->next_rq, bfqq)) > budget_left(bfqq)) continue;
         // Only one large in-flight request on non-rotational devices.
         if (bfqd_.nonrot && bfqq->next_rq->nr_sectors >= kSectThrNonrot)
@@ -720,6 +776,16 @@ BfqQueue* BfqScheduler::choose_bfqq_for_injection() {
         }
     }
     return nullptr;
+}
+
+// The last branch of bfq_select_queue()'s injection choice (v5.18-rc1):
+// inject from other queues only if idling is not for throughput, and bfqq
+// is not a weight-raised queue with a short think time (unless several are
+// weight-raised). The earlier branches (bfqq's own async queue, its waker
+// queue, a queue it woke) need the waker detection, not modelled.
+bool BfqScheduler::choose_injection(const BfqQueue* bfqq) const {
+    return !idling_boosts_thr_without_issues(bfqq) &&
+           (bfqq->wr_coeff == 1 || bfqd_.wr_busy_queues > 1 || !bfqq->has_short_ttime);
 }
 
 // bfq_select_queue()
@@ -746,8 +812,7 @@ check_queue:
     // flight and may idle after them; meanwhile, try injection. (Injection
     // of the process's own async I/O and of a waker queue is not modelled.)
     if (bfqq->wait_request || (bfqq->dispatched != 0 && better_to_idle(bfqq))) {
-        if (!idling_boosts_thr_without_issues(bfqq)) return choose_bfqq_for_injection();
-        return nullptr;
+        return choose_injection(bfqq) ? choose_bfqq_for_injection() : nullptr;
     }
     reason = Expiration::NoMoreRequests;
 expire:

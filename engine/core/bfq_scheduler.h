@@ -9,9 +9,10 @@
 // budget timeout (timeout_sync); time charging of slow queues
 // (bfq_bfqq_is_slow / bfq_bfqq_charge_time); hole recovery and preemption on
 // idle-to-busy switches; idling with the slice_idle timer decided by
-// bfq_better_to_idle (idling_boosts_thr_without_issues ||
-// idling_needed_for_service_guarantees, the latter through
-// bfq_asymmetric_scenario with the legacy or fixed group counting);
+// bfq_better_to_idle as in v5.18-rc1 (idling_boosts_thr_without_issues ||
+// idling_needed_for_service_guarantees: the wr_coeff term, coded but never
+// true, bfq_asymmetric_scenario with the legacy or fixed group counting,
+// and bfq_tot_busy_queues == 1);
 // injection while the in-service queue idles (bfq_choose_bfqq_for_injection,
 // inject_limit adapted by bfq_update_inject_limit); think-time and seek
 // statistics; device queueing detection (bfq_update_hw_tag); the sort list
@@ -79,7 +80,10 @@ public:
     const bfq::BfqQueue* find_queue(uint32_t pid, const std::string& group, bool sync = true) const;
     const bfq::BfqGroup* find_group(const std::string& name) const;
     std::vector<const bfq::BfqQueue*> queues() const;
-    bool idle_timer_pending() const { return idle_timer_id_ != 0; }
+    bool idle_timer_pending() const { return idle_deadline_ != 0; }
+    // The terms of the idling decision for bfqq, evaluated now.
+    bfq::IdlingTerms idling_terms(const bfq::BfqQueue* bfqq) const;
+    bool better_to_idle_now(const bfq::BfqQueue* bfqq) { return better_to_idle(bfqq); }
     // bfq_asymmetric_scenario() for a queue (null: the device-wide test).
     bool asymmetric_scenario(const bfq::BfqQueue* bfqq) const {
         return bfqd_.asymmetric_scenario(bfqq);
@@ -115,10 +119,12 @@ private:
     void set_in_service_queue(bfq::BfqQueue* bfqq);
     void arm_slice_timer();
     void clear_wait_request(bfq::BfqQueue* bfqq, bool timed_out);
+    void start_idle_timer(uint64_t deadline);
     void cancel_idle_timer();
     static void on_idle_timer(void* arg, uint64_t tag);
     void idle_slice_timer_body();
     bool idling_needed_for_service_guarantees(const bfq::BfqQueue* bfqq);
+    bool choose_injection(const bfq::BfqQueue* bfqq) const;
     bool idling_boosts_thr_without_issues(const bfq::BfqQueue* bfqq) const;
     bool better_to_idle(const bfq::BfqQueue* bfqq);
     bool must_idle(const bfq::BfqQueue* bfqq);
@@ -159,7 +165,11 @@ private:
     static constexpr size_t kSyncQueueSlots = 64;
     SyncQueueSlot sync_queue_cache_[kSyncQueueSlots];
     std::unique_ptr<ObjectPool<RqData>> rq_pool_;
-    uint64_t idle_timer_id_ = 0;
+    // The idle slice timer: its deadline on the loop's clock (0: not armed)
+    // and the loop timer behind it (it may fire early or after a cancel).
+    uint64_t idle_deadline_ = 0;
+    uint64_t loop_timer_id_ = 0;
+    uint64_t loop_timer_at_ = 0;
 };
 
 }  // namespace mdsplit

@@ -243,19 +243,151 @@ TEST(BfqSchedulerTest, ANewRequestEndsTheIdlingAndIsDispatched) {
     EXPECT_EQ(q->stats.slices, 1u);  // same service slot
 }
 
+// Two equal queues in the root group (fixed counting): no term holds, so the
+// in-service queue expires as soon as it is empty.
 TEST(BfqSchedulerTest, NoIdlingWhenSymmetricAndTheBudgetFollowsTheService) {
     Sched s(GroupCounting::Fixed);
-    TaskContext& a = s.task(1, "g1");
+    TaskContext& a = s.task(1);
+    TaskContext& b = s.task(2);
     s.insert(a, 0);
+    s.insert(b, 100000);
     Request* rq = s.sched->dispatch();
-    ASSERT_NE(rq, nullptr);
-    EXPECT_EQ(s.sched->dispatch(), nullptr);  // expires the empty queue
+    ASSERT_EQ(rq->pid, 1u);
+    Request* next = s.sched->dispatch();  // expires the empty queue, serves b
+    ASSERT_NE(next, nullptr);
+    EXPECT_EQ(next->pid, 2u);
     const bfq::BfqQueue* q = s.queue(a);
     EXPECT_EQ(q->stats.expirations[unsigned(Expiration::NoMoreRequests)], 1u);
     EXPECT_EQ(q->max_budget, 16384u / 32);  // max(service, min_budget)
     s.sched->completed(rq);
-    EXPECT_FALSE(s.sched->idle_timer_pending());
     EXPECT_EQ(q->stats.idle_periods, 0u);
+}
+
+// --- the terms of bfq_better_to_idle(), each alone ---------------------------
+// Each scenario makes exactly one term true for the in-service queue A (its
+// only request dispatched, B waiting unless A is alone), and checks that A
+// then keeps the device: the next dispatch returns nothing (B is not
+// injected: A's inject limit is 0) and A's completion arms the idle timer.
+
+// Runs the scenario's first dispatch; returns A's request.
+Request* dispatch_a(Sched& s, const TaskContext& a) {
+    Request* rq = s.sched->dispatch();
+    EXPECT_NE(rq, nullptr);
+    EXPECT_EQ(rq ? rq->pid : 0u, a.pid);
+    return rq;
+}
+
+// Checks that A plugs the device and idles after its completion.
+void expect_idles_for(Sched& s, const TaskContext& a, Request* rq) {
+    EXPECT_EQ(s.sched->dispatch(), nullptr);
+    s.advance(1 * kMs);
+    s.sched->completed(rq);
+    EXPECT_TRUE(s.sched->idle_timer_pending());
+    EXPECT_TRUE(s.queue(a)->wait_request);
+}
+
+// Counts the true terms of idling_needed_for_service_guarantees.
+int true_terms(const bfq::IdlingTerms& t) {
+    return int(t.boosts_throughput) + int(t.weight_raised) + int(t.varied_queue_weights) +
+           int(t.multiple_classes_busy) + int(t.groups) + int(t.lone_busy_queue);
+}
+
+// tot_busy_queues == 1: a lone queue in the root group, symmetric in every
+// other respect, is idled for (v5.18-rc1 idling_needed_for_service_guarantees).
+TEST(BfqIdlingTermTest, ALoneBusyQueueIsIdledFor) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& a = s.task(1);
+    s.insert(a, 0);
+    Request* rq = dispatch_a(s, a);
+    bfq::IdlingTerms t = s.sched->idling_terms(s.queue(a));
+    EXPECT_TRUE(t.lone_busy_queue);
+    EXPECT_EQ(true_terms(t), 1);
+    expect_idles_for(s, a, rq);
+}
+
+// varied_queue_weights: two root-group queues of ioprio 0 (weight 80) and 7
+// (weight 10); the heavier one is served first and idled for.
+TEST(BfqIdlingTermTest, TwoQueuesOfDifferentWeightsIdleForTheHeavierOne) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& a = s.task(1, "", 0);
+    TaskContext& b = s.task(2, "", 7);
+    s.insert(a, 0);
+    s.insert(b, 100000);
+    Request* rq = dispatch_a(s, a);
+    bfq::IdlingTerms t = s.sched->idling_terms(s.queue(a));
+    EXPECT_TRUE(t.varied_queue_weights);
+    EXPECT_EQ(true_terms(t), 1);
+    expect_idles_for(s, a, rq);
+}
+
+// The group term: two non-root groups of equal weights with one equal queue
+// each count 2 groups, > 1 under the patched counting.
+TEST(BfqIdlingTermTest, TwoGroupsIdleUnderTheFixedCounting) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& a = s.task(1, "g1");
+    TaskContext& b = s.task(2, "g2");
+    s.insert(a, 0);
+    s.insert(b, 100000);
+    Request* rq = dispatch_a(s, a);
+    bfq::IdlingTerms t = s.sched->idling_terms(s.queue(a));
+    EXPECT_TRUE(t.groups);
+    EXPECT_EQ(s.groups_counted(), 2u);
+    EXPECT_EQ(true_terms(t), 1);
+    expect_idles_for(s, a, rq);
+}
+
+// The group term in the v5.18-rc1 form: one non-root group with two equal
+// queues is counted (> 0) and idled for; the patched form does not idle.
+TEST(BfqIdlingTermTest, OneNonRootGroupIdlesOnlyUnderTheLegacyCounting) {
+    for (GroupCounting counting : {GroupCounting::Legacy, GroupCounting::Fixed}) {
+        Sched s(counting);
+        TaskContext& a = s.task(1, "g1");
+        TaskContext& b = s.task(2, "g1");
+        s.insert(a, 0);
+        s.insert(b, 100000);
+        Request* rq = dispatch_a(s, a);
+        bfq::IdlingTerms t = s.sched->idling_terms(s.queue(a));
+        if (counting == GroupCounting::Legacy) {
+            EXPECT_TRUE(t.groups);
+            EXPECT_EQ(true_terms(t), 1);
+            expect_idles_for(s, a, rq);
+        } else {
+            EXPECT_EQ(true_terms(t), 0);
+            Request* next = s.sched->dispatch();
+            ASSERT_NE(next, nullptr);
+            EXPECT_EQ(next->pid, b.pid);
+        }
+    }
+}
+
+// multiple_classes_busy: a best-effort queue of ioprio 7 (weight 10) beside
+// an idle-class queue (ioprio 7 too, so the weights are equal).
+TEST(BfqIdlingTermTest, AnIdleClassQueueBesideABestEffortOneMakesItIdle) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& a = s.task(1, "", 7, IoprioClass::BE);
+    TaskContext& b = s.task(2, "", 7, IoprioClass::Idle);
+    s.insert(a, 0);
+    s.insert(b, 100000);
+    Request* rq = dispatch_a(s, a);
+    bfq::IdlingTerms t = s.sched->idling_terms(s.queue(a));
+    EXPECT_TRUE(t.multiple_classes_busy);
+    EXPECT_EQ(true_terms(t), 1);
+    expect_idles_for(s, a, rq);
+}
+
+// The idle-class queue itself never idles (bfq_better_to_idle), even though
+// the scenario is asymmetric for it.
+TEST(BfqIdlingTermTest, AnIdleClassQueueIsNeverIdledFor) {
+    Sched s(GroupCounting::Fixed);
+    TaskContext& b = s.task(2, "", 7, IoprioClass::Idle);
+    s.insert(b, 100000);
+    Request* rq = s.sched->dispatch();
+    ASSERT_NE(rq, nullptr);
+    EXPECT_TRUE(s.sched->idling_terms(s.queue(b)).lone_busy_queue);
+    EXPECT_FALSE(s.sched->better_to_idle_now(s.queue(b)));
+    s.advance(1 * kMs);
+    s.sched->completed(rq);
+    EXPECT_FALSE(s.sched->idle_timer_pending());
 }
 
 TEST(BfqSchedulerTest, BudgetExhaustionExpiresAndQuadruplesTheBudget) {

@@ -292,6 +292,10 @@ def test_bfq_kernel_job_keeps_the_emulators_workload():
     short = R.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.5)
     assert short.runtime_s == 2 and short.delays_ms[-1] == 875
     assert "runtime=2\n" in short.text and "startdelay=875ms" in short.text
+    # fio reads "62.5ms" as 62.5 s: fractional delays are written in us.
+    quarter = R.bfq_kernel_job("/dev/loop7", runtime_s=2.5, delay_scale=0.25)
+    assert quarter.delays_ms[1] == 62.5
+    assert "startdelay=62500us" in quarter.text and "runtime=2500ms\n" in quarter.text
 
 
 def test_read_fio_job_bare_options_and_comments():
