@@ -38,6 +38,18 @@ def write_job(dir: Path, name: str, text: str) -> Path:
     return p
 
 
+def stack_job(dir: Path, engine: Path, stack: str, body: str) -> Path:
+    """dir/stack.toml with `stack`, and dir/job.fio: the engine on md0 of that
+    stack, direct=1, in [global], then `body` (more global lines and sections)."""
+    (dir / "stack.toml").write_text(stack)
+    return write_job(dir, "job.fio", f"""[global]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+{body}""")
+
+
 @pytest.fixture
 def workdir(tmp_path):
     (tmp_path / "stats").mkdir()

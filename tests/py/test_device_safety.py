@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import losetup_works, write_job
+from conftest import losetup_works, stack_job
 from harness import run_fio
 
 MKFS_EXT4 = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
@@ -44,15 +44,7 @@ def ext4_loop(tmp_path):
 
 
 def job(tmp_path, engine, body, stack):
-    (tmp_path / "stack.toml").write_text(stack)
-    return write_job(tmp_path, "job.fio", f"""[global]
-ioengine=external:{engine}
-mdsplit_config=stack.toml
-filename=md0
-direct=1
-bs=64k
-size=4m
-{body}""")
+    return stack_job(tmp_path, engine, stack, "bs=64k\nsize=4m\n" + body)
 
 
 def raid5_with(dev, tmp_path):

@@ -8,21 +8,11 @@ import subprocess
 
 import pytest
 
-from conftest import losetup_works, write_job
+from conftest import losetup_works, stack_job
 from harness import run_fio
 
 KIB = 1024
 MIB = 1024 * KIB
-
-
-def fio_job(tmp_path, engine, stack, body):
-    (tmp_path / "stack.toml").write_text(stack)
-    return write_job(tmp_path, "job.fio", f"""[global]
-ioengine=external:{engine}
-mdsplit_config=stack.toml
-filename=md0
-direct=1
-{body}""")
 
 
 def raid5(tmp_path, safely, members=3):
@@ -38,7 +28,7 @@ def test_trim_punches_a_hole_in_a_file_member(tmp_path, engine):
     stack = f'[[members]]\npath = "{tmp_path}/m.img"\nsize = "8m"\n'
     body = ("bs=64k\nsize=8m\n[w]\nrw=write\nbuffer_pattern=0x5a\n"
             "[t]\nstonewall\nrw=trim\nsize=4m\nmdsplit_stats=t.json\n")
-    result = run_fio(fio_job(tmp_path, engine, stack, body), check=False, timeout=60)
+    result = run_fio(stack_job(tmp_path, engine, stack, body), check=False, timeout=60)
     assert result.returncode == 0, result.stderr
     data = (tmp_path / "m.img").read_bytes()
     assert data[:4 * MIB] == bytes(4 * MIB)
@@ -54,7 +44,7 @@ def test_discard_events_carry_the_discard_category(tmp_path, engine, mdsplit_mod
     """The member's blktrace has Q/G/D/C events of op discard for a trim job."""
     stack = f'[[members]]\npath = "{tmp_path}/m.img"\nsize = "1m"\n'
     body = "bs=256k\nsize=1m\n[t]\nrw=trim\nmdsplit_trace=tr\n"
-    result = run_fio(fio_job(tmp_path, engine, stack, body), check=False, timeout=60)
+    result = run_fio(stack_job(tmp_path, engine, stack, body), check=False, timeout=60)
     assert result.returncode == 0, result.stderr
     events = mdsplit_module.read_blktrace(str(tmp_path / "tr" / "m0.blktrace.0"))
     issued = [e for e in events if e["action"] == "D"]
@@ -64,7 +54,7 @@ def test_discard_events_carry_the_discard_category(tmp_path, engine, mdsplit_mod
 def test_raid5_refuses_discard_without_devices_handle_discard_safely(tmp_path, engine):
     """md's default: an array without devices_handle_discard_safely fails discards (EOPNOTSUPP)."""
     body = "bs=128k\nsize=1m\n[t]\nrw=trim\n"
-    result = run_fio(fio_job(tmp_path, engine, raid5(tmp_path, False), body), check=False,
+    result = run_fio(stack_job(tmp_path, engine, raid5(tmp_path, False), body), check=False,
                      timeout=60)
     assert result.returncode != 0
     assert result.jobs[0]["error"] == 95  # EOPNOTSUPP
@@ -104,7 +94,7 @@ def test_raid5_trim_keeps_parity(tmp_path, engine):
     parity checker finds every row consistent, and the trimmed stripes read zero."""
     body = ("bs=128k\nsize=16m\n[w]\nrw=randwrite\n"
             "[t]\nstonewall\nrw=trim\nsize=8m\n")
-    jobfile = fio_job(tmp_path, engine, raid5(tmp_path, True), body)
+    jobfile = stack_job(tmp_path, engine, raid5(tmp_path, True), body)
     result = run_fio(jobfile, check=False, timeout=120)
     assert result.returncode == 0, result.stderr
     check = subprocess.run(["/usr/bin/python3", "-m", "harness.parity_check",
@@ -130,7 +120,7 @@ def test_trim_on_a_loop_device_discards(tmp_path, engine):
     try:
         stack = f'[[members]]\npath = "{dev}"\nforce = true\n'
         body = "bs=1m\nsize=4m\n[t]\nrw=trim\n"
-        result = run_fio(fio_job(tmp_path, engine, stack, body), check=False, timeout=60)
+        result = run_fio(stack_job(tmp_path, engine, stack, body), check=False, timeout=60)
         assert result.returncode == 0, result.stderr
         with open(dev, "rb") as f:
             assert f.read(4 * MIB) == bytes(4 * MIB)
