@@ -27,6 +27,8 @@ import pytest
 from conftest import ROOT
 from harness import paths
 from harness.fio_runner import FioResult, fio_environment
+from harness.parity_check import check_parity, load_stack
+from harness.sidecar import load_sidecar
 
 # Examples whose subject is not a block device the engine can stand in for:
 # name -> (text the example must contain, the reason).
@@ -135,9 +137,6 @@ NOT_APPLICABLE = {
     # Device-specific pass-through command sets and engine-only options.
     "uring-cmd-ng.fio": ("ioengine=io_uring_cmd",
         "NVMe generic char device through ioengine=io_uring_cmd (cmd_type=nvme)"),
-    "xnvme-compare.fio": ("${FIO_RW}",
-        "xNVMe engine comparison template: ${FIO_RW}/${FIO_IODEPTH}/${FIO_BS}"
-        " placeholders and the ioengine from the command line"),
     "sg_verify.fio": ("ioengine=sg",
         "SCSI generic engine (ioengine=sg, sg_write_mode=verify_bytchk_*)"),
     "sg_verify-fail.fio": ("ioengine=sg",
@@ -174,6 +173,10 @@ RAID5_SUBSET = ["basic-verify.fio", "surface-scan.fio", "cross-stripe-verify.fio
                 "iometer-file-access-server.fio", "backwards-read.fio", "waitfor.fio",
                 "flow.fio", "exitwhat.fio", "dedupe-global.fio", "jesd219.fio", "fsx.fio"]
 
+# Forked jobs (fio's default) on RAID5: examples whose jobs a stonewall
+# keeps from overlapping, so each process owns the stack in turn.
+RAID5_FORKED_SUBSET = ["basic-verify.fio", "surface-scan.fio", "ssd-test.fio"]
+
 STACK_MB = 64  # the member (passthrough) / each member (RAID5)
 SIZE_CAP = "8m"  # any size= or io_size=
 NUMJOBS_CAP = 2
@@ -188,13 +191,23 @@ OVERRIDES = {
     # JSON prints "slope" : -nan (not JSON).
     "steadystate.fio": {"runtime": "3", "ss_dur": "2"},
 }
+# fio command-line arguments an example's README asks for.
+ARGS = {
+    # "Compare fio IO engines": run as `fio xnvme-compare.fio
+    # --section=default --ioengine=...` (the [override] section takes its
+    # options from ${FIO_RW}/${FIO_IODEPTH}/${FIO_BS}).
+    "xnvme-compare.fio": ["--section=default"],
+}
 # Every run is also capped at this many seconds (fio's runtime= without
 # time_based ends a job early, not in error).
 RUNTIME_CAP = "2"
+# Every run writes the engine's statistics (forked jobs: the last one ends
+# writing it; numjobs clones write SIDECAR.1, .2, ...).
+SIDECAR = "stats/example.json"
 
 # Options naming files, directories or devices, or another engine: dropped.
 DROPPED = {"filename", "directory", "filename_format", "nrfiles", "nr_files", "filesize",
-           "openfiles", "unlink", "create_on_open", "allow_file_create", "opendir",
+           "openfiles", "unlink", "create_on_open", "opendir",
            "ioengine", "ramp_time"}
 # Time options cut to one second.
 SHORTENED = {"runtime": "1", "timeout": "1", "ss_dur": "1", "ss_ramp": "0"}
@@ -266,7 +279,7 @@ def rewrite_example(text: str, engine: Path, thread: bool, overrides=None) -> st
     merges later [global] sections into it), then the example's lines with
     inline comments removed and each option through rewrite_option."""
     out = ["[global]", f"ioengine=external:{engine}", "mdsplit_config=stack.toml",
-           "filename=md0"]
+           "filename=md0", f"mdsplit_stats={SIDECAR}"]
     if "fill_device" not in text:
         # fill_device=1 writes the whole stack (a size would stop it there)
         # and its verify phase reads it all back: neither may be cut short.
@@ -314,11 +327,11 @@ max_sectors = "512k"
     return text
 
 
-def run_fio_bounded(job: Path, timeout=60) -> FioResult:
+def run_fio_bounded(job: Path, args=(), timeout=60) -> FioResult:
     """fio on job in its directory; on timeout its whole process group
     (forked jobs included) is killed and the test fails naming the example."""
     out = job.with_suffix(".json")
-    proc = subprocess.Popen(["fio", "--output-format=json", f"--output={out}", job.name],
+    proc = subprocess.Popen(["fio", "--output-format=json", f"--output={out}", *args, job.name],
                             cwd=job.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env=fio_environment(), start_new_session=True)
     try:
@@ -329,8 +342,11 @@ def run_fio_bounded(job: Path, timeout=60) -> FioResult:
         pytest.fail(f"{job.name}: fio still running after {timeout} s")
     text = out.read_text() if out.exists() else ""
     start = text.find("{")
-    return FioResult(str(job), proc.returncode, json.loads(text[start:]) if start >= 0 else {},
-                     stderr)
+    result = FioResult(str(job), proc.returncode,
+                       json.loads(text[start:]) if start >= 0 else {}, stderr)
+    for p in sorted((job.parent / SIDECAR).parent.glob(Path(SIDECAR).name + "*")):
+        result.sidecars[str(p.relative_to(job.parent))] = load_sidecar(p)
+    return result
 
 
 def run_example(engine, tmp_path, name, stack, thread):
@@ -338,7 +354,7 @@ def run_example(engine, tmp_path, name, stack, thread):
     job = tmp_path / name
     job.write_text(rewrite_example((EXAMPLES / name).read_text(), engine, thread,
                                    OVERRIDES.get(name)))
-    return run_fio_bounded(job)
+    return run_fio_bounded(job, ARGS.get(name, ()))
 
 
 def assert_example_passed(result, name, verifies):
@@ -351,6 +367,12 @@ def assert_example_passed(result, name, verifies):
     assert result.mdsplit_errors() == []
     # The I/O went through the engine: some job read or wrote.
     assert sum(result.total_ios(j) for j in result.jobs) > 0, f"{name}: no I/O"
+    # The engine's statistics were written, whole, with no device error.
+    assert result.sidecars, f"{name}: no {SIDECAR}"
+    for path, sidecar in result.sidecars.items():
+        assert sidecar.device("md0")["read"]["ios"] + sidecar.device("md0")["write"]["ios"] > 0
+        for d in sidecar.devices:
+            assert (d["read"]["errors"], d["write"]["errors"]) == (0, 0), (path, d["name"])
     if verifies:  # and what was written was read back and checked
         assert sum(j["read"]["io_bytes"] for j in result.jobs) > 0, f"{name}: nothing verified"
 
@@ -364,10 +386,11 @@ def test_examples_found():
 
 def test_lists_name_existing_examples():
     # A listed example that this fio's source does not have is a stale entry.
-    listed = set(NOT_APPLICABLE) | set(REFUSED_BY_ENGINE) | set(RAID5_SUBSET)
+    listed = set(NOT_APPLICABLE) | set(REFUSED_BY_ENGINE) | set(RAID5_SUBSET) | set(ARGS) | set(
+        OVERRIDES) | set(RAID5_FORKED_SUBSET)
     assert sorted(listed - set(ALL)) == []
     assert not set(NOT_APPLICABLE) & set(REFUSED_BY_ENGINE)
-    assert set(RAID5_SUBSET) <= set(RUNNABLE)
+    assert set(RAID5_SUBSET) | set(RAID5_FORKED_SUBSET) <= set(RUNNABLE)
 
 
 @pytest.mark.parametrize("name", sorted(NOT_APPLICABLE))
@@ -386,9 +409,21 @@ def test_example_passthrough(engine, tmp_path, name):
 
 @pytest.mark.parametrize("name", RAID5_SUBSET)
 def test_example_raid5_thread(engine, tmp_path, name):
-    # The rewritten example runs clean on a RAID5 stack, jobs as threads.
+    # The rewritten example runs clean on a RAID5 stack, jobs as threads,
+    # and leaves every stripe's parity consistent.
     result = run_example(engine, tmp_path, name, raid5_stack(), True)
     assert_example_passed(result, name, "verify=" in (EXAMPLES / name).read_text())
+    members, chunk, layout, failed = load_stack(tmp_path / "stack.toml")
+    assert check_parity(members, chunk, layout, failed) == []
+
+
+@pytest.mark.parametrize("name", RAID5_FORKED_SUBSET)
+def test_example_raid5_forked_stonewalled(engine, tmp_path, name):
+    # Stonewalled forked jobs run on a RAID5 stack one after another.
+    result = run_example(engine, tmp_path, name, raid5_stack(), False)
+    assert_example_passed(result, name, "verify=" in (EXAMPLES / name).read_text())
+    members, chunk, layout, failed = load_stack(tmp_path / "stack.toml")
+    assert check_parity(members, chunk, layout, failed) == []
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED_BY_ENGINE))
