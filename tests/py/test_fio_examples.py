@@ -6,13 +6,15 @@ Each example is rewritten to `ioengine=external:<engine>`,
 options that name files, devices or directories, or another ioengine, are
 dropped; runtimes, sizes, job counts, loops and delays are cut down
 (`rewrite_example`). Every example either passes (fio exits 0, no job error,
-any verify passes, I/O went through the engine) or is listed below with the
+any verify passes, I/O went through the engine, its mdsplit_stats sidecar is
+whole with no device error) or is listed below with the
 reason it cannot apply: NOT_APPLICABLE for examples about something that is
 not a block device (network/cluster engines, pmem/dax, GPUs, file-system
 operations, zoned devices, SCSI/NVMe pass-through, CPU-only engines),
 REFUSED_BY_ENGINE for fio features the engine refuses at setup on purpose
 (each checked to be refused with its one line, so the list cannot go stale
-once the feature exists). A RAID5 subset runs again with thread=1.
+once the feature exists). A RAID5 subset runs again with thread=1, the
+stonewalled ones also forked, each ending with the parity checker.
 """
 import glob
 import json
@@ -154,7 +156,7 @@ NOT_APPLICABLE = {
     # NUMA.
     "numa.fio": ("numa_cpu_nodes=0-1",
         "about NUMA placement of fio's jobs (numa_cpu_nodes=0-1, "
-                "numa_mem_policy=interleave:0-1), not the device; needs two NUMA nodes"),
+        "numa_mem_policy=interleave:0-1), not the device; needs two NUMA nodes"),
 }
 
 # Examples about a fio feature the engine refuses at setup on purpose: each
