@@ -390,7 +390,8 @@ def test_lists_name_existing_examples():
     # A listed example that this fio's source does not have is a stale entry.
     listed = set(NOT_APPLICABLE) | set(REFUSED_BY_ENGINE) | set(RAID5_SUBSET) | set(ARGS) | set(
         OVERRIDES) | set(RAID5_FORKED_SUBSET)
-    assert sorted(listed - set(ALL)) == []
+    stale = sorted(listed - set(ALL))
+    assert stale == [], f"listed but not among {EXAMPLES}'s examples: {stale}"
     assert not set(NOT_APPLICABLE) & set(REFUSED_BY_ENGINE)
     assert set(RAID5_SUBSET) | set(RAID5_FORKED_SUBSET) <= set(RUNNABLE)
 
