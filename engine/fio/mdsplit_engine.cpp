@@ -364,6 +364,14 @@ int mdsplit_setup(thread_data* td) {
     return 0;
 }
 
+// A temporary name beside path that no other writer uses: forked jobs of
+// one run each own a copy of the stack and may write the same sidecar at
+// the same moment (a shared "path.tmp" was renamed away under one of them).
+std::string private_temporary(const std::string& path) {
+    static std::atomic<unsigned> serial{0};
+    return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(serial++);
+}
+
 // The device's statistics into each mdsplit_stats file of its jobs, once the
 // last of them has ended. Each is written to a temporary file beside it and
 // renamed, so a reader never sees half a file. False when one could not be.
@@ -377,7 +385,7 @@ bool write_sidecars(SharedStack& stack) {
             std::filesystem::path p(path);
             std::error_code ec;
             if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-            std::string tmp = path + ".tmp";
+            std::string tmp = private_temporary(path);
             {
                 std::ofstream out(tmp, std::ios::trunc);
                 out << json << "\n";
