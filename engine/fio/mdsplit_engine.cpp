@@ -243,7 +243,7 @@ void check_sidecar_writable(const std::string& path) {
     fs::path p(path);
     std::error_code ec;
     if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-    std::string probe = path + ".mdsplit-probe";
+    std::string probe = path + ".mdsplit-probe." + std::to_string(getpid());
     std::ofstream out(probe, std::ios::trunc);
     bool ok = bool(out);
     out.close();
