@@ -163,3 +163,20 @@ def test_unwritable_sidecar_fails_the_job(tmp_path, engine):
                      check=False, timeout=60)
     assert result.returncode != 0
     assert "mdsplit: mdsplit_stats=afile/s.json: cannot create it" in result.stderr
+
+
+def test_iolog_replay_without_rw_may_write(tmp_path, engine):
+    """A read_iolog replay without rw= opens the stack read-write (the log's
+    directions are known only as fio reads it): its writes succeed."""
+    with open(tmp_path / "m.img", "wb") as f:  # an existing member, opened as the run needs
+        f.truncate(8 << 20)
+    (tmp_path / "replay.log").write_text(
+        "fio version 2 iolog\nmd0 add\nmd0 open\n" +
+        "".join(f"md0 write {i * 65536} 65536\n" for i in range(16)) +
+        "".join(f"md0 read {i * 65536} 65536\n" for i in range(16)) + "md0 close\n")
+    jobfile = stack_job(tmp_path, engine, f'[[members]]\npath = "{tmp_path}/m.img"\n',
+                        "[replay]\nread_iolog=replay.log\nbs=64k\n")
+    result = run_fio(jobfile, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    [j] = result.jobs
+    assert j["error"] == 0 and j["write"]["io_bytes"] == 16 * 65536, j["write"]
