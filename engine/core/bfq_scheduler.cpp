@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "core/bfq_wf2q.h"
+#include "core/json_text.h"
 
 namespace mdsplit {
 
@@ -1039,11 +1040,12 @@ void BfqScheduler::write_json(std::ostream& o) const {
     bool first = true;
     for (const auto& q : queues_) {
         o << (first ? "" : ", ") << "{\"pid\": " << q->pid
-          << ", \"sync\": " << (q->sync ? "true" : "false") << ", \"group\": \""
-          << (q->group->name.empty() ? "/" : q->group->name) << "\", \"ioprio_class\": \""
-          << class_name(q->ioprio_class) << "\", \"ioprio\": " << q->ioprio
-          << ", \"weight\": " << q->entity.weight << ", \"budget\": " << q->entity.budget
-          << ", \"max_budget\": " << q->max_budget << ", \"inject_limit\": " << q->inject_limit
+          << ", \"sync\": " << (q->sync ? "true" : "false")
+          << ", \"group\": " << json_quote(q->group->name.empty() ? "/" : q->group->name)
+          << ", \"ioprio_class\": \"" << class_name(q->ioprio_class)
+          << "\", \"ioprio\": " << q->ioprio << ", \"weight\": " << q->entity.weight
+          << ", \"budget\": " << q->entity.budget << ", \"max_budget\": " << q->max_budget
+          << ", \"inject_limit\": " << q->inject_limit
           << ", \"think_time_ns\": " << q->ttime.ttime_mean
           << ", \"has_short_ttime\": " << (q->has_short_ttime ? "true" : "false")
           << ", \"seeky\": " << (bfq::bfqq_seeky(*q) ? "true" : "false") << ", ";
@@ -1053,8 +1055,8 @@ void BfqScheduler::write_json(std::ostream& o) const {
     }
     o << "], \"groups\": [";
     auto group_json = [&](const BfqGroup* g, bool lead) {
-        o << (lead ? "" : ", ") << "{\"name\": \"" << (g->name.empty() ? "/" : g->name)
-          << "\", \"weight\": ";
+        o << (lead ? "" : ", ") << "{\"name\": " << json_quote(g->name.empty() ? "/" : g->name)
+          << ", \"weight\": ";
         if (g->is_root())
             o << "null";
         else

@@ -16,6 +16,7 @@
 #include "core/bfq_scheduler.h"
 #include "core/blktrace_writer.h"
 #include "core/buffered_io.h"
+#include "core/json_text.h"
 #include "core/passthrough_device.h"
 #include "core/raid5_device.h"
 
@@ -286,7 +287,7 @@ void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, 
           << "_await_ms\": " << (ios > 0 ? double(s.ticks_ns[i]) / ios / 1e6 : 0.0) << ", \"" << c
           << "areq_sz_kb\": " << (ios > 0 ? double(s.sectors[i]) / 2 / ios : 0.0) << ", ";
     };
-    o << "{\"name\": \"" << d.name() << "\", \"role\": \"" << role << "\", \"devt\": \""
+    o << "{\"name\": " << json_quote(d.name()) << ", \"role\": \"" << role << "\", \"devt\": \""
       << (d.devt() >> 20) << ":" << (d.devt() & 0xfffff) << "\", ";
     if (member) {
         o << "\"backend\": \"" << const_cast<MemberQueue*>(member)->backend().kind()
