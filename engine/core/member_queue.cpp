@@ -1,6 +1,8 @@
 #include "core/member_queue.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace mdsplit {
 
@@ -14,6 +16,8 @@ MemberQueue::MemberQueue(BlockLayer& layer, std::string name, uint32_t devt,
     max_sectors_ = limits.max_sectors;
     logical_block_size_ = limits.logical_block_size;
     backend_->set_completion(&MemberQueue::on_backend_complete, this);
+    order_completions_ =
+        layer_.loop().clock().is_virtual() && strcmp(backend_->kind(), "io_uring") == 0;
 }
 
 // block/blk-mq.c blk_mq_submit_bio()
@@ -155,15 +159,48 @@ void MemberQueue::dispatch(Request* rq) {
 void MemberQueue::issue(Request* rq) {
     in_flight_++;
     rq->issue_ns = layer_.loop().now();
+    rq->issue_seq = issue_seq_++;
     layer_.trace_rq(TraceAction::Issue, this, rq);
     seeks_.record_issue(rq->sector, rq->nr_sectors);
     request_sizes_.record(rq->nr_sectors);
     rq->build_iov();
+    if (!order_completions_) {
+        backend_->submit(rq);
+        return;
+    }
+    // A real request on the virtual clock: the loop settles before its due time.
+    rq->model_done_ns = 0;
+    rq->real_arrived = rq->real_tracked = false;
     backend_->submit(rq);
+    if (rq->real_arrived) return;
+    rq->real_due_ns = rq->model_done_ns ? rq->model_done_ns : rq->issue_ns;
+    rq->real_tracked = true;
+    layer_.loop().add_real_io(rq->real_due_ns);
 }
 
 void MemberQueue::on_backend_complete(void* ctx, Request* rq, int64_t res) {
-    static_cast<MemberQueue*>(ctx)->complete_request(rq, res);
+    auto* q = static_cast<MemberQueue*>(ctx);
+    if (!q->order_completions_) {
+        q->complete_request(rq, res);
+        return;
+    }
+    rq->real_arrived = true;
+    if (rq->real_tracked) {
+        q->layer_.loop().remove_real_io(rq->real_due_ns);
+        rq->real_tracked = false;
+    }
+    if (q->arrived_.empty())
+        q->layer_.loop().defer_until_settled(&MemberQueue::complete_in_issue_order, q);
+    q->arrived_.emplace_back(rq, res);
+}
+
+void MemberQueue::complete_in_issue_order(void* arg, uint64_t) {
+    auto* q = static_cast<MemberQueue*>(arg);
+    std::vector<std::pair<Request*, int64_t>> done;
+    done.swap(q->arrived_);
+    std::sort(done.begin(), done.end(),
+              [](const auto& a, const auto& b) { return a.first->issue_seq < b.first->issue_seq; });
+    for (auto& [rq, res] : done) q->complete_request(rq, res);
 }
 
 // blk_mq_end_request() -> blk_update_request(): bios complete in order; a

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "backends/backend.h"
 #include "core/block_device.h"
@@ -84,6 +86,15 @@ private:
     bool run_pending_ = false;  // an async run is queued
     bool restart_ = false;      // BLK_MQ_S_SCHED_RESTART
     uint64_t delay_timer_ = 0;  // pending BLK_MQ_BUDGET_DELAY re-run (timer id)
+
+    // Virtual clock over a real (io_uring) member: the ring returns the
+    // requests of one instant in the host's order, so they are completed
+    // together, in issue order, once that instant's completions are in
+    // (EventLoop::settle): a run does not depend on the host.
+    static void complete_in_issue_order(void* arg, uint64_t tag);
+    bool order_completions_ = false;
+    uint64_t issue_seq_ = 0;
+    std::vector<std::pair<Request*, int64_t>> arrived_;
 };
 
 }  // namespace mdsplit
