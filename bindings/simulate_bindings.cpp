@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/stat.h>
+
 #include <memory>
 #include <set>
 #include <string>
@@ -140,14 +142,33 @@ py::dict direction_dict(const FioDirectionResult& r) {
     return d;
 }
 
+// data = false (simulate --no-data): members on files go nowhere (null
+// backends of the same size). The virtual clock never waits on what a real
+// backend does (EventLoop::settle), so timing and statistics stay the same;
+// only the data (and the sidecar's io_uring counters) are not there.
+void drop_member_data(StackConfig& config) {
+    for (MemberConfig& m : config.members) {
+        if (m.backend != BackendKind::IoUring) continue;
+        if (!m.size) {
+            struct stat st;
+            if (stat(m.path.c_str(), &st) != 0)
+                throw ConfigError("mdsplit: members.path: " + m.path +
+                                  " does not exist and has no size");
+            m.size = uint64_t(st.st_size);
+        }
+        m.backend = BackendKind::Null;
+    }
+}
+
 // stacks: [{"config": PATH, "label": "md0", "trace_dir": "", "writable": True}, ...]
-py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs) {
+py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data) {
     SimulatedStacks sim;
     size_t i = 0;
     for (const py::handle& h : stacks) {
         py::dict d = py::reinterpret_borrow<py::dict>(h);
         check_keys(d, {"config", "label", "trace_dir", "writable"}, "stack " + std::to_string(i));
         sim.configs.push_back(load_stack_file(d["config"].cast<std::string>()));
+        if (!data) drop_member_data(sim.configs.back());
         StackOptions so;
         so.label = get<std::string>(d, "label", "md0");
         so.trace_dir = get<std::string>(d, "trace_dir", "");
@@ -191,6 +212,7 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs) {
 
 void register_simulate(py::module_& m) {
     m.def("run_fio_jobs", &run_fio_jobs_py, py::arg("stacks"), py::arg("jobs"),
+          py::arg("data") = true,
           "Runs fio jobs (FioJobSpec dicts) on one virtual clock over the given stacks; returns "
           "{'jobs': [per-job results], 'stats': [sidecar JSON per stack], 'end_ns': ...}.");
     m.attr("FIO_LAT_BUCKET_BITS") = FioLatency::kBits;

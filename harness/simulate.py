@@ -363,7 +363,7 @@ def _empty_direction():
             "lat_ns": dict(z), "errors": 0}
 
 
-def fio_json(jf, specs, meta, raw, seed):
+def fio_json(jf, specs, meta, raw, seed, data=True):
     jobs = []
     for spec, m, r in zip(specs, meta, raw["jobs"]):
         job = m["job"]
@@ -389,7 +389,7 @@ def fio_json(jf, specs, meta, raw, seed):
         if r["verify_errors"] and not j["error"]:
             j["error"] = 84  # EILSEQ, as fio reports a verify failure
         jobs.append(j)
-    return {"mdsplit-simulate": VERSION, "seed": seed, "virtual_time": True,
+    return {"mdsplit-simulate": VERSION, "seed": seed, "virtual_time": True, "data": data,
             "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"], "jobs": jobs}
 
 
@@ -402,9 +402,12 @@ def _write_sidecars(stacks, specs, meta, raw):
         p.write_text(raw["stats"][spec["stack"]] + "\n")
 
 
-def simulate_job(path, sections=None, seed=None, env=None) -> dict:
+def simulate_job(path, sections=None, seed=None, env=None, data=True) -> dict:
     """Runs a job file on the virtual clock; returns fio's JSON shape as a
     dict (and writes the sidecars and traces the job file names).
+    data=False: members on files are not read or written (null backends of
+    their size); the figures are the same, since the virtual clock never
+    waits on the host's storage.
     Raises SimulateError (its exit_code: 2 unsupported / bad job file,
     1 the engine's own errors)."""
     jf, stacks, specs, meta, base_seed = build_run(path, sections=sections, seed=seed, env=env)
@@ -413,14 +416,14 @@ def simulate_job(path, sections=None, seed=None, env=None) -> dict:
         if st["trace_dir"]:
             Path(st["trace_dir"]).mkdir(parents=True, exist_ok=True)
     try:
-        raw = mdsplit.run_fio_jobs(stacks, specs)
+        raw = mdsplit.run_fio_jobs(stacks, specs, data=data)
     except (mdsplit.ConfigError, RuntimeError, ValueError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         if not msg.startswith(("mdsplit:", "simulate:")):
             msg = "mdsplit: " + msg
         raise SimulateError(msg, 1) from None
     _write_sidecars(stacks, specs, meta, raw)
-    return fio_json(jf, specs, meta, raw, base_seed)
+    return fio_json(jf, specs, meta, raw, base_seed, data)
 
 
 def dumps(result) -> str:
