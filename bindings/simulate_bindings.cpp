@@ -31,6 +31,9 @@ struct SimulatedStacks {
     static Stack* open(void* ctx, size_t i) {
         auto* self = static_cast<SimulatedStacks*>(ctx);
         self->stacks[i] = std::make_unique<Stack>(self->configs[i], self->clock, self->options[i]);
+        // Writes to timed member files complete at their modelled time while
+        // the host writes them behind (MemberQueue::set_write_behind).
+        for (MemberQueue* m : self->stacks[i]->members()) m->set_write_behind(true);
         return self->stacks[i].get();
     }
     static void done(void* ctx, size_t i) {

@@ -93,17 +93,19 @@ void EventLoop::defer_until_settled(EventCallback cb, void* arg, uint64_t tag) {
 // its model time): an early settle is only wasted work, never wrong.
 bool EventLoop::must_settle_before(uint64_t t) const {
     if (!settled_waiters_.empty()) return true;
-    bool in_flight = false;
-    for (const CompletionSource* s : sources_) in_flight |= s->in_flight() != 0;
+    size_t in_flight = 0;
+    for (const CompletionSource* s : sources_) in_flight += s->in_flight();
     if (!in_flight) return false;
+    if (t == std::numeric_limits<uint64_t>::max()) return true;  // nothing else can happen
+    if (int64_t(in_flight) <= untracked_) return false;
     return real_due_.empty() || t >= *real_due_.begin();
 }
 
-size_t EventLoop::settle() {
+size_t EventLoop::settle(bool all) {
     size_t n = 0;
     for (CompletionSource* s : sources_) {
         n += s->poll();
-        while (s->in_flight()) {
+        while (int64_t(s->in_flight()) > (all ? 0 : untracked_)) {
             s->wait(std::numeric_limits<uint64_t>::max());
             n += s->poll();
         }
@@ -151,7 +153,7 @@ bool EventLoop::wait_for_next(uint64_t max_wait_ns) {
         // so the next thing to happen is the next timer, once the real I/O
         // due by then is in.
         if (must_settle_before(deadline)) {
-            settle();
+            settle(deadline == std::numeric_limits<uint64_t>::max());
             return true;
         }
         if (deadline == std::numeric_limits<uint64_t>::max()) {

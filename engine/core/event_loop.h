@@ -74,9 +74,12 @@ public:
     void defer_until_settled(EventCallback cb, void* arg, uint64_t tag = 0);
     // Whether the clock may not move to t before a settle().
     bool must_settle_before(uint64_t t) const;
-    // Waits for and reaps everything the sources have in flight, then
-    // releases the defer_until_settled() callbacks. Returns work done.
-    size_t settle();
+    // Waits for and reaps everything the sources have in flight (all: also
+    // untracked I/O, the write-behind copies), then releases the
+    // defer_until_settled() callbacks. Returns work done.
+    size_t settle(bool all = false);
+    // I/O in a source that no virtual time waits for (write-behind copies).
+    void note_untracked_io(int64_t delta) { untracked_ += delta; }
     // ---- end of real I/O under the virtual clock ---------------------------
 
     // ---- Posting from other threads (buffered-I/O worker threads) --------
@@ -134,6 +137,7 @@ private:
     uint64_t next_timer_id_ = 1;
     std::multiset<uint64_t> real_due_;       // virtual clock: real requests' due times
     std::vector<Deferred> settled_waiters_;  // virtual clock: run at the next settle()
+    int64_t untracked_ = 0;
 
     // Cross-thread posting (see post()).
     size_t run_posted();

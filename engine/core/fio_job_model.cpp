@@ -555,7 +555,7 @@ std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
         bool settled = false;
         for (Stack* st : stacks)
             if (st && st->loop().must_settle_before(wake)) {
-                st->loop().settle();
+                st->loop().settle(wake == kNever);
                 settled = true;
             }
         if (settled) continue;

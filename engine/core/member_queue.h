@@ -95,6 +95,24 @@ private:
     bool order_completions_ = false;
     uint64_t issue_seq_ = 0;
     std::vector<std::pair<Request*, int64_t>> arrived_;
+
+    // Write-behind (virtual clock, a timed real member without faults): a
+    // write completes at its modelled time while the host writes a copy of
+    // its data in the background; reads and overlapping writes wait for the
+    // copies in flight, so every read sees what was written before it.
+    void issue_write_behind(Request* rq);
+    void wait_for_write_behind(const Request* rq);
+    static void on_write_behind_model_time(void* arg, uint64_t tag);
+    void end_write_behind_copy(Request* copy, int64_t res);
+    class TimedBackend* timed_ = nullptr;
+    std::vector<Request*> behind_;  // copies in flight
+    uint64_t write_behind_errors_ = 0;
+
+public:
+    // Turns write-behind on where it applies (see above); false when the
+    // member is not a timed real member on the virtual clock.
+    bool set_write_behind(bool on);
+    uint64_t write_behind_errors() const { return write_behind_errors_; }
 };
 
 }  // namespace mdsplit

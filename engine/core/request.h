@@ -31,6 +31,7 @@ struct Request {
     uint64_t issue_seq = 0;    // order of issue on its queue
     uint64_t real_due_ns = 0;  // virtual clock over real I/O: when it is due (EventLoop)
     bool real_tracked = false, real_arrived = false;
+    uint8_t* write_behind_copy = nullptr;  // a write-behind copy's data (MemberQueue)
     int32_t error = 0;
     Request* next = nullptr;  // plug list / dispatch list
     void* sched_data = nullptr;
