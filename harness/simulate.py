@@ -423,6 +423,10 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True) -> dict:
             msg = "mdsplit: " + msg
         raise SimulateError(msg, 1) from None
     _write_sidecars(stacks, specs, meta, raw)
+    if raw["write_behind_errors"]:
+        # The model completed them; the host's copy failed (the member file).
+        raise SimulateError(f"mdsplit: {raw['write_behind_errors']} writes to member files "
+                            "failed on the host (the virtual run completed them)", 1)
     return fio_json(jf, specs, meta, raw, base_seed, data)
 
 
