@@ -26,7 +26,7 @@ struct SimulatedStacks {
     std::vector<StackConfig> configs;
     std::vector<StackOptions> options;
     std::vector<std::unique_ptr<Stack>> stacks;
-    std::vector<std::string> stats;  // sidecar JSON, taken when the last job ends
+    std::vector<std::string> stats;    // sidecar JSON, taken when the last job ends
     uint64_t write_behind_errors = 0;  // real writes behind the model that failed
 
     static Stack* open(void* ctx, size_t i) {
