@@ -292,6 +292,7 @@ py::list read_blktrace(const std::string& path) {
 }  // namespace
 
 void register_buffered(pybind11::module_& m);
+void register_simulate(pybind11::module_& m);
 
 PYBIND11_MODULE(mdsplit, m) {
     m.doc() = "mdsplit: a userspace block-layer laboratory (virtual-time core)";
@@ -339,4 +340,5 @@ PYBIND11_MODULE(mdsplit, m) {
         py::arg("text"), py::arg("base_dir") = ".",
         "Validates a stack description; raises ConfigError with the one-line message.");
     register_buffered(m);
+    register_simulate(m);
 }

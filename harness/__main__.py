@@ -1,6 +1,7 @@
 """Command line: python3 -m harness {run,reproduce,history,check,compare} ...
 
   run JOB.fio [--hosts H ...]           one job file, fio JSON + sidecars summarised
+  simulate JOB.fio [--section S ...]    the job file on the virtual clock (fio's JSON shape)
   reference bio-size|buffered|bfq       kernel reference runs with fio's own engines
   reproduce [EXPERIMENT|all]            the reproductions, their tables and a report
   history [EXPERIMENT] [--metric M]     recorded runs (--mark-baseline RUN ...)
@@ -21,7 +22,16 @@ def cmd_run(args) -> int:
     if args.hosts is not None:
         return cmd_run_hosts(args)
     try:
-        result = run_fio(args.job, args=args.fio_args)
+        if args.simulate:
+            from harness.fio_runner import run_simulated
+            from harness.simulate import SimulateError
+            try:
+                result = run_simulated(args.job, sections=args.section or None)
+            except SimulateError as e:
+                print(e, file=sys.stderr)
+                return e.exit_code
+        else:
+            result = run_fio(args.job, args=args.fio_args)
     except FioError as e:
         print(e, file=sys.stderr)
         print(e.stderr, file=sys.stderr, end="")
@@ -36,6 +46,25 @@ def cmd_run(args) -> int:
     }
     json.dump(summary, sys.stdout, indent=2)
     print()
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    from harness import simulate
+    paths.ensure_built()
+    try:
+        result = simulate.simulate_job(args.job, sections=args.section or None, seed=args.seed,
+                                       data=not args.no_data)
+    except simulate.SimulateError as e:
+        print(e, file=sys.stderr)
+        return e.exit_code
+    text = simulate.dumps(result) if args.output_format == "json" else \
+        simulate.normal_output(result)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -357,8 +386,23 @@ def build_parser() -> argparse.ArgumentParser:
                                          "(RESULTS/<host>/...; a directory the hosts share; "
                                          "default hosts/ beside the job file)")
     r.add_argument("--timeout", type=float, default=None, help="with --hosts: give up after N s")
+    r.add_argument("--simulate", action="store_true",
+                   help="run on the virtual clock (harness simulate) instead of real fio")
+    r.add_argument("--section", action="append", metavar="NAME", help="with --simulate: only this job")
     r.add_argument("fio_args", nargs="*", help="extra fio arguments (after --)")
     r.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser("simulate", help="run a job file on the virtual clock (deterministic)")
+    sp.add_argument("job")
+    sp.add_argument("--section", action="append", metavar="NAME",
+                    help="only this job (repeatable), as fio's --section")
+    sp.add_argument("--output", metavar="FILE", help="write the output here instead of stdout")
+    sp.add_argument("--output-format", choices=["normal", "json"], default="normal")
+    sp.add_argument("--seed", type=int, default=None,
+                    help="base random seed (default 137, fio's randrepeat=1: every run the same)")
+    sp.add_argument("--no-data", action="store_true",
+                    help="members on files are not read or written (same figures, no host I/O)")
+    sp.set_defaults(func=cmd_simulate)
 
     kp = sub.add_parser("reference", help="kernel reference runs with fio's own engines "
                                           "(root, loop device, tracefs; bfq: cgroups)")

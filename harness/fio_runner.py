@@ -42,6 +42,22 @@ class FioResult:
     def mdsplit_errors(self) -> list:
         return [l for l in self.stderr.splitlines() if l.startswith("mdsplit:")]
 
+    @property
+    def simulated(self) -> bool:
+        """True for a virtual-clock run (`harness simulate`), not real fio."""
+        return "mdsplit-simulate" in self.fio
+
+
+def parse_fio_json(text: str) -> dict:
+    """fio's --output-format=json (anything fio printed before the object is
+    skipped) or `harness simulate --output-format json`: the same shape, with
+    "mdsplit-simulate" in place of "fio version"."""
+    start = text.find("{")
+    data = json.loads(text[start:]) if start >= 0 else {}
+    if data and "jobs" not in data:
+        raise ValueError("not fio JSON: no \"jobs\"")
+    return data
+
 
 def _sidecar_paths(job_file: Path, extra_args) -> list:
     """mdsplit_stats= values named in the job file or on the command line."""
@@ -78,18 +94,32 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
                           env=fio_environment())
     text = out_path.read_text() if out_path.exists() else ""
     out_path.unlink(missing_ok=True)
-    start = text.find("{")
-    fio_json = json.loads(text[start:]) if start >= 0 else {}
+    fio_json = parse_fio_json(text)
     stderr = proc.stderr
     if check and proc.returncode != 0:
         lines = [l for l in stderr.splitlines() if l.strip()]
         raise FioError(f"fio {job_file.name} exited {proc.returncode}: "
                        + (lines[0] if lines else "(no message)"), proc.returncode, stderr)
     result = FioResult(str(job_file), proc.returncode, fio_json, stderr)
+    _gather_sidecars(result, job_file, args, cwd)
+    return result
+
+
+def _gather_sidecars(result, job_file, args, cwd):
     for rel in _sidecar_paths(job_file, args):
         base = (cwd / rel)
         for p in sorted(base.parent.glob(base.name + "*")) if base.parent.exists() else []:
             if p.suffix == ".json" or re.search(r"\.json\.\d+$", p.name):
                 result.sidecars[str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p)] = \
                     load_sidecar(p)
+
+
+def run_simulated(job_file, sections=None, seed=None, env=None, data=True) -> FioResult:
+    """The job file on the virtual clock (harness/simulate.py), as a
+    FioResult like run_fio's: fio's JSON shape plus the sidecars it wrote."""
+    from harness.simulate import simulate_job
+    job_file = Path(job_file).resolve()
+    fio_json = simulate_job(job_file, sections=sections, seed=seed, env=env, data=data)
+    result = FioResult(str(job_file), 0, fio_json, "")
+    _gather_sidecars(result, job_file, [], job_file.parent)
     return result

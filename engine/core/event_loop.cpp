@@ -52,7 +52,9 @@ size_t EventLoop::run_ready() {
     size_t ran = 0;
     for (;;) {
         size_t round = run_posted();
-        for (CompletionSource* s : sources_) round += s->poll();
+        // Virtual clock: real completions are taken only by settle().
+        if (!virtual_)
+            for (CompletionSource* s : sources_) round += s->poll();
         // Run only what was deferred before this pass; callbacks may defer more.
         for (size_t n = deferred_.size(); n > 0 && !deferred_.empty(); --n) {
             Deferred d = deferred_.front();
@@ -66,6 +68,54 @@ size_t EventLoop::run_ready() {
     }
     return ran;
 }
+
+// ---- Real I/O under the virtual clock ----------------------------------------
+// Real requests (a member file's io_uring I/O) finish when the host finishes
+// them; the virtual clock must not depend on when that is. So the sources are
+// not polled in passing: settle() waits until everything in flight is done,
+// reaps it all, and only then releases what waited for it (MemberQueue
+// completes the arrivals in issue order). The loop settles before the clock
+// passes the earliest time a real request is due (its timing model's
+// completion, or its issue time without a model): what a run sees does not
+// depend on the host's speed, only on the model.
+void EventLoop::add_real_io(uint64_t due_ns) { real_due_.insert(due_ns); }
+
+void EventLoop::remove_real_io(uint64_t due_ns) {
+    auto it = real_due_.find(due_ns);
+    if (it != real_due_.end()) real_due_.erase(it);
+}
+
+void EventLoop::defer_until_settled(EventCallback cb, void* arg, uint64_t tag) {
+    settled_waiters_.push_back(Deferred{cb, arg, tag});
+}
+
+// An entry stays in real_due_ until the request reaches its queue (after
+// its model time): an early settle is only wasted work, never wrong.
+bool EventLoop::must_settle_before(uint64_t t) const {
+    if (!settled_waiters_.empty()) return true;
+    size_t in_flight = 0;
+    for (const CompletionSource* s : sources_) in_flight += s->in_flight();
+    if (!in_flight) return false;
+    if (t == std::numeric_limits<uint64_t>::max()) return true;  // nothing else can happen
+    if (int64_t(in_flight) <= untracked_) return false;
+    return real_due_.empty() || t >= *real_due_.begin();
+}
+
+size_t EventLoop::settle(bool all) {
+    size_t n = 0;
+    for (CompletionSource* s : sources_) {
+        n += s->poll();
+        while (int64_t(s->in_flight()) > (all ? 0 : untracked_)) {
+            s->wait(std::numeric_limits<uint64_t>::max());
+            n += s->poll();
+        }
+    }
+    for (const Deferred& d : settled_waiters_) deferred_.push_back(d);
+    n += settled_waiters_.size();
+    settled_waiters_.clear();
+    return n;
+}
+// ----------------------------------------------------------------------------
 
 void EventLoop::drop_cancelled_top() {
     while (!timers_.empty() && !cancelled_.empty() && cancelled_.count(timers_.front().id)) {
@@ -82,7 +132,7 @@ uint64_t EventLoop::next_deadline() const {
 }
 
 bool EventLoop::has_pending() const {
-    if (!deferred_.empty()) return true;
+    if (!deferred_.empty() || !settled_waiters_.empty()) return true;
     if (remote_expected_ > 0 || posted_nonempty_.load(std::memory_order_acquire)) return true;
     if (!armed_.empty()) return true;
     for (const CompletionSource* s : sources_)
@@ -100,7 +150,12 @@ bool EventLoop::wait_for_next(uint64_t max_wait_ns) {
     uint64_t now = clock_.now_ns();
     if (clock_.is_virtual()) {
         // Virtual time: backends complete through timers or deferred work,
-        // so the next thing to happen is the next timer.
+        // so the next thing to happen is the next timer, once the real I/O
+        // due by then is in.
+        if (must_settle_before(deadline)) {
+            settle(deadline == std::numeric_limits<uint64_t>::max());
+            return true;
+        }
         if (deadline == std::numeric_limits<uint64_t>::max()) {
             if (remote_expected_ > 0 && in_flight == 0) {
                 // Real threads on a virtual clock (tests only): wait for a post.

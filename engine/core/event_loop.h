@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <unordered_set>
 #include <vector>
 
@@ -64,6 +65,23 @@ public:
     uint64_t next_deadline() const;
     bool has_deferred() const { return !deferred_.empty(); }
 
+    // ---- Real I/O under the virtual clock (see event_loop.cpp) ------------
+    // A real request is due at due_ns (its model's completion time, or its
+    // issue time): the clock does not pass that before settle().
+    void add_real_io(uint64_t due_ns);
+    void remove_real_io(uint64_t due_ns);
+    // Runs cb once the next settle() has taken every real completion.
+    void defer_until_settled(EventCallback cb, void* arg, uint64_t tag = 0);
+    // Whether the clock may not move to t before a settle().
+    bool must_settle_before(uint64_t t) const;
+    // Waits for and reaps everything the sources have in flight (all: also
+    // untracked I/O, the write-behind copies), then releases the
+    // defer_until_settled() callbacks. Returns work done.
+    size_t settle(bool all = false);
+    // I/O in a source that no virtual time waits for (write-behind copies).
+    void note_untracked_io(int64_t delta) { untracked_ += delta; }
+    // ---- end of real I/O under the virtual clock ---------------------------
+
     // ---- Posting from other threads (buffered-I/O worker threads) --------
     // Everything above is for the loop's own thread. Worker threads (the
     // io-wq emulation of buffered_io.h) hand work back with post(): the
@@ -117,6 +135,9 @@ private:
     std::deque<Deferred> deferred_;
     std::vector<CompletionSource*> sources_;
     uint64_t next_timer_id_ = 1;
+    std::multiset<uint64_t> real_due_;       // virtual clock: real requests' due times
+    std::vector<Deferred> settled_waiters_;  // virtual clock: run at the next settle()
+    int64_t untracked_ = 0;
 
     // Cross-thread posting (see post()).
     size_t run_posted();

@@ -1,6 +1,11 @@
 #include "core/member_queue.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/timed_backend.h"
 
 namespace mdsplit {
 
@@ -14,6 +19,8 @@ MemberQueue::MemberQueue(BlockLayer& layer, std::string name, uint32_t devt,
     max_sectors_ = limits.max_sectors;
     logical_block_size_ = limits.logical_block_size;
     backend_->set_completion(&MemberQueue::on_backend_complete, this);
+    order_completions_ =
+        layer_.loop().clock().is_virtual() && strcmp(backend_->kind(), "io_uring") == 0;
 }
 
 // block/blk-mq.c blk_mq_submit_bio()
@@ -157,15 +164,115 @@ void MemberQueue::dispatch(Request* rq) {
 void MemberQueue::issue(Request* rq) {
     in_flight_++;
     rq->issue_ns = layer_.loop().now();
+    rq->issue_seq = issue_seq_++;
     layer_.trace_rq(TraceAction::Issue, this, rq);
     seeks_.record_issue(rq->sector, rq->nr_sectors);
     request_sizes_.record(rq->nr_sectors);
     rq->build_iov();
+    if (!order_completions_) {
+        backend_->submit(rq);
+        return;
+    }
+    if (timed_) {
+        if (rq->op == Op::Write) {
+            issue_write_behind(rq);
+            return;
+        }
+        wait_for_write_behind(rq);
+    }
+    // A real request on the virtual clock: the loop settles before its due time.
+    rq->model_done_ns = 0;
+    rq->real_arrived = rq->real_tracked = false;
     backend_->submit(rq);
+    if (rq->real_arrived) return;
+    rq->real_due_ns = rq->model_done_ns ? rq->model_done_ns : rq->issue_ns;
+    rq->real_tracked = true;
+    layer_.loop().add_real_io(rq->real_due_ns);
 }
 
+// ---- Write-behind -------------------------------------------------------------
+bool MemberQueue::set_write_behind(bool on) {
+    timed_ = on && order_completions_ ? dynamic_cast<TimedBackend*>(backend_.get()) : nullptr;
+    return timed_ != nullptr;
+}
+
+// The model's completion time, as TimedBackend::submit takes it, for rq; a
+// copy of its data goes to the real backend, outside the model.
+void MemberQueue::issue_write_behind(Request* rq) {
+    wait_for_write_behind(rq);
+    rq->model_done_ns = const_cast<TimingModel&>(timed_->model())
+                            .schedule(layer_.loop().now(), rq->op, rq->sector, rq->nr_sectors);
+    auto* copy = new Request;
+    copy->op = rq->op;
+    copy->sector = rq->sector;
+    copy->nr_sectors = rq->nr_sectors;
+    copy->queue = this;
+    size_t len = size_t(rq->bytes());
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, len ? len : 1)) throw std::bad_alloc();
+    copy->write_behind_copy = static_cast<uint8_t*>(p);
+    size_t at = 0;
+    for (const iovec& v : rq->iov) {
+        if (v.iov_base) memcpy(copy->write_behind_copy + at, v.iov_base, v.iov_len);
+        at += v.iov_len;
+    }
+    copy->iov.push_back(iovec{copy->write_behind_copy, len});
+    behind_.push_back(copy);
+    layer_.loop().note_untracked_io(+1);
+    timed_->inner().submit(copy);  // completes through TimedBackend at once (no model time)
+    layer_.loop().schedule_at(rq->model_done_ns, &MemberQueue::on_write_behind_model_time, rq);
+}
+
+void MemberQueue::on_write_behind_model_time(void* arg, uint64_t) {
+    auto* rq = static_cast<Request*>(arg);
+    on_backend_complete(rq->queue, rq, int64_t(rq->bytes()));
+}
+
+// A read, or a write overlapping a copy in flight, waits for the copies.
+void MemberQueue::wait_for_write_behind(const Request* rq) {
+    bool wait = false;
+    for (const Request* c : behind_)
+        if (rq->op != Op::Write || (c->sector < rq->end_sector() && rq->sector < c->end_sector()))
+            wait = true;
+    if (wait) layer_.loop().settle(true);
+}
+
+void MemberQueue::end_write_behind_copy(Request* copy, int64_t res) {
+    if (res < 0 || uint64_t(res) != copy->bytes()) write_behind_errors_++;
+    behind_.erase(std::find(behind_.begin(), behind_.end(), copy));
+    layer_.loop().note_untracked_io(-1);
+    free(copy->write_behind_copy);
+    delete copy;
+}
+// ----------------------------------------------------------------------------
+
 void MemberQueue::on_backend_complete(void* ctx, Request* rq, int64_t res) {
-    static_cast<MemberQueue*>(ctx)->complete_request(rq, res);
+    auto* q = static_cast<MemberQueue*>(ctx);
+    if (rq->write_behind_copy) {
+        q->end_write_behind_copy(rq, res);
+        return;
+    }
+    if (!q->order_completions_) {
+        q->complete_request(rq, res);
+        return;
+    }
+    rq->real_arrived = true;
+    if (rq->real_tracked) {
+        q->layer_.loop().remove_real_io(rq->real_due_ns);
+        rq->real_tracked = false;
+    }
+    if (q->arrived_.empty())
+        q->layer_.loop().defer_until_settled(&MemberQueue::complete_in_issue_order, q);
+    q->arrived_.emplace_back(rq, res);
+}
+
+void MemberQueue::complete_in_issue_order(void* arg, uint64_t) {
+    auto* q = static_cast<MemberQueue*>(arg);
+    std::vector<std::pair<Request*, int64_t>> done;
+    done.swap(q->arrived_);
+    std::sort(done.begin(), done.end(),
+              [](const auto& a, const auto& b) { return a.first->issue_seq < b.first->issue_seq; });
+    for (auto& [rq, res] : done) q->complete_request(rq, res);
 }
 
 // blk_mq_end_request() -> blk_update_request(): bios complete in order; a

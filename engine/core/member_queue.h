@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "backends/backend.h"
 #include "core/block_device.h"
@@ -88,6 +90,33 @@ private:
     bool run_pending_ = false;  // an async run is queued
     bool restart_ = false;      // BLK_MQ_S_SCHED_RESTART
     uint64_t delay_timer_ = 0;  // pending BLK_MQ_BUDGET_DELAY re-run (timer id)
+
+    // Virtual clock over a real (io_uring) member: the ring returns the
+    // requests of one instant in the host's order, so they are completed
+    // together, in issue order, once that instant's completions are in
+    // (EventLoop::settle): a run does not depend on the host.
+    static void complete_in_issue_order(void* arg, uint64_t tag);
+    bool order_completions_ = false;
+    uint64_t issue_seq_ = 0;
+    std::vector<std::pair<Request*, int64_t>> arrived_;
+
+    // Write-behind (virtual clock, a timed real member without faults): a
+    // write completes at its modelled time while the host writes a copy of
+    // its data in the background; reads and overlapping writes wait for the
+    // copies in flight, so every read sees what was written before it.
+    void issue_write_behind(Request* rq);
+    void wait_for_write_behind(const Request* rq);
+    static void on_write_behind_model_time(void* arg, uint64_t tag);
+    void end_write_behind_copy(Request* copy, int64_t res);
+    class TimedBackend* timed_ = nullptr;
+    std::vector<Request*> behind_;  // copies in flight
+    uint64_t write_behind_errors_ = 0;
+
+public:
+    // Turns write-behind on where it applies (see above); false when the
+    // member is not a timed real member on the virtual clock.
+    bool set_write_behind(bool on);
+    uint64_t write_behind_errors() const { return write_behind_errors_; }
 };
 
 }  // namespace mdsplit

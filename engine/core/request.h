@@ -26,8 +26,12 @@ struct Request {
     uint32_t nr_bios = 0;
     MemberQueue* queue = nullptr;
     uint32_t pid = 0;
-    uint64_t alloc_ns = 0;  // start_time_ns: iostat's await counts from here
-    uint64_t issue_ns = 0;  // io_start_time_ns
+    uint64_t alloc_ns = 0;     // start_time_ns: iostat's await counts from here
+    uint64_t issue_ns = 0;     // io_start_time_ns
+    uint64_t issue_seq = 0;    // order of issue on its queue
+    uint64_t real_due_ns = 0;  // virtual clock over real I/O: when it is due (EventLoop)
+    bool real_tracked = false, real_arrived = false;
+    uint8_t* write_behind_copy = nullptr;  // a write-behind copy's data (MemberQueue)
     int32_t error = 0;
     Request* next = nullptr;  // plug list / dispatch list
     void* sched_data = nullptr;

@@ -281,7 +281,7 @@ public:
 };
 
 TEST(EventLoopTest, CompletionSourceIsPolledAndKeepsTheLoopPending) {
-    VirtualClock clock;
+    RealClock clock;
     EventLoop loop(clock);
     CountingSource source;
     loop.add_source(&source);
@@ -292,6 +292,35 @@ TEST(EventLoopTest, CompletionSourceIsPolledAndKeepsTheLoopPending) {
     EXPECT_EQ(loop.run_ready(), 2u);
     EXPECT_GE(source.polls, 1);
     EXPECT_FALSE(loop.has_pending());
+}
+
+// On the virtual clock a source's completions are taken by settle() only,
+// never in passing, so when the host finished them does not matter.
+TEST(EventLoopTest, VirtualClockTakesRealCompletionsOnlyWhenSettling) {
+    VirtualClock clock;
+    EventLoop loop(clock);
+    CountingSource source;
+    loop.add_source(&source);
+    source.in_flight_now = 2;
+    source.ready = 2;
+    EXPECT_EQ(loop.run_ready(), 0u);
+    EXPECT_TRUE(loop.has_pending());
+    EXPECT_EQ(loop.settle(), 2u);
+    EXPECT_FALSE(loop.has_pending());
+}
+
+// The virtual clock does not pass a real request's due time before a settle().
+TEST(EventLoopTest, VirtualClockSettlesBeforeARealRequestIsDue) {
+    VirtualClock clock;
+    EventLoop loop(clock);
+    CountingSource source;
+    loop.add_source(&source);
+    source.in_flight_now = 1;
+    loop.add_real_io(500);
+    EXPECT_FALSE(loop.must_settle_before(499));
+    EXPECT_TRUE(loop.must_settle_before(500));
+    loop.note_untracked_io(+1);  // the request in flight is a write-behind copy
+    EXPECT_FALSE(loop.must_settle_before(500));
 }
 
 // On the real clock the loop sleeps until the next deadline.

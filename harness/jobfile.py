@@ -1,0 +1,288 @@
+"""fio job files as fio 3.33 reads them (init.c parse_jobs_ini, options.c,
+parse.c), for `harness simulate`: sections, [global], `include`, `${ENV}`,
+numjobs, stonewall/new_group, and fio's number syntax.
+
+- A line whose first non-blank character is `;` or `#` is a comment
+  (is_empty_or_comment); there are no trailing comments.
+- `[global]` options apply to the jobs that follow it; a later `[global]`
+  adds to them for the jobs after it.
+- `include FILE` (inside a section) reads FILE's options in place; FILE is
+  relative to the including file when it does not exist as given.
+- `${VAR}` is replaced by the environment's value, or by nothing when VAR is
+  unset (fio_option_dup_subs).
+- Sizes: a number with an optional suffix, k/m/g/t/p = powers of 1024 (fio's
+  default kb_base=1024), kib/mib/... = powers of 1000 under kb_base=1024
+  (fio's "opposite units"; __get_mult_bytes), `0x` hex.
+- Times (get_mult_time): us/usec, ms/msec, s, m (minutes), h, d; a bare
+  number is seconds for runtime/startdelay/ramp_time (is_seconds options)
+  and microseconds otherwise.
+- numjobs=N adds N-1 subjobs with the same options and group, stonewall
+  and new_group cleared (init.c add_job); subjob i (1..N-1) writes its
+  sidecar as FILE.i, as the engine does.
+- groupid: a job with stonewall or new_group opens a new group unless it is
+  the first job (init.c add_job: prev_group_jobs).
+"""
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class JobFileError(ValueError):
+    """A job file fio would refuse (one line naming the option)."""
+
+
+# Options whose bare number means seconds (fio's is_seconds=1).
+SECONDS_OPTIONS = {"runtime", "timeout", "startdelay", "ramp_time"}
+# Boolean options fio accepts without a value.
+ALIASES = {"readwrite": "rw", "timeout": "runtime", "iodepth_batch": "iodepth_batch_submit",
+           "ioscheduler": "ioscheduler", "blocksize": "bs", "blocksize_range": "bsrange",
+           "ba": "blockalign", "blocksize_split": "bssplit", "offset_align": "offset_align",
+           "fileoffset": "offset", "io_limit": "io_size", "rwmixcycle": "rwmixcycle",
+           "filesize": "filesize", "time_based": "time_based"}
+
+
+@dataclass
+class Job:
+    name: str
+    options: dict                 # option -> raw string value (after ${} substitution)
+    groupid: int = 0
+    subjob: int = 0               # 0 for the job itself, 1..numjobs-1 for its copies
+    section: str = ""             # the section it came from
+    stonewall: bool = False
+
+    def get(self, key, default=None):
+        return self.options.get(key, default)
+
+    def flag(self, key, default=False) -> bool:
+        v = self.options.get(key)
+        if v is None:
+            return default
+        return parse_bool(key, v)
+
+
+@dataclass
+class JobFile:
+    path: str
+    jobs: list = field(default_factory=list)
+
+
+def substitute_env(value: str, env) -> str:
+    """fio_option_dup_subs: ${VAR} -> env[VAR] or ''."""
+    return re.sub(r"\$\{([^}]+)\}", lambda m: env.get(m.group(1), ""), value)
+
+
+def _split_option(line: str):
+    if "=" in line:
+        key, value = line.split("=", 1)
+        return key.strip().lower(), value.strip()
+    return line.strip().lower(), None
+
+
+def _read_lines(path: Path, env, nested=False):
+    """(key, value) pairs and section headers of a file, includes expanded."""
+    out = []
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise JobFileError(f"simulate: cannot read job file {path}: {e.strerror}") from None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("["):
+            if nested:
+                raise JobFileError(f"simulate: {path}: no new sections in included files")
+            if not line.endswith("]"):
+                raise JobFileError(f"simulate: {path}: bad section header {line!r}")
+            out.append(("[", line[1:-1].strip()))
+            continue
+        if line.startswith("include") and (len(line) == 7 or line[7] in " \t"):
+            name = substitute_env(line[7:].strip(), env)
+            inc = Path(name)
+            if not inc.exists() and not inc.is_absolute():
+                inc = path.parent / name
+            out.extend(_read_lines(inc, env, nested=True))
+            continue
+        key, value = _split_option(line)
+        out.append((key, None if value is None else substitute_env(value, env)))
+    return out
+
+
+def parse_job_file(path, sections=None, env=None) -> JobFile:
+    """The jobs of a job file, in order, with [global] options merged in.
+    sections: only these sections run (fio's --section), still in file order."""
+    env = dict(os.environ) if env is None else env
+    path = Path(path)
+    lines = _read_lines(path, env)
+    global_opts: dict = {}
+    raw_jobs = []          # (name, options)
+    current = None
+    for key, value in lines:
+        if key == "[":
+            if value == "global":
+                current = global_opts
+            else:
+                opts = dict(global_opts)
+                raw_jobs.append((value, opts))
+                current = opts
+            continue
+        if current is None:
+            raise JobFileError(f"simulate: {path}: option {key!r} outside any section")
+        key = ALIASES.get(key, key)
+        current[key] = "1" if value is None else value
+    if sections:
+        names = {n for n, _ in raw_jobs}
+        for s in sections:
+            if s not in names:
+                raise JobFileError(f"simulate: --section {s}: no such job in {path}")
+        raw_jobs = [(n, o) for n, o in raw_jobs if n in sections]
+    jf = JobFile(str(path))
+    groupid = 0
+    for name, opts in raw_jobs:
+        stonewall = parse_bool("stonewall", opts.get("stonewall", "0")) or \
+            parse_bool("wait_for_previous", opts.get("wait_for_previous", "0"))
+        new_group = parse_bool("new_group", opts.get("new_group", "0"))
+        if (stonewall or new_group) and jf.jobs:
+            groupid += 1
+        numjobs = parse_int("numjobs", opts.get("numjobs", "1"))
+        if numjobs < 1:
+            raise JobFileError(f"simulate: numjobs={numjobs}: must be at least 1")
+        for i in range(numjobs):
+            jf.jobs.append(Job(name=name, options=dict(opts), groupid=groupid, subjob=i,
+                               section=name, stonewall=stonewall and i == 0))
+    if not jf.jobs:
+        raise JobFileError(f"simulate: {path}: no jobs")
+    return jf
+
+
+# --- fio's number syntax -----------------------------------------------------
+
+_BYTE_SUFFIX = [  # (prefix, power, base) as __get_mult_bytes tests them, in order
+    ("pib", 5, 1000), ("tib", 4, 1000), ("gib", 3, 1000), ("mib", 2, 1000), ("kib", 1, 1000),
+    ("p", 5, 1024), ("t", 4, 1024), ("g", 3, 1024), ("m", 2, 1024), ("k", 1, 1024),
+]
+
+
+def parse_size(key: str, value: str) -> int:
+    """A size as fio's str_to_decimal(kilo=1) reads it (kb_base=1024)."""
+    s = value.strip()
+    m = re.match(r"^(0[xX][0-9a-fA-F]+|[+-]?\d+)(.*)$", s)
+    if not m:
+        raise JobFileError(f"simulate: {key}={value}: not a size (e.g. 4k, 64m, 2g)")
+    n = int(m.group(1), 0)
+    # fio skips any further digits (e.g. the '5' of "1.5g" is not a digit: it stops there)
+    rest = m.group(2).lower()
+    if rest.startswith("."):
+        raise JobFileError(f"simulate: {key}={value}: fractional sizes are not supported")
+    rest = re.split(r"[:\-,/]", rest, maxsplit=1)[0]
+    if not rest or not rest[0].isalpha() and rest[0] != "%":
+        return n
+    if rest.startswith("%"):
+        raise JobFileError(f"simulate: {key}={value}: percentages are not supported in "
+                           "virtual time")
+    for prefix, power, base in _BYTE_SUFFIX:
+        if rest.startswith(prefix):
+            return n * base ** power
+    return n  # fio ignores an unknown suffix (multiplier 1)
+
+
+def parse_time_us(key: str, value: str) -> int:
+    """A time as fio's str_to_decimal(kilo=0) reads it, in microseconds."""
+    s = value.strip()
+    m = re.match(r"^([+-]?\d+)(.*)$", s)
+    if not m:
+        raise JobFileError(f"simulate: {key}={value}: not a time (e.g. 250ms, 8s, 100us)")
+    n = int(m.group(1))
+    rest = m.group(2).strip().lower()
+    if not rest or not rest[0].isalpha():
+        return n * (1_000_000 if key in SECONDS_OPTIONS else 1)
+    if rest.startswith("us") or rest.startswith("usec"):
+        mult = 1
+    elif rest.startswith("ms") or rest.startswith("msec"):
+        mult = 1000
+    elif rest == "s":
+        mult = 1_000_000
+    elif rest == "m":
+        mult = 60_000_000
+    elif rest == "h":
+        mult = 3_600_000_000
+    elif rest == "d":
+        mult = 86_400_000_000
+    else:
+        mult = 1  # as get_mult_time: an unknown unit multiplies by 1
+    return n * mult
+
+
+def parse_int(key: str, value: str) -> int:
+    try:
+        return int(value.strip(), 0)
+    except ValueError:
+        raise JobFileError(f"simulate: {key}={value}: not an integer") from None
+
+
+def parse_bool(key: str, value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    try:
+        return int(v, 0) != 0
+    except ValueError:
+        raise JobFileError(f"simulate: {key}={value}: not a boolean (0 or 1)") from None
+
+
+def parse_size_pair(key: str, value: str):
+    """fio's per-direction values: "R" or "R,W" (",W" keeps the read default)."""
+    parts = value.split(",")
+    if len(parts) > 3:
+        raise JobFileError(f"simulate: {key}={value}: at most read,write,trim values")
+    r = parse_size(key, parts[0]) if parts[0] else None
+    w = parse_size(key, parts[1]) if len(parts) > 1 and parts[1] else r
+    return r, w
+
+
+def parse_range(key: str, value: str):
+    """bsrange=MIN-MAX[,MIN-MAX]: ((rmin, rmax), (wmin, wmax))."""
+    out = []
+    for part in value.split(",")[:2]:
+        if "-" not in part:
+            raise JobFileError(f"simulate: {key}={value}: expected MIN-MAX (e.g. 4k-256k)")
+        lo, hi = part.split("-", 1)
+        a, b = parse_size(key, lo), parse_size(key, hi)
+        out.append((min(a, b), max(a, b)))
+    if len(out) == 1:
+        out.append(out[0])
+    return out
+
+
+def parse_bssplit(key: str, value: str):
+    """bssplit=BS/PCT:BS/PCT[,WRITE...]: per direction a list of (bs, pct);
+    entries without a percentage share what is left equally (fio's
+    bssplit_ddir)."""
+    out = []
+    for part in value.split(",")[:2]:
+        entries, missing, total = [], 0, 0
+        for item in filter(None, part.split(":")):
+            if "/" in item:
+                bs, pct = item.split("/", 1)
+                p = parse_int(key, pct) if pct else None
+            else:
+                bs, p = item, None
+            entries.append([parse_size(key, bs), p])
+            if p is None:
+                missing += 1
+            else:
+                total += p
+        if total > 100:
+            raise JobFileError(f"simulate: {key}={value}: percentages add up to more than 100")
+        if missing:
+            share = (100 - total) // missing
+            for e in entries:
+                if e[1] is None:
+                    e[1] = share
+        out.append([tuple(e) for e in entries])
+    if len(out) == 1:
+        out.append(out[0])
+    return out

@@ -1,0 +1,454 @@
+"""`harness simulate JOB.fio`: a fio job file run on the core's virtual
+clock (engine/core/fio_job_model.h), deterministically, with fio's JSON
+shape as output and the sidecars and blktrace files the engine writes.
+
+    from harness.simulate import simulate_job
+    result = simulate_job("jobs/raid5-split-order.fio", sections=["fixed"])
+    result["jobs"][0]["read"]["bw"]          # KiB/s, as fio's JSON
+
+This module turns the parsed job file (harness/jobfile.py) into the core's
+FioJobSpec dicts with the engine's rules (engine/fio/mdsplit_engine.cpp
+mdsplit_setup: the stack of a job is its mdsplit_config + filename label;
+thread=1 jobs naming the same ones share it, other jobs get their own;
+writable when the job writes or verifies; the scheduling identity from
+prio/prioclass and mdsplit_group/_weight), refuses options that would
+change the I/O pattern and are not modelled, and builds fio's JSON.
+Paths in the job file are relative to the job file's directory (the
+harness runs fio from there).
+"""
+import json
+import math
+import os
+from pathlib import Path
+
+from harness import paths
+from harness.jobfile import (JobFileError, parse_bool, parse_bssplit, parse_int,
+                             parse_job_file, parse_range, parse_size, parse_size_pair,
+                             parse_time_us)
+
+VERSION = "mdsplit-simulate-1"
+DEFAULT_SEED = 0x89  # fio's randrepeat=1 default: every run the same sequence
+# fio's default clat percentiles (stat.c fio_default_percentiles? options.c
+# def_percentile_list): 1,5,10,20,30,40,50,60,70,80,90,95,99,99.5,99.9,99.95,99.99
+PERCENTILES = [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0,
+               99.5, 99.9, 99.95, 99.99]
+
+
+class SimulateError(Exception):
+    """One line for stderr; exit_code 2 for unsupported options or bad job
+    files, 1 for what fio would also refuse at run time (the engine's errors)."""
+
+    def __init__(self, message, exit_code=2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# Options that shape the I/O and are modelled (see fio_job_model.h).
+SUPPORTED = {
+    "rw", "rwmixread", "rwmixwrite", "bs", "bsrange", "bssplit", "blockalign",
+    "iodepth", "iodepth_batch_submit", "size", "io_size", "offset", "offset_increment",
+    "numjobs", "startdelay", "runtime", "time_based", "ramp_time", "loops", "direct",
+    "buffered", "thread", "prio", "prioclass", "randseed", "randrepeat", "norandommap",
+    "random_distribution", "fsync", "end_fsync", "rate_iops", "thinktime",
+    "thinktime_blocks", "verify", "do_verify", "invalidate", "filename", "ioengine",
+    "stonewall", "wait_for_previous", "new_group", "name", "description",
+    "mdsplit_config", "mdsplit_stats", "mdsplit_trace", "mdsplit_group",
+    "mdsplit_group_weight",
+}
+# Options that only change what fio reports or how the host runs fio, not
+# the I/O: accepted and ignored.
+REPORTING_ONLY = {
+    "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log", "log_avg_msec",
+    "log_hist_msec", "log_hist_coarseness", "log_max_value", "log_offset", "log_compression",
+    "log_store_compressed", "log_unix_epoch", "log_alternate_epoch", "per_job_logs",
+    "group_reporting", "percentile_list", "clat_percentiles", "lat_percentiles",
+    "slat_percentiles", "disable_lat", "disable_clat", "disable_slat", "disable_bw_measurement",
+    "stats", "unit_base", "significant_figures", "disk_util", "verify_fatal", "verify_dump",
+    "exitall", "exitall_on_error", "continue_on_error", "clocksource", "gtod_reduce",
+    "gtod_cpu", "cpus_allowed", "cpus_allowed_policy", "cpumask", "nice", "uid", "gid",
+    "allow_file_create", "allow_mounted_write", "create_on_open", "fallocate", "unlink",
+    "overwrite", "kb_base", "eta_newline", "status_interval", "verify_backlog_batch",
+    "iodepth_batch_complete_min", "iodepth_batch_complete_max", "lat_percentiles",
+    "steadystate_check_interval", "max_latency",
+}
+VERIFY_KINDS = {"0", "1", "md5", "crc64", "crc32c", "crc32c-intel", "crc32", "crc16", "crc7",
+                "xxhash", "sha512", "sha256", "sha1", "sha3-224", "sha3-256", "sha3-384",
+                "sha3-512", "meta", "pattern", "null"}
+
+
+def unsupported(option):
+    return SimulateError(f"simulate: option '{option}' is not supported in virtual time")
+
+
+def _check_options(job):
+    for key, value in job.options.items():
+        if key in SUPPORTED or key in REPORTING_ONLY:
+            continue
+        raise unsupported(key)
+    o = job.options
+    if o.get("kb_base", "1024") != "1024":
+        raise unsupported("kb_base=" + o["kb_base"])
+    if o.get("random_distribution", "random") != "random":
+        raise unsupported("random_distribution=" + o["random_distribution"])
+    for key in ("iodepth_batch_complete_min", "iodepth_batch_complete_max"):
+        if key in o and parse_int(key, o[key]) > 1:
+            raise unsupported(f"{key}={o[key]}")
+    if "rate_iops" in o and "," in o["rate_iops"]:
+        raise unsupported("rate_iops=" + o["rate_iops"] + " (per direction)")
+    if o.get("verify", "0") not in VERIFY_KINDS:
+        raise SimulateError(f"simulate: verify={o['verify']}: unknown verify method")
+    engine = o.get("ioengine", "")
+    if not engine.startswith("external:") or not engine.endswith("libmdsplit.so"):
+        raise SimulateError(f"simulate: job {job.name}: ioengine={engine or '(fio default)'}; "
+                            "simulate runs jobs of the mdsplit engine "
+                            "(ioengine=external:.../libmdsplit.so)")
+
+
+_RW = {  # fio's rw values: (random, read_pct)
+    "read": (False, 100), "write": (False, 0), "randread": (True, 100),
+    "randwrite": (True, 0), "rw": (False, None), "readwrite": (False, None),
+    "randrw": (True, None),
+}
+
+
+def _pattern(o):
+    rw = o.get("rw", "read").split(":")[0].strip().lower()
+    if rw in ("trim", "randtrim", "trimwrite", "randtrimwrite"):
+        raise unsupported(f"rw={rw}")
+    if rw not in _RW:
+        raise SimulateError(f"simulate: rw={rw}: allowed: " + ", ".join(_RW))
+    if ":" in o.get("rw", ""):
+        raise unsupported(f"rw={o['rw']} (offset modifier)")
+    random, read_pct = _RW[rw]
+    if read_pct is None:
+        if "rwmixread" in o:
+            read_pct = parse_int("rwmixread", o["rwmixread"])
+        elif "rwmixwrite" in o:
+            read_pct = 100 - parse_int("rwmixwrite", o["rwmixwrite"])
+        else:
+            read_pct = 50
+        if not 0 <= read_pct <= 100:
+            raise SimulateError("simulate: rwmixread/rwmixwrite must be 0..100")
+    return random, read_pct
+
+
+def _block_sizes(o):
+    r, w = parse_size_pair("bs", o.get("bs", "4k"))
+    bs = [[(r, 100)], [(w, 100)]]
+    bs_max = [0, 0]
+    if "bsrange" in o:
+        (rlo, rhi), (wlo, whi) = parse_range("bsrange", o["bsrange"])
+        bs = [[(rlo, 100)], [(wlo, 100)]]
+        bs_max = [rhi, whi]
+    if "bssplit" in o:
+        split = parse_bssplit("bssplit", o["bssplit"])
+        bs = [[(b, p) for b, p in split[0]], [(b, p) for b, p in split[1]]]
+    align = [0, 0]
+    if "blockalign" in o:
+        ar, aw = parse_size_pair("blockalign", o["blockalign"])
+        align = [ar or 0, aw or 0]
+    for d in bs:
+        for b, _ in d:
+            if b <= 0:
+                raise SimulateError("simulate: bs must be positive")
+    return bs, bs_max, align
+
+
+_PRIOCLASS = {"0": 0, "none": 0, "1": 1, "rt": 1, "2": 2, "be": 2, "3": 3, "idle": 3}
+
+
+def _resolve(base: Path, p: str) -> str:
+    q = Path(p)
+    return str(q if q.is_absolute() else base / q)
+
+
+def build_run(job_file, sections=None, seed=None, env=None):
+    """The stacks and job specs of a job file, and per job what the output
+    needs (name, group, sidecar path). Raises SimulateError."""
+    try:
+        jf = parse_job_file(job_file, sections=sections, env=env)
+    except JobFileError as e:
+        raise SimulateError(str(e)) from None
+    base = Path(job_file).resolve().parent
+    base_seed = DEFAULT_SEED if seed is None else int(seed)
+    stacks, stack_keys, specs, meta = [], {}, [], []
+    phase = -1
+    all_configs = {}
+    for index, job in enumerate(jf.jobs):
+        _check_options(job)
+        o = job.options
+        try:
+            config = o.get("mdsplit_config")
+            if not config:
+                raise SimulateError("mdsplit: mdsplit_config is required: the TOML file "
+                                    "describing the device stack (see README, \"TOML "
+                                    "reference\")", 1)
+            config_path = os.path.realpath(_resolve(base, config))
+            label = o.get("filename", "")
+            if not label or ":" in label:
+                raise SimulateError("mdsplit: filename must name exactly one virtual device "
+                                    f"(e.g. md0); got {label or 'none'}", 1)
+            thread = parse_bool("thread", o.get("thread", "0"))
+            gw = parse_int("mdsplit_group_weight", o.get("mdsplit_group_weight", "100"))
+            if not 1 <= gw <= 1000:
+                raise SimulateError(f"mdsplit: mdsplit_group_weight={gw} is out of range; "
+                                    "allowed: 1..1000", 1)
+            random, read_pct = _pattern(o)
+            bs, bs_max, align = _block_sizes(o)
+            direct = parse_bool("direct", o.get("direct", "0"))
+            if "buffered" in o:
+                direct = not parse_bool("buffered", o["buffered"])
+            verify = o.get("verify", "0") not in ("0", "null") and \
+                parse_bool("do_verify", o.get("do_verify", "1"))
+            writes = read_pct < 100
+            offset = parse_size("offset", o.get("offset", "0")) + job.subjob * \
+                parse_size("offset_increment", o.get("offset_increment", "0"))
+            if job.stonewall or phase < 0:
+                phase += 1
+            randrepeat = parse_bool("randrepeat", o.get("randrepeat", "1"))
+            if "randseed" in o:
+                job_seed = parse_int("randseed", o["randseed"])
+            else:
+                job_seed = base_seed if randrepeat else base_seed ^ 0x5eed
+            job_seed = (job_seed * 1_000_003 + index) & 0xFFFFFFFFFFFFFFFF
+            time_us = {k: parse_time_us(k, o[k]) if k in o else 0
+                       for k in ("startdelay", "runtime", "ramp_time", "thinktime")}
+            prio = parse_int("prio", o["prio"]) if "prio" in o else 4
+            pclass = _PRIOCLASS.get(o.get("prioclass", "2").lower())
+            if pclass is None or not 0 <= prio <= 7:
+                raise SimulateError("simulate: prio must be 0..7 and prioclass rt|be|idle|none "
+                                    "or 0..3")
+        except JobFileError as e:
+            raise SimulateError(str(e)) from None
+        key = (config_path, label) if thread else (config_path, label, index)
+        all_configs.setdefault(config_path, []).append((job, thread))
+        if key not in stack_keys:
+            stack_keys[key] = len(stacks)
+            trace = o.get("mdsplit_trace")
+            stacks.append({"config": config_path, "label": label,
+                           "trace_dir": _resolve(base, trace) if trace else "",
+                           "writable": writes or verify})
+        stats = o.get("mdsplit_stats")
+        if stats:
+            stats = _resolve(base, stats) + (f".{job.subjob}" if job.subjob else "")
+        spec = {
+            "name": job.name, "stack": stack_keys[key], "phase": phase, "pid": 1000 + index,
+            "random": random, "read_pct": read_pct,
+            "bs_read": bs[0], "bs_write": bs[1], "bs_max": bs_max, "align": align,
+            "offset": offset, "size": parse_size("size", o.get("size", "0")),
+            "io_size": parse_size("io_size", o.get("io_size", "0")),
+            "loops": parse_int("loops", o.get("loops", "1")),
+            "norandommap": parse_bool("norandommap", o.get("norandommap", "0")),
+            "seed": job_seed,
+            "iodepth": max(1, parse_int("iodepth", o.get("iodepth", "1"))),
+            "batch": max(1, parse_int("iodepth_batch_submit",
+                                      o.get("iodepth_batch_submit", "1"))),
+            "direct": direct,
+            "invalidate": parse_bool("invalidate", o.get("invalidate", "1")) and not direct,
+            "fsync_blocks": parse_int("fsync", o.get("fsync", "0")),
+            "end_fsync": parse_bool("end_fsync", o.get("end_fsync", "0")),
+            "rate_iops": parse_int("rate_iops", o.get("rate_iops", "0")),
+            "think_ns": time_us["thinktime"] * 1000,
+            "think_blocks": max(1, parse_int("thinktime_blocks", o.get("thinktime_blocks", "1"))),
+            "verify": verify and writes,
+            "start_delay_ns": time_us["startdelay"] * 1000,
+            "runtime_ns": time_us["runtime"] * 1000,
+            "ramp_ns": time_us["ramp_time"] * 1000,
+            "time_based": parse_bool("time_based", o.get("time_based", "0")),
+            "prio": prio, "prioclass": pclass, "group_weight": gw,
+        }
+        if o.get("mdsplit_group"):
+            spec["group"] = o["mdsplit_group"]
+        if spec["time_based"] and not spec["runtime_ns"]:
+            raise SimulateError("simulate: time_based needs a runtime")
+        specs.append(spec)
+        meta.append({"job": job, "stats": stats})
+    # mdsplit_setup: a raid5 or bfq device named by several jobs needs one owner.
+    mdsplit = paths.import_mdsplit()
+    for config_path, users in all_configs.items():
+        forked = [j for j, thread in users if not thread]
+        if len(users) > 1 and forked:
+            text = Path(config_path).read_text()
+            # the loader's own view of the stack (kind, scheduler)
+            kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
+            if _toml_value(text, "scheduler") == "bfq":
+                kind = kind or "bfq"
+            if kind:
+                names = [j.name for j, _ in users]
+                raise SimulateError(
+                    f"mdsplit: jobs {names[0]} and {names[1]} share the device of "
+                    f"{config_path} ({kind}), which needs one owner: add thread=1 so they "
+                    "share it in one process", 1)
+    for st in stacks:
+        try:
+            mdsplit.load_stack_text(Path(st["config"]).read_text(),
+                                    base_dir=str(Path(st["config"]).parent))
+        except OSError as e:
+            raise SimulateError(f"mdsplit: {st['config']}: {e.strerror}", 1) from None
+        except mdsplit.ConfigError as e:
+            msg = str(e)
+            raise SimulateError(msg if msg.startswith("mdsplit:") else "mdsplit: " + msg,
+                                1) from None
+    return jf, stacks, specs, meta, base_seed
+
+
+def _toml_value(text, key):
+    import re
+    m = re.search(rf'^\s*{key}\s*=\s*"([^"]*)"', text, re.M)
+    return m.group(1) if m else None
+
+
+# --- fio's JSON ------------------------------------------------------------
+
+def plat_idx_to_val(idx, bits=6):
+    """stat.c plat_idx_to_val(): the middle of a histogram bucket."""
+    val = 1 << bits
+    if idx < (val << 1):
+        return idx
+    error_bits = (idx >> bits) - 1
+    base = 1 << (error_bits + bits)
+    k = idx % val
+    return int(base + ((k + 0.5) * (1 << error_bits)))
+
+
+def percentiles(hist, n):
+    """stat.c calc_clat_percentiles() over the sparse histogram."""
+    out = {}
+    if not n:
+        return {f"{p:f}": 0 for p in PERCENTILES}
+    j, total = 0, 0
+    for idx, count in hist:
+        total += count
+        while j < len(PERCENTILES) and total >= PERCENTILES[j] / 100.0 * n:
+            out[f"{PERCENTILES[j]:f}"] = plat_idx_to_val(idx)
+            j += 1
+        if j == len(PERCENTILES):
+            break
+    return out
+
+
+def _lat(stat, with_percentiles=False):
+    n = stat["n"]
+    mean = stat["sum"] / n if n else 0.0
+    var = (stat["sum_sq"] - n * mean * mean) / (n - 1) if n > 1 else 0.0
+    d = {"min": stat["min"], "max": stat["max"], "mean": mean,
+         "stddev": math.sqrt(max(var, 0.0)), "N": n}
+    if with_percentiles:
+        d["percentile"] = percentiles(stat["hist"], n)
+    return d
+
+
+def _direction(r, runtime_ns):
+    ms = int(round(runtime_ns / 1e6))
+    bw_bytes = int(r["bytes"] * 1e9 / runtime_ns) if runtime_ns else 0
+    iops = r["ios"] * 1e9 / runtime_ns if runtime_ns else 0.0
+    return {
+        "io_bytes": r["bytes"], "io_kbytes": r["bytes"] // 1024, "bw_bytes": bw_bytes,
+        "bw": bw_bytes // 1024, "iops": iops, "runtime": ms if r["ios"] else 0,
+        "total_ios": r["ios"], "short_ios": 0, "drop_ios": 0,
+        "slat_ns": _lat(r["slat"]), "clat_ns": _lat(r["clat"], True), "lat_ns": _lat(r["lat"]),
+        "errors": r["errors"],
+    }
+
+
+_NS_KEYS = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"]
+_MS_KEYS = _NS_KEYS + ["2000", ">=2000"]
+
+
+def _empty_direction():
+    z = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
+    return {"io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0, "iops": 0.0, "runtime": 0,
+            "total_ios": 0, "short_ios": 0, "drop_ios": 0, "slat_ns": dict(z),
+            "clat_ns": dict(z, percentile={f"{p:f}": 0 for p in PERCENTILES}),
+            "lat_ns": dict(z), "errors": 0}
+
+
+def fio_json(jf, specs, meta, raw, seed, data=True):
+    jobs = []
+    for spec, m, r in zip(specs, meta, raw["jobs"]):
+        job = m["job"]
+        total = r["read"]["ios"] + r["write"]["ios"]
+
+        def pct(key):
+            return [100.0 * (r["read"][key][i] + r["write"][key][i]) / total if total else 0.0
+                    for i in range(len(r["read"][key]))]
+        j = {
+            "jobname": job.name, "groupid": job.groupid, "error": -r["error"],
+            "verify_errors": r["verify_errors"],
+            "job options": dict(sorted(job.options.items())),
+            "read": _direction(r["read"], r["runtime_ns"]),
+            "write": _direction(r["write"], r["runtime_ns"]),
+            "trim": _empty_direction(),
+            "sync": {"total_ios": r["syncs"]},
+            "job_runtime": int(round(r["runtime_ns"] / 1e6)),
+            "job_start_ns": r["start_ns"], "job_end_ns": r["end_ns"],
+            "latency_ns": dict(zip(_NS_KEYS, pct("lat_ns"))),
+            "latency_us": dict(zip(_NS_KEYS, pct("lat_us"))),
+            "latency_ms": dict(zip(_MS_KEYS, pct("lat_ms"))),
+        }
+        if r["verify_errors"] and not j["error"]:
+            j["error"] = 84  # EILSEQ, as fio reports a verify failure
+        jobs.append(j)
+    return {"mdsplit-simulate": VERSION, "seed": seed, "virtual_time": True, "data": data,
+            "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"], "jobs": jobs}
+
+
+def _write_sidecars(stacks, specs, meta, raw):
+    for spec, m in zip(specs, meta):
+        if not m["stats"]:
+            continue
+        p = Path(m["stats"])
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(raw["stats"][spec["stack"]] + "\n")
+
+
+def simulate_job(path, sections=None, seed=None, env=None, data=True) -> dict:
+    """Runs a job file on the virtual clock; returns fio's JSON shape as a
+    dict (and writes the sidecars and traces the job file names).
+    data=False: members on files are not read or written (null backends of
+    their size); the figures are the same, since the virtual clock never
+    waits on the host's storage.
+    Raises SimulateError (its exit_code: 2 unsupported / bad job file,
+    1 the engine's own errors)."""
+    jf, stacks, specs, meta, base_seed = build_run(path, sections=sections, seed=seed, env=env)
+    mdsplit = paths.import_mdsplit()
+    for st in stacks:
+        if st["trace_dir"]:
+            Path(st["trace_dir"]).mkdir(parents=True, exist_ok=True)
+    try:
+        raw = mdsplit.run_fio_jobs(stacks, specs, data=data)
+    except (mdsplit.ConfigError, RuntimeError, ValueError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if not msg.startswith(("mdsplit:", "simulate:")):
+            msg = "mdsplit: " + msg
+        raise SimulateError(msg, 1) from None
+    _write_sidecars(stacks, specs, meta, raw)
+    if raw["write_behind_errors"]:
+        # The model completed them; the host's copy failed (the member file).
+        raise SimulateError(f"mdsplit: {raw['write_behind_errors']} writes to member files "
+                            "failed on the host (the virtual run completed them)", 1)
+    return fio_json(jf, specs, meta, raw, base_seed, data)
+
+
+def dumps(result) -> str:
+    return json.dumps(result, indent=2, sort_keys=False) + "\n"
+
+
+def normal_output(result) -> str:
+    """A short human summary in the spirit of fio's normal output."""
+    lines = [f"{result['mdsplit-simulate']} (virtual time, seed {result['seed']})"]
+    for j in result["jobs"]:
+        lines.append(f"{j['jobname']}: (groupid={j['groupid']}) err={j['error']} "
+                     f"runtime={j['job_runtime']}ms")
+        for d in ("read", "write"):
+            r = j[d]
+            if not r["total_ios"]:
+                continue
+            c = r["clat_ns"]
+            lines.append(f"  {d:5s}: IOPS={r['iops']:.1f}, BW={r['bw']}KiB/s "
+                         f"({r['io_kbytes']}KiB/{r['runtime']}msec) ios={r['total_ios']}")
+            lines.append(f"     clat (nsec): min={c['min']}, max={c['max']}, "
+                         f"avg={c['mean']:.1f}, stdev={c['stddev']:.1f}, "
+                         f"p50={c['percentile'].get('50.000000', 0)}, "
+                         f"p99={c['percentile'].get('99.000000', 0)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,121 @@
+// fio jobs on the virtual clock (engine/core/fio_job_model.h).
+#include "core/fio_job_model.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "config/config_loader.h"
+#include "core/trace_event.h"
+
+namespace mdsplit {
+namespace {
+
+constexpr const char* kRamStack = R"(
+[device]
+kind = "passthrough"
+[[members]]
+path = "m0"
+size = "8m"
+backend = "ram"
+model = "nvme"
+)";
+
+// Opens each stack of a run on the test's clock, recording every trace event.
+struct JobRunner {
+    VirtualClock clock;
+    StackConfig config = load_stack_text(kRamStack, ".", "<test>");
+    std::vector<std::unique_ptr<Stack>> stacks;
+    TraceRecorder recorder;
+    static Stack* open(void* ctx, size_t) {
+        auto* r = static_cast<JobRunner*>(ctx);
+        r->stacks.push_back(std::make_unique<Stack>(r->config, r->clock, StackOptions{}));
+        r->stacks.back()->tracer().add_global_sink(&r->recorder);
+        return r->stacks.back().get();
+    }
+    std::vector<FioJobResult> go(const std::vector<FioJobSpec>& jobs, size_t nr_stacks = 1) {
+        FioRunHooks hooks;
+        hooks.open_stack = &JobRunner::open;
+        hooks.ctx = this;
+        return run_fio_jobs(nr_stacks, clock, jobs, hooks);
+    }
+};
+
+FioJobSpec job(bool random, uint64_t bs, uint64_t size) {
+    FioJobSpec s;
+    s.name = "j";
+    s.random = random;
+    s.bs[0] = {FioBlockSize{bs, 100}};
+    s.bs[1] = s.bs[0];
+    s.size = size;
+    s.seed = 7;
+    s.pid = 1000;
+    return s;
+}
+
+// fio's histogram index (stat.c plat_val_to_idx) at the first buckets and beyond.
+TEST(FioJobModelTest, LatencyBucketsFollowFio) {
+    EXPECT_EQ(FioLatency::bucket_of(0), 0u);
+    EXPECT_EQ(FioLatency::bucket_of(127), 127u);
+    EXPECT_EQ(FioLatency::bucket_of(128), 128u);
+    EXPECT_EQ(FioLatency::bucket_of(1000), 317u);
+    EXPECT_EQ(FioLatency::bucket_of(~uint64_t(0)), FioLatency::kBuckets - 1);
+}
+
+// A sequential read of size S in blocks of B issues S/B I/Os and reads S bytes.
+TEST(FioJobModelTest, SequentialJobReadsItsSizeOnce) {
+    JobRunner run;
+    auto r = run.go({job(false, 64 << 10, 4 << 20)});
+    EXPECT_EQ(r[0].dir[0].ios, 64u);
+    EXPECT_EQ(r[0].dir[0].bytes, 4u << 20);
+    EXPECT_EQ(r[0].dir[0].clat.n, 64u);
+    EXPECT_GT(r[0].runtime_ns, 0u);
+}
+
+// With the random map, one pass of a random job reads every block exactly once.
+TEST(FioJobModelTest, RandomMapVisitsEveryBlockOnce) {
+    JobRunner run;
+    run.go({job(true, 4096, 1 << 20)});
+    std::multiset<uint64_t> sectors;
+    for (const TraceEvent& e : run.recorder.events)
+        if (e.action == TraceAction::Queue && e.device == run.stacks[0]->top().devt())
+            sectors.insert(e.sector);
+    EXPECT_EQ(sectors.size(), 256u);
+    EXPECT_EQ(std::set<uint64_t>(sectors.begin(), sectors.end()).size(), 256u);
+}
+
+// Two runs of the same jobs give the same latencies to the nanosecond.
+TEST(FioJobModelTest, RunsAreDeterministic) {
+    auto spec = job(true, 4096, 4 << 20);
+    spec.iodepth = 8;
+    JobRunner a, b;
+    auto ra = a.go({spec}), rb = b.go({spec});
+    EXPECT_EQ(ra[0].dir[0].clat.sum, rb[0].dir[0].clat.sum);
+    EXPECT_EQ(ra[0].end_ns, rb[0].end_ns);
+}
+
+// A job of a later stonewall phase starts when the earlier phase has ended.
+TEST(FioJobModelTest, StonewallPhaseStartsAfterThePreviousOne) {
+    auto first = job(false, 64 << 10, 1 << 20), second = first;
+    second.phase = 1;
+    second.stack = 1;
+    JobRunner run;
+    auto r = run.go({first, second}, 2);
+    EXPECT_EQ(r[1].start_ns, r[0].end_ns);
+}
+
+// rate_iops: a time-based job at 1000 IOPS for 50 ms issues 50 I/Os.
+TEST(FioJobModelTest, RateIopsLimitsIssue) {
+    auto spec = job(true, 4096, 4 << 20);
+    spec.rate_iops = 1000;
+    spec.time_based = true;
+    spec.runtime_ns = 50'000'000;
+    JobRunner run;
+    auto r = run.go({spec});
+    EXPECT_EQ(r[0].dir[0].ios, 50u);
+}
+
+}  // namespace
+}  // namespace mdsplit

@@ -1,0 +1,298 @@
+"""harness simulate: fio job files on the virtual clock (harness/simulate.py,
+engine/core/fio_job_model.h). Each shipped job file runs from a fresh copy of
+jobs/ (member files, sidecars and traces stay in the copy), shortened where
+its real length would take minutes."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.fio_runner import parse_fio_json, run_simulated
+from harness.simulate import PERCENTILES, SimulateError, simulate_job
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = ROOT / "jobs"
+
+# How each shipped job file is shortened: sections and a runtime override.
+SHORT = {
+    "raid5-split-order.fio": (None, None),
+    "bio-align.fio": (None, None),
+    "bfq-groups.fio": (["root-legacy-test1", "root-legacy-test2", "nonroot-fixed-test1",
+                        "nonroot-fixed-test2"], "1"),
+    "passthrough-demo.fio": (None, "50ms"),
+    "uring-buffered-ra.fio": (["forced-ra-rasync-qd1", "c8d317aa-norasync-qd128",
+                               "pre-c8d317aa-rasync-qd32"], "20ms"),
+}
+
+
+def copy_jobs(dest: Path, runtime=None) -> Path:
+    d = dest / "jobs"
+    d.mkdir(parents=True)
+    for p in JOBS.iterdir():
+        if p.is_file() and p.suffix in (".fio", ".toml"):
+            text = p.read_text()
+            if runtime and p.suffix == ".fio":
+                text = re.sub(r"^runtime=.*$", f"runtime={runtime}", text, flags=re.M)
+            (d / p.name).write_text(text)
+    return d
+
+
+def outputs(jobs_dir: Path) -> dict:
+    """Every file a run wrote (sidecars, traces), by relative path."""
+    out = {}
+    for sub in ("stats", "traces"):
+        for p in sorted((jobs_dir / sub).rglob("*")) if (jobs_dir / sub).exists() else []:
+            if p.is_file():
+                out[str(p.relative_to(jobs_dir))] = p.read_bytes()
+    return out
+
+
+def run_cli(args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "harness", "simulate", *args], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("job_file", sorted(SHORT))
+def test_shipped_job_file_runs_byte_identically_twice(tmp_path, mdsplit_module, job_file):
+    """Two runs of a shipped job file: exit 0, fio JSON, identical bytes of JSON,
+    sidecars and traces."""
+    sections, runtime = SHORT[job_file]
+    texts, files = [], []
+    d = copy_jobs(tmp_path, runtime)
+    for run in ("a", "b"):   # in one directory: the sidecars name the member paths
+        args = [str(d / job_file), "--output-format", "json", "--output", str(d / "out.json")]
+        for s in sections or []:
+            args += ["--section", s]
+        p = run_cli(args)
+        assert p.returncode == 0, p.stderr
+        texts.append((d / "out.json").read_text())
+        files.append(outputs(d))
+        for sub in ("stats", "traces"):
+            shutil.rmtree(d / sub, ignore_errors=True)
+    assert texts[0] == texts[1]
+    assert files[0].keys() == files[1].keys()
+    for k in files[0]:
+        assert files[0][k] == files[1][k], f"{k} differs between two runs"
+    data = json.loads(texts[0])
+    assert parse_fio_json(texts[0])["jobs"]
+    assert data["mdsplit-simulate"] and data["seed"] == 137
+    for j in data["jobs"]:
+        assert j["error"] == 0, j["jobname"]
+        assert j["read"]["total_ios"] + j["write"]["total_ios"] > 0
+
+
+def test_json_has_fio_fields_and_default_percentiles(tmp_path, mdsplit_module):
+    """read/write/trim carry fio's fields; clat has fio's 17 default percentiles."""
+    d = copy_jobs(tmp_path)
+    r = simulate_job(d / "raid5-split-order.fio", sections=["fixed"])
+    j = r["jobs"][0]
+    for key in ("io_bytes", "io_kbytes", "bw", "bw_bytes", "iops", "runtime", "total_ios",
+                "slat_ns", "clat_ns", "lat_ns"):
+        assert key in j["read"] and key in j["write"] and key in j["trim"]
+    assert list(j["read"]["clat_ns"]["percentile"]) == [f"{p:f}" for p in PERCENTILES]
+    assert j["read"]["io_bytes"] == 2240 << 20
+    assert j["read"]["total_ios"] == 512
+    assert sum(j["latency_ms"].values()) + sum(j["latency_us"].values()) == pytest.approx(100)
+    assert j["read"]["bw_bytes"] == pytest.approx(
+        j["read"]["io_bytes"] / (j["job_runtime"] / 1000), rel=0.01)
+
+
+def test_harness_run_reads_simulate_output_like_fio(tmp_path, mdsplit_module):
+    """run_simulated() gives a FioResult with the sidecars the job names."""
+    d = copy_jobs(tmp_path)
+    res = run_simulated(d / "raid5-split-order.fio", sections=["legacy"])
+    assert res.simulated
+    assert res.job("legacy")["read"]["total_ios"] == 512
+    assert "stats/raid5-legacy.json" in res.sidecars
+    assert res.sidecars["stats/raid5-legacy.json"].device("md0")["r_s"] > 0
+
+
+def test_no_data_gives_the_same_figures(tmp_path, mdsplit_module):
+    """Members that go nowhere (--no-data) give the same job figures: the
+    virtual clock does not wait on the host's storage."""
+    d = copy_jobs(tmp_path, runtime="1")
+    secs = ["root-fixed-test1", "root-fixed-test2"]
+    a = simulate_job(d / "bfq-groups.fio", sections=secs)
+    b = simulate_job(d / "bfq-groups.fio", sections=secs, data=False)
+    assert [j["write"] for j in a["jobs"]] == [j["write"] for j in b["jobs"]]
+
+
+def test_seed_override_changes_random_offsets_and_is_recorded(tmp_path, mdsplit_module):
+    """--seed N: recorded, and a different seed gives other random offsets."""
+    write_stack(tmp_path)
+    sectors = []
+    for seed in (1, 2, 1):
+        (tmp_path / "r.fio").write_text(job_text(
+            f"[j]\nrw=randread\nsize=4m\nio_size=64k\nmdsplit_trace=traces/s{seed}\n"))
+        r = simulate_job(tmp_path / "r.fio", seed=seed)
+        assert r["seed"] == seed
+        ev = mdsplit_module.read_blktrace(str(tmp_path / f"traces/s{seed}/md0.blktrace.0"))
+        sectors.append([e["sector"] for e in ev if e["action"] == "Q"])
+    assert sectors[0] == sectors[2] and sectors[0] != sectors[1]
+
+
+def write_stack(d: Path, extra="") -> Path:
+    (d / "null.toml").write_text(
+        '[device]\nkind = "passthrough"\n' + extra +
+        '\n[[members]]\npath = "m0.img"\nsize = "64m"\nbackend = "ram"\nmodel = "nvme"\n')
+    return d / "null.toml"
+
+
+def job_text(body):
+    return ("[global]\nioengine=external:/usr/local/lib/mdsplit/libmdsplit.so\n"
+            "mdsplit_config=null.toml\nfilename=md0\ndirect=1\n" + body)
+
+
+def test_unsupported_pattern_option_is_one_line_exit_2(tmp_path, mdsplit_module):
+    """An option that changes the I/O pattern and is not modelled: exit 2, one line naming it."""
+    write_stack(tmp_path)
+    (tmp_path / "z.fio").write_text(job_text("[j]\nrw=read\nzonemode=zbd\n"))
+    p = run_cli([str(tmp_path / "z.fio")])
+    assert p.returncode == 2
+    assert p.stderr.strip() == "simulate: option 'zonemode' is not supported in virtual time"
+
+
+def test_reporting_options_are_accepted(tmp_path, mdsplit_module):
+    """write_bw_log / log_avg_msec / group_reporting only change fio's reports."""
+    write_stack(tmp_path)
+    (tmp_path / "r.fio").write_text(job_text(
+        "[j]\nrw=read\nsize=1m\nwrite_bw_log=x\nlog_avg_msec=100\ngroup_reporting\n"))
+    r = simulate_job(tmp_path / "r.fio")
+    assert r["jobs"][0]["read"]["io_bytes"] == 1 << 20
+
+
+def test_bad_config_gives_the_loaders_error_line(tmp_path, mdsplit_module):
+    """A bad mdsplit_config: the loader's one line (as the engine prints it), exit 1."""
+    write_stack(tmp_path, extra='bogus_key = 1\n')
+    (tmp_path / "b.fio").write_text(job_text("[j]\nrw=read\n"))
+    with pytest.raises(mdsplit_module.ConfigError) as e:
+        mdsplit_module.load_stack_text((tmp_path / "null.toml").read_text(), str(tmp_path))
+    p = run_cli([str(tmp_path / "b.fio")])
+    assert p.returncode == 1
+    line = p.stderr.strip()
+    assert "\n" not in line and line.startswith("mdsplit:")
+    assert str(e.value).removeprefix("mdsplit: ") in line
+
+
+def test_numjobs_subjobs_get_offset_increment_and_numbered_sidecars(tmp_path, mdsplit_module):
+    """numjobs=3 with offset_increment: three jobs, sidecars FILE, FILE.1, FILE.2."""
+    write_stack(tmp_path)
+    (tmp_path / "n.fio").write_text(job_text(
+        "thread=1\n[j]\nrw=write\nbs=4k\nsize=1m\nnumjobs=3\noffset_increment=16m\n"
+        "mdsplit_stats=stats/n.json\nmdsplit_trace=traces/n\n"))
+    r = simulate_job(tmp_path / "n.fio")
+    assert [j["jobname"] for j in r["jobs"]] == ["j", "j", "j"]
+    assert all(j["write"]["io_bytes"] == 1 << 20 for j in r["jobs"])
+    assert sorted(p.name for p in (tmp_path / "stats").iterdir()) == ["n.json", "n.json.1",
+                                                                     "n.json.2"]
+    events = mdsplit_module.read_blktrace(str(tmp_path / "traces/n/md0.blktrace.0"))
+    starts = {e["sector"] * 512 // (16 << 20) for e in events if e["action"] == "Q"}
+    assert starts == {0, 1, 2}
+
+
+def test_thread_jobs_share_one_stack_forked_jobs_do_not(tmp_path, mdsplit_module):
+    """thread=1 jobs on one stack+label: one device (one sidecar covering both);
+    forked ones each their own."""
+    write_stack(tmp_path)
+    for thread in ("0", "1"):
+        (tmp_path / "t.fio").write_text(job_text(
+            f"thread={thread}\n[a]\nrw=read\nsize=1m\nmdsplit_stats=stats/a{thread}.json\n"
+            f"[b]\nrw=read\nsize=1m\nmdsplit_stats=stats/b{thread}.json\n"))
+        simulate_job(tmp_path / "t.fio")
+    md0 = {n: json.loads((tmp_path / f"stats/{n}.json").read_text())["devices"][0]
+           for n in ("a0", "b0", "a1", "b1")}
+    assert md0["a0"]["read"]["sectors"] == 2048          # its own device
+    assert md0["a1"]["read"]["sectors"] == 4096          # both jobs' I/O
+    assert md0["a1"] == md0["b1"]
+
+
+def test_stonewall_orders_groups_and_startdelay_counts_from_the_start(tmp_path, mdsplit_module):
+    """stonewall: the second group starts when the first has ended; startdelay
+    counts from the run's start (fio's genesis)."""
+    write_stack(tmp_path)
+    (tmp_path / "s.fio").write_text(job_text(
+        "[a]\nrw=read\nsize=4m\n[b]\nstonewall\nrw=read\nsize=4m\n"
+        "[c]\nrw=read\nsize=4m\nstartdelay=10ms\n"))
+    r = simulate_job(tmp_path / "s.fio")
+    a, b, c = r["jobs"]
+    assert (a["groupid"], b["groupid"], c["groupid"]) == (0, 1, 1)
+    assert b["job_start_ns"] == a["job_end_ns"]
+    assert c["job_start_ns"] == max(10_000_000, a["job_end_ns"])
+
+
+def test_rate_iops_limits_the_job(tmp_path, mdsplit_module):
+    """rate_iops=1000 for 100 ms gives 100 I/Os."""
+    write_stack(tmp_path)
+    (tmp_path / "r.fio").write_text(job_text(
+        "[j]\nrw=randread\nrate_iops=1000\nruntime=100ms\ntime_based=1\n"))
+    r = simulate_job(tmp_path / "r.fio")
+    assert r["jobs"][0]["read"]["total_ios"] == pytest.approx(100, abs=1)
+
+
+def test_verify_reads_back_what_was_written(tmp_path, mdsplit_module):
+    """verify=crc32c: the written blocks are read back and compared (no errors on ram)."""
+    write_stack(tmp_path)
+    (tmp_path / "v.fio").write_text(job_text(
+        "[j]\nrw=randwrite\nbsrange=4k-64k\nsize=4m\niodepth=8\nverify=crc32c\n"))
+    j = simulate_job(tmp_path / "v.fio")["jobs"][0]
+    assert j["error"] == 0 and j["verify_errors"] == 0
+    assert j["read"]["io_bytes"] >= 4 << 20
+
+
+def test_rwmixread_splits_directions(tmp_path, mdsplit_module):
+    """randrw with rwmixread=70: about 70 % of the I/Os are reads."""
+    write_stack(tmp_path)
+    (tmp_path / "m.fio").write_text(job_text("[j]\nrw=randrw\nrwmixread=70\nsize=16m\n"))
+    j = simulate_job(tmp_path / "m.fio")["jobs"][0]
+    reads, writes = j["read"]["total_ios"], j["write"]["total_ios"]
+    assert 0.65 < reads / (reads + writes) < 0.75
+
+
+def test_simulate_error_is_raised_for_trim(tmp_path, mdsplit_module):
+    """rw=trim is not modelled: SimulateError naming it."""
+    write_stack(tmp_path)
+    (tmp_path / "t.fio").write_text(job_text("[j]\nrw=trim\n"))
+    with pytest.raises(SimulateError, match="option 'rw=trim' is not supported"):
+        simulate_job(tmp_path / "t.fio")
+
+
+# --- the two clocks agree where the host keeps up -------------------------------
+# The real-clock run of the same job file, through the installed engine (the
+# job files load /usr/local/lib/mdsplit/libmdsplit.so). bfq-groups.fio is not
+# here: its slow-motion device (4k writes at ~23 us x 32) is faster than this
+# 2-vCPU host's file writes under load, so the real run is host-bound (measured:
+# 2984 vs 5389 KiB/s for one writer), and uring-buffered-ra.fio's real run
+# shares two CPUs with its io-wq workers (README, seed 003).
+AGREEING = ["raid5-split-order.fio", "bio-align.fio"]
+
+
+@pytest.mark.parametrize("job_file", AGREEING)
+def test_virtual_and_real_clock_agree_within_15_percent(tmp_path, mdsplit_module, job_file):
+    """bw and iops of each job: simulate vs real fio of the same job file, within 15 %."""
+    from harness.fio_runner import run_fio
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed on this machine")
+    if not Path("/usr/local/lib/mdsplit/libmdsplit.so").exists():
+        pytest.skip("the job files' engine /usr/local/lib/mdsplit/libmdsplit.so is not installed")
+    import os
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if load > 2 * cpus:
+        # A real-clock run then measures the other tenants (measured here at
+        # load 8 on 2 vCPUs: read-original 1.30x slower than its model).
+        pytest.skip(f"this machine is busy (load {load:.1f} on {cpus} CPUs): the real-clock "
+                    "run would not keep up with the model")
+    d = copy_jobs(tmp_path)
+    real = run_fio(d / job_file)
+    sim = simulate_job(d / job_file)
+    for a, b in zip(real.jobs, sim["jobs"]):
+        assert a["jobname"] == b["jobname"]
+        for ddir in ("read", "write"):
+            if not a[ddir]["total_ios"]:
+                continue
+            for key in ("bw", "iops"):
+                ratio = b[ddir][key] / a[ddir][key]
+                assert 0.85 <= ratio <= 1.15, f"{a['jobname']} {ddir} {key}: {ratio:.3f}"
