@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/config_loader.h"
+#include "core/device_safety.h"
 #include "core/fio_job_model.h"
 #include "core/stack.h"
 
@@ -172,13 +173,20 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
     size_t i = 0;
     for (const py::handle& h : stacks) {
         py::dict d = py::reinterpret_borrow<py::dict>(h);
-        check_keys(d, {"config", "label", "trace_dir", "writable"}, "stack " + std::to_string(i));
+        check_keys(d, {"config", "label", "trace_dir", "writable", "allow_mounted_write"},
+                   "stack " + std::to_string(i));
         sim.configs.push_back(load_stack_file(d["config"].cast<std::string>()));
-        if (!data) drop_member_data(sim.configs.back());
         StackOptions so;
         so.label = get<std::string>(d, "label", "md0");
         so.trace_dir = get<std::string>(d, "trace_dir", "");
         so.writable = get<bool>(d, "writable", true);
+        // The engine's device safety, before anything is opened: simulate
+        // writes the members as fio with the engine would.
+        DeviceSafetyOptions safety;
+        safety.writes = so.writable && data;
+        safety.allow_mounted_write = get<bool>(d, "allow_mounted_write", false);
+        check_device_safety(sim.configs.back(), safety);
+        if (!data) drop_member_data(sim.configs.back());
         so.open_direct = true;  // as the engine: members stay O_DIRECT
         sim.options.push_back(so);
         i++;

@@ -10,7 +10,8 @@ This module turns the parsed job file (harness/jobfile.py) into the core's
 FioJobSpec dicts with the engine's rules (engine/fio/mdsplit_engine.cpp
 mdsplit_setup: the stack of a job is its mdsplit_config + filename label;
 thread=1 jobs naming the same ones share it, other jobs get their own;
-writable when the job writes or verifies; the scheduling identity from
+writable when any job of the run naming the stack file may write, with the
+engine's device safety checks before anything opens; the scheduling identity from
 prio/prioclass and mdsplit_group/_weight), refuses options that would
 change the I/O pattern and are not modelled, and builds fio's JSON.
 Paths in the job file are relative to the job file's directory (the
@@ -174,6 +175,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
     stacks, stack_keys, specs, meta = [], {}, [], []
     phase = -1
     all_configs = {}
+    job_order, run_writes, allow_mounted = [], {}, {}
     for index, job in enumerate(jf.jobs):
         _check_options(job)
         o = job.options
@@ -189,10 +191,11 @@ def build_run(job_file, sections=None, seed=None, env=None):
                 raise SimulateError("mdsplit: filename must name exactly one virtual device "
                                     f"(e.g. md0); got {label or 'none'}", 1)
             thread = parse_bool("thread", o.get("thread", "0"))
-            gw = parse_int("mdsplit_group_weight", o.get("mdsplit_group_weight", "100"))
+            gw_text = o.get("mdsplit_group_weight", "100")
+            gw = int(gw_text) if gw_text.lstrip("-").isdigit() else 0
             if not 1 <= gw <= 1000:
-                raise SimulateError(f"mdsplit: mdsplit_group_weight={gw} is out of range; "
-                                    "allowed: 1..1000", 1)
+                raise SimulateError(f"mdsplit: mdsplit_group_weight={gw_text} is not a group "
+                                    "weight; allowed: an integer 1..1000", 1)
             random, read_pct = _pattern(o)
             bs, bs_max, align = _block_sizes(o)
             direct = parse_bool("direct", o.get("direct", "0"))
@@ -200,7 +203,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
                 direct = not parse_bool("buffered", o["buffered"])
             verify = o.get("verify", "0") not in ("0", "null") and \
                 parse_bool("do_verify", o.get("do_verify", "1"))
-            writes = read_pct < 100
+            writes = read_pct < 100 or bool(o.get("read_iolog"))
             offset = parse_size("offset", o.get("offset", "0")) + job.subjob * \
                 parse_size("offset_increment", o.get("offset_increment", "0"))
             if job.stonewall or phase < 0:
@@ -222,12 +225,17 @@ def build_run(job_file, sections=None, seed=None, env=None):
             raise SimulateError(str(e)) from None
         key = (config_path, label) if thread else (config_path, label, index)
         all_configs.setdefault(config_path, []).append((job, thread))
+        job_order.append((config_path, job))
+        # As the engine: a stack opens read-write when any job of the run
+        # naming its stack file may write (set on every stack below).
+        run_writes[config_path] = run_writes.get(config_path, False) or writes
+        allow_mounted[config_path] = allow_mounted.get(config_path, False) or \
+            parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
         if key not in stack_keys:
             stack_keys[key] = len(stacks)
             trace = o.get("mdsplit_trace")
             stacks.append({"config": config_path, "label": label,
-                           "trace_dir": _resolve(base, trace) if trace else "",
-                           "writable": writes or verify})
+                           "trace_dir": _resolve(base, trace) if trace else ""})
         stats = o.get("mdsplit_stats")
         if stats:
             stats = _resolve(base, stats) + (f".{job.subjob}" if job.subjob else "")
@@ -263,11 +271,15 @@ def build_run(job_file, sections=None, seed=None, env=None):
             raise SimulateError("simulate: time_based needs a runtime")
         specs.append(spec)
         meta.append({"job": job, "stats": stats})
-    # mdsplit_setup: a raid5 or bfq device named by several jobs needs one owner.
+    for st in stacks:
+        st["writable"] = run_writes[st["config"]]
+        st["allow_mounted_write"] = allow_mounted[st["config"]]
+    # mdsplit_setup: a raid5 or bfq device named by several forked jobs
+    # that may run at the same time (no stonewall between them) needs one owner.
     mdsplit = paths.import_mdsplit()
     for config_path, users in all_configs.items():
         forked = [j for j, thread in users if not thread]
-        if len(users) > 1 and forked:
+        if len(users) > 1 and forked and _may_overlap(job_order, config_path):
             text = Path(config_path).read_text()
             # the loader's own view of the stack (kind, scheduler)
             kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
@@ -277,8 +289,9 @@ def build_run(job_file, sections=None, seed=None, env=None):
                 names = [j.name for j, _ in users]
                 raise SimulateError(
                     f"mdsplit: jobs {names[0]} and {names[1]} share the device of "
-                    f"{config_path} ({kind}), which needs one owner: add thread=1 so they "
-                    "share it in one process", 1)
+                    f"{config_path} ({kind}) and may run at the same time, but it needs one "
+                    "owner: add thread=1 so they share it in one process, or stonewall so "
+                    "they run one after another", 1)
     for st in stacks:
         try:
             mdsplit.load_stack_text(Path(st["config"]).read_text(),
@@ -290,6 +303,20 @@ def build_run(job_file, sections=None, seed=None, env=None):
             raise SimulateError(msg if msg.startswith("mdsplit:") else "mdsplit: " + msg,
                                 1) from None
     return jf, stacks, specs, meta, base_seed
+
+
+def _may_overlap(job_order, config_path):
+    """Two jobs naming config_path with no stonewall between them (the
+    engine's stack_use(): a stonewall waits for every job before it)."""
+    seen, stonewall_since = False, False
+    for path, job in job_order:
+        stonewall_since = stonewall_since or bool(job.stonewall)
+        if path != config_path:
+            continue
+        if seen and not stonewall_since:
+            return True
+        seen, stonewall_since = True, False
+    return False
 
 
 def _toml_value(text, key):

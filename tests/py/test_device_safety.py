@@ -180,3 +180,17 @@ def test_iolog_replay_without_rw_may_write(tmp_path, engine):
     assert result.returncode == 0, result.stderr
     [j] = result.jobs
     assert j["error"] == 0 and j["write"]["io_bytes"] == 16 * 65536, j["write"]
+
+
+def test_simulate_refuses_an_ext4_device_as_the_engine_does(tmp_path, engine, ext4_loop):
+    """harness simulate writes members as the engine would, so it refuses an
+    ext4 device for a writing job with the same line, and leaves it unchanged."""
+    dev, _ = ext4_loop
+    jobfile = job(tmp_path, engine, "[w]\nrw=write\n", f'[[members]]\npath = "{dev}"\n')
+    before = digest(dev)
+    r = subprocess.run(["/usr/bin/python3", "-m", "harness", "simulate", str(jobfile)],
+                       capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert r.returncode != 0
+    assert "carries an ext2/3/4 file system signature" in r.stderr, r.stderr
+    assert digest(dev) == before
