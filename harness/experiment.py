@@ -10,7 +10,9 @@ where jobs_dir is a fresh copy of jobs/ to run from, out_dir the report
 directory for this experiment, and progress(step_text) is called before each
 fio run.
 """
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -27,3 +29,18 @@ class ExperimentResult:
     raw: dict = field(default_factory=dict)
     # The experiment's own verdicts on expectations: [(description, passed: bool, detail)]
     checks: list = field(default_factory=list)
+
+
+def simulate_copy(jobs_dir: Path, job: str, out_dir: Path):
+    """The job file on the virtual clock (`harness simulate`), run from a
+    copy of jobs_dir's job and stack files under out_dir/virtual-jobs, so
+    that its sidecars and member files never mix with the real-clock run's.
+    Returns a FioResult like run_fio's. Deterministic: the figures an
+    experiment checks against a thread come from here."""
+    from harness.fio_runner import run_simulated
+    copy = out_dir / "virtual-jobs"
+    copy.mkdir(parents=True, exist_ok=True)
+    for p in Path(jobs_dir).iterdir():
+        if p.is_file() and p.suffix in (".fio", ".toml"):
+            shutil.copy(p, copy / p.name)
+    return run_simulated(copy / job)

@@ -2,7 +2,7 @@
 on 8 SATA SSDs with 64 KiB chunks, legacy vs fixed."""
 from pathlib import Path
 
-from harness.experiment import ExperimentResult
+from harness.experiment import ExperimentResult, simulate_copy
 from harness.fio_runner import run_fio
 
 NAME = "raid5"
@@ -55,9 +55,9 @@ def seek_totals(members: list) -> tuple:
     return buckets, count, zero
 
 
-def iostat_table(variant: str, md0: dict, sd: dict) -> str:
+def iostat_table(variant: str, md0: dict, sd: dict, clock: str = "virtual clock") -> str:
     head = f"{'Device':<14}" + "".join(f"{c:>10}" for c, _ in COLUMNS)
-    lines = [f"{variant}: iostat (ours, then the thread's)", head]
+    lines = [f"{variant}: iostat (ours on the {clock}, then the thread's)", head]
     for label, ours, theirs in (("md0", md0, THREAD[variant]["md0"]),
                                 ("sd* (mean)", sd, THREAD[variant]["sd"])):
         lines.append(f"{label:<14}" + "".join(f"{ours.get(k, 0):>10.2f}" for _, k in COLUMNS))
@@ -78,34 +78,47 @@ def seek_table(variant: str, buckets: list, count: int, zero: int) -> str:
     return "\n".join(lines)
 
 
+def variant_figures(fio, v: str) -> tuple:
+    """One variant's iostat rows, seek buckets and metrics from a run's fio
+    JSON and sidecar (the virtual-clock run and the real one alike)."""
+    job = fio.job(v)
+    sidecar = fio.sidecars[f"stats/raid5-{v}.json"]
+    scale = sidecar.time_scale
+    md0 = iostat_row(sidecar.virtual, scale)
+    sd = member_mean(sidecar.members, scale)
+    buckets, count, zero = seek_totals(sidecar.members)
+    metrics = {
+        "md0_MBps": job["read"]["bw_bytes"] / 1e6 * scale,
+        "seek_zero_pct": 100.0 * zero / count if count else 0.0,
+        "sd_rareq_kb": sd["rareq_sz_kb"],
+        "sd_pct_rrqm": sd["pct_rrqm"],
+        "sd_r_await_ms": sd["r_await_ms"],
+        "member_MBps": sd["rMB_s"],
+        "member_rareq_sz_kb": sd["rareq_sz_kb"],
+    }
+    return md0, sd, (buckets, count, zero), metrics, sidecar
+
+
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
-    progress("fio raid5-split-order.fio (legacy, then fixed)")
+    # The checked figures: the job file on the virtual clock (deterministic).
+    progress("simulate raid5-split-order.fio (virtual clock: the checked figures)")
+    virtual = simulate_copy(jobs_dir, "raid5-split-order.fio", out_dir)
+    # This machine: the same job file through fio and the engine, real clock.
+    progress("fio raid5-split-order.fio (legacy, then fixed; this machine)")
     fio = run_fio(jobs_dir / "raid5-split-order.fio")
     result.raw["fio"] = fio.fio
+    result.raw["simulate"] = virtual.fio
     seeks = {}
     for v in VARIANTS:
-        job = fio.job(v)
-        sidecar = fio.sidecars[f"stats/raid5-{v}.json"]
-        scale = sidecar.time_scale
-        md0 = iostat_row(sidecar.virtual, scale)
-        sd = member_mean(sidecar.members, scale)
-        buckets, count, zero = seek_totals(sidecar.members)
+        md0, sd, (buckets, count, zero), metrics, sidecar = variant_figures(virtual, v)
         seeks[v] = dict(zip(SEEK_LABELS, buckets))
         result.raw[f"sidecar_{v}"] = sidecar.devices
-        zero_pct = 100.0 * zero / count if count else 0.0
-        fio_mbps = job["read"]["bw_bytes"] / 1e6 * scale
         result.tables.append(iostat_table(v, md0, sd))
         result.tables.append(seek_table(v, buckets, count, zero))
-        result.metrics.update({
-            f"{v}.md0_MBps": fio_mbps,
-            f"{v}.seek_zero_pct": zero_pct,
-            f"{v}.sd_rareq_kb": sd["rareq_sz_kb"],
-            f"{v}.sd_pct_rrqm": sd["pct_rrqm"],
-            f"{v}.sd_r_await_ms": sd["r_await_ms"],
-            f"{v}.member_MBps": sd["rMB_s"],
-            f"{v}.member_rareq_sz_kb": sd["rareq_sz_kb"],
-        })
+        result.metrics.update({f"{v}.{k}": x for k, x in metrics.items()})
+        machine = variant_figures(fio, v)[3]
+        result.metrics.update({f"machine.{v}.{k}": x for k, x in machine.items()})
     m = result.metrics
     ratio = m["fixed.md0_MBps"] / m["legacy.md0_MBps"]
     result.tables.append(
@@ -114,7 +127,11 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         f"zero-distance seeks: legacy {m['legacy.seek_zero_pct']:.1f}%, fixed "
         f"{m['fixed.seek_zero_pct']:.1f}% (thread: 45.5% -> 75.0%)\n"
         "Note: the order follows block/blk-core.c's two-list loop, not the thread's FIFO prose "
-        "(README, \"RAID5 split order\").")
+        "(README, \"RAID5 split order\").\n"
+        f"this machine (real-clock fio, not checked): legacy {m['machine.legacy.md0_MBps']:.0f} "
+        f"MB/s, fixed {m['machine.fixed.md0_MBps']:.0f} MB/s; virtual / real: legacy "
+        f"{m['legacy.md0_MBps'] / m['machine.legacy.md0_MBps']:.2f}, fixed "
+        f"{m['fixed.md0_MBps'] / m['machine.fixed.md0_MBps']:.2f}")
     try:
         from harness import plots
         path = out_dir / "raid5-seek-histogram.png"
