@@ -16,6 +16,7 @@
 #include "core/bfq_scheduler.h"
 #include "core/blktrace_writer.h"
 #include "core/buffered_io.h"
+#include "core/device_time.h"
 #include "core/json_text.h"
 #include "core/passthrough_device.h"
 #include "core/raid5_device.h"
@@ -63,28 +64,15 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
                 backend = std::make_unique<NullBackend>(loop_, m.size);
                 break;
         }
-        if (m.model) {
-            TimingModelConfig model = *m.model;
-            double k = config.device.time_scale;
-            if (k != 1.0) {  // slow motion (DeviceConfig::time_scale)
-                auto times = [k](uint64_t ns) { return uint64_t(double(ns) * k); };
-                auto rate = [k](uint64_t bps) { return uint64_t(double(bps) / k); };
-                model.command_ns = times(model.command_ns);
-                model.write_command_ns = times(model.write_command_ns);
-                model.random_penalty_ns = times(model.random_penalty_ns);
-                if (model.write_random_penalty_ns != ~uint64_t(0))
-                    model.write_random_penalty_ns = times(model.write_random_penalty_ns);
-                model.random_command_ns = times(model.random_command_ns);
-                model.jitter_ns = times(model.jitter_ns);
-                model.bandwidth_bps = rate(model.bandwidth_bps);
-                model.write_bandwidth_bps = rate(model.write_bandwidth_bps);
-            }
-            backend = std::make_unique<TimedBackend>(loop_, std::move(backend), model);
-        }
-        // [members.faults]: outermost, so a failed request costs no model time.
+        const DeviceTime device_time(config.device.time_scale);
+        if (m.model)
+            backend = std::make_unique<TimedBackend>(loop_, std::move(backend),
+                                                     device_time.model(*m.model));
+        // [members.faults]: outermost, so a failed request costs no model
+        // time. Its delays are the device's, so slow motion stretches them too.
         if (m.faults)
-            backend =
-                std::make_unique<FaultInjector>(loop_, std::move(backend), *m.faults, start_ns_);
+            backend = std::make_unique<FaultInjector>(loop_, std::move(backend),
+                                                      device_time.faults(*m.faults), start_ns_);
         MemberQueueLimits limits;
         limits.max_sectors = uint32_t(m.max_sectors_bytes >> kSectorShift);
         limits.queue_depth = m.queue_depth;

@@ -248,3 +248,26 @@ mdsplit_stats=stats/two.json
     assert "Input/output error" in result.stderr
     md0 = result.sidecars["stats/two.json"].device("md0")
     assert md0["read"]["ios"] + md0["write"]["ios"] > 0
+
+
+@pytest.mark.parametrize("scale", [1, 4])
+def test_fault_delays_are_device_time(mdsplit_module, tmp_path, scale):
+    """A latency spike and fail_at are the device's times: slow motion
+    (time_scale k) stretches them k times, as it stretches the model."""
+    spike = ('[device]\ntime_scale = %d\n[[members]]\nbackend = "ram"\nsize = "4m"\n'
+             'faults = { latency_spike = { every = 1, extra = "1ms" } }\n' % scale)
+    r = mdsplit_module.Simulation(spike, str(tmp_path)).run_workload(
+        "randread", 4096, iodepth=1, total=4096 * 10)
+    assert r["mean_latency_ns"] == 1_000_000 * scale
+    # A member failing at 1 ms of device time: behind a 100 us (device time)
+    # model, the 10th read (at 0.9..1.0 ms device time) still succeeds, the 11th fails.
+    dying = ('[device]\ntime_scale = %d\n[[members]]\nbackend = "ram"\nsize = "4m"\n'
+             'model = { command = "100us", bandwidth = 1_000_000_000_000, parallelism = 1 }\n'
+             'faults = { fail_at = "1ms" }\n' % scale)
+    sim = mdsplit_module.Simulation(dying, str(tmp_path))
+    errors = []
+    for i in range(12):
+        sim.submit("read", i * 4096, 4096)
+        [done] = sim.run()
+        errors.append(done["error"])
+    assert errors[:10] == [0] * 10 and errors[10] != 0, errors
