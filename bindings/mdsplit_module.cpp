@@ -296,6 +296,7 @@ void register_simulate(pybind11::module_& m);
 
 PYBIND11_MODULE(mdsplit, m) {
     m.doc() = "mdsplit: a userspace block-layer laboratory (virtual-time core)";
+    m.attr("__version__") = MDSPLIT_VERSION;  // CMakeLists.txt project(VERSION)
     py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
 
     py::class_<Simulation>(m, "Simulation")

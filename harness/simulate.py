@@ -416,7 +416,8 @@ def fio_json(jf, specs, meta, raw, seed, data=True):
         if r["verify_errors"] and not j["error"]:
             j["error"] = 84  # EILSEQ, as fio reports a verify failure
         jobs.append(j)
-    return {"mdsplit-simulate": VERSION, "seed": seed, "virtual_time": True, "data": data,
+    return {"mdsplit-simulate": VERSION, "mdsplit-version": paths.import_mdsplit().__version__,
+            "seed": seed, "virtual_time": True, "data": data,
             "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"], "jobs": jobs}
 
 
