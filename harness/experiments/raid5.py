@@ -24,6 +24,14 @@ THREAD = {
                      "r_await_ms": 0.44, "rareq_sz_kb": 112.00, "aqu_sz": 2.68, "pct_util": 86.50},
               "seek_zero_pct": 75.0},
 }
+# The thread's member seek histograms (seed 000 lines 86-97 and 116-123), in
+# its tool's convention: rows (lo, hi] KiB, a 64 KiB distance in "32 .. 64".
+THREAD_SEEKS = {
+    "legacy": {"count": 55175, "zero": 25079,
+               "buckets": [25079, 0, 0, 0, 0, 0, 12540, 2508, 0, 10032, 5016, 0]},
+    "fixed": {"count": 28644, "zero": 21483,
+              "buckets": [21483, 0, 0, 0, 0, 0, 7161, 0, 0, 0, 0, 0]},
+}
 SEEK_LABELS = ["0 .. 1", "1 .. 2", "2 .. 4", "4 .. 8", "8 .. 16", "16 .. 32", "32 .. 64",
                "64 .. 128", "128 .. 256", "256 .. 512", "512 .. 1024", ">= 1024"]
 COLUMNS = [("r/s", "r_s"), ("rMB/s", "rMB_s"), ("rrqm/s", "rrqm_s"), ("%rrqm", "pct_rrqm"),
@@ -48,8 +56,10 @@ def member_mean(members: list, scale: float) -> dict:
     return iostat_row(mean, scale)
 
 
-def seek_totals(members: list) -> tuple:
-    buckets = [sum(m["seek"]["buckets_kb"][i] for m in members) for i in range(len(SEEK_LABELS))]
+def seek_totals(members: list, key: str = "buckets_kb") -> tuple:
+    """Seek buckets summed over the members: key "buckets_kb" is ours ([lo, hi)
+    KiB), "buckets_kb_thread" the thread's tool's convention ((lo, hi] KiB)."""
+    buckets = [sum(m["seek"][key][i] for m in members) for i in range(len(SEEK_LABELS))]
     count = sum(m["seek"]["count"] for m in members)
     zero = sum(m["seek"]["zero_count"] for m in members)
     return buckets, count, zero
@@ -66,8 +76,27 @@ def iostat_table(variant: str, md0: dict, sd: dict, clock: str = "virtual clock"
     return "\n".join(lines)
 
 
-def seek_table(variant: str, buckets: list, count: int, zero: int) -> str:
-    lines = [f"{variant}: io seek for sd* (D events, all members)",
+def seek_pcts(buckets: list, count: int) -> list:
+    return [100.0 * n / count if count else 0.0 for n in buckets]
+
+
+def seek_compare_table(variant: str, buckets: list, count: int) -> str:
+    """Ours and the thread's, both in the thread's convention ((lo, hi] KiB)."""
+    ours = seek_pcts(buckets, count)
+    t = THREAD_SEEKS[variant]
+    theirs = seek_pcts(t["buckets"], t["count"])
+    lines = [f"{variant}: seek histogram in the thread's convention ((lo, hi] KiB: 64 KiB is "
+             f"\"32 .. 64\"), ours (virtual clock) vs the thread's, % of seeks",
+             f"{'(lo, hi] KiB':>15}   {'ours':>7} {'thread':>7} {'diff':>7}"]
+    for label, a, b in zip(SEEK_LABELS, ours, theirs):
+        lab = "> 1024" if label == ">= 1024" else label
+        lines.append(f"{lab:>15}   {a:7.1f} {b:7.1f} {a - b:+7.1f}")
+    return "\n".join(lines)
+
+
+def seek_table(variant: str, buckets: list, count: int, zero: int,
+               convention: str = "ours: [lo, hi) KiB, 64 KiB is \"64 .. 128\"") -> str:
+    lines = [f"{variant}: io seek for sd* (D events, all members; {convention})",
              "Read|Write seek", f"cnt {count}, zero cnt {zero}",
              ">=(KB) .. <(KB)     : count      ratio |distribution                            |"]
     top = max(buckets) or 1
@@ -116,6 +145,13 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         result.raw[f"sidecar_{v}"] = sidecar.devices
         result.tables.append(iostat_table(v, md0, sd))
         result.tables.append(seek_table(v, buckets, count, zero))
+        tbuckets = seek_totals(sidecar.members, "buckets_kb_thread")[0]
+        result.tables.append(seek_table(v, tbuckets, count, zero,
+                                        "thread's convention: (lo, hi] KiB, 64 KiB is \"32 .. 64\""))
+        result.tables.append(seek_compare_table(v, tbuckets, count))
+        for label, pct in zip(SEEK_LABELS, seek_pcts(tbuckets, count)):
+            key = label.replace(" .. ", "_").replace(">= ", "gt")
+            result.metrics[f"{v}.seek_thread_pct_{key}"] = pct
         result.metrics.update({f"{v}.{k}": x for k, x in metrics.items()})
         machine = variant_figures(fio, v)[3]
         result.metrics.update({f"machine.{v}.{k}": x for k, x in machine.items()})
