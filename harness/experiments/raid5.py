@@ -118,6 +118,11 @@ def variant_figures(fio, v: str) -> tuple:
     buckets, count, zero = seek_totals(sidecar.members)
     metrics = {
         "md0_MBps": job["read"]["bw_bytes"] / 1e6 * scale,
+        "md0_r_s": md0["r_s"],
+        "md0_rMB_s": md0["rMB_s"],
+        "member_r_s": sd["r_s"],
+        "member_rrqm_s": sd["rrqm_s"],
+        "member_pct_rrqm": sd["pct_rrqm"],
         "seek_zero_pct": 100.0 * zero / count if count else 0.0,
         "sd_rareq_kb": sd["rareq_sz_kb"],
         "sd_pct_rrqm": sd["pct_rrqm"],
