@@ -6,7 +6,7 @@ from harness.experiment import ExperimentResult, simulate_copy
 from harness.fio_runner import run_fio
 
 NAME = "raid5"
-TITLE = "md RAID5 recursive split order (dd bs=4480k, 8 x sata-ssd, 64 KiB chunks)"
+TITLE = "md RAID5 recursive split order (dd bs=4480k, 8 x sas-ssd-seed000 (fitted on the fixed column), 64 KiB chunks)"
 SEEDS = ["000_fa5278d1f568ad45.txt", "002_8e50d1a4837276ef.txt"]
 VARIANTS = ["legacy", "fixed"]
 
