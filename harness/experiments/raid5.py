@@ -134,6 +134,26 @@ def variant_figures(fio, v: str) -> tuple:
     return md0, sd, (buckets, count, zero), metrics, sidecar
 
 
+def fit_table(m: dict) -> str:
+    """The member model's fit (fixed column, member rMB/s only) and what it
+    predicts (jobs/models.toml, [models.sas-ssd-seed000])."""
+    rows = [("fitted", "fixed", "member_MBps", "sd", "rMB_s"),
+            ("fit check", "fixed", "member_r_s", "sd", "r_s"),
+            ("fit check", "fixed", "sd_r_await_ms", "sd", "r_await_ms"),
+            ("prediction", "fixed", "md0_MBps", "md0", "rMB_s"),
+            ("prediction", "legacy", "md0_MBps", "md0", "rMB_s"),
+            ("prediction", "legacy", "member_MBps", "sd", "rMB_s"),
+            ("prediction", "legacy", "member_r_s", "sd", "r_s"),
+            ("prediction", "legacy", "sd_r_await_ms", "sd", "r_await_ms")]
+    lines = ["member model sas-ssd-seed000: bandwidth fitted on the fixed column's member rMB/s "
+             "only (jobs/models.toml); the rest are checks of the fit or predictions",
+             f"{'role':<11} {'figure':<28} {'ours':>9} {'thread':>9} {'ours/thread':>11}"]
+    for role, v, key, dev, tkey in rows:
+        ours, theirs = m[f"{v}.{key}"], THREAD[v][dev][tkey]
+        lines.append(f"{role:<11} {v + '.' + key:<28} {ours:>9.2f} {theirs:>9.2f} {ours / theirs:>11.3f}")
+    return "\n".join(lines)
+
+
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
     # The checked figures: the job file on the virtual clock (deterministic).
@@ -171,9 +191,10 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         "Note: the order follows block/blk-core.c's two-list loop, not the thread's FIFO prose "
         "(README, \"RAID5 split order\").\n"
         f"this machine (real-clock fio, not checked): legacy {m['machine.legacy.md0_MBps']:.0f} "
-        f"MB/s, fixed {m['machine.fixed.md0_MBps']:.0f} MB/s; virtual / real: legacy "
+        f"MiB/s, fixed {m['machine.fixed.md0_MBps']:.0f} MiB/s; virtual / real: legacy "
         f"{m['legacy.md0_MBps'] / m['machine.legacy.md0_MBps']:.2f}, fixed "
         f"{m['fixed.md0_MBps'] / m['machine.fixed.md0_MBps']:.2f}")
+    result.tables.append(fit_table(m))
     try:
         from harness import plots
         path = out_dir / "raid5-seek-histogram.png"
