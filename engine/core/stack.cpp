@@ -287,6 +287,9 @@ void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, 
           << ", \"buckets_kb\": [";
         for (int i = 0; i < SeekHistogram::kBuckets; i++)
             o << (i ? ", " : "") << h.buckets()[size_t(i)];
+        o << "], \"buckets_kb_thread\": [";
+        for (int i = 0; i < SeekHistogram::kBuckets; i++)
+            o << (i ? ", " : "") << h.thread_buckets()[size_t(i)];
         o << "]}, \"request_sizes\": ";
         member->request_sizes().write_json(o);
         o << ", ";

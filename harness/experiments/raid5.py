@@ -6,7 +6,7 @@ from harness.experiment import ExperimentResult, simulate_copy
 from harness.fio_runner import run_fio
 
 NAME = "raid5"
-TITLE = "md RAID5 recursive split order (dd bs=4480k, 8 x sata-ssd, 64 KiB chunks)"
+TITLE = "md RAID5 recursive split order (dd bs=4480k, 8 x sas-ssd-seed000 (fitted on the fixed column), 64 KiB chunks)"
 SEEDS = ["000_fa5278d1f568ad45.txt", "002_8e50d1a4837276ef.txt"]
 VARIANTS = ["legacy", "fixed"]
 
@@ -24,6 +24,14 @@ THREAD = {
                      "r_await_ms": 0.44, "rareq_sz_kb": 112.00, "aqu_sz": 2.68, "pct_util": 86.50},
               "seek_zero_pct": 75.0},
 }
+# The thread's member seek histograms (seed 000 lines 86-97 and 116-123), in
+# its tool's convention: rows (lo, hi] KiB, a 64 KiB distance in "32 .. 64".
+THREAD_SEEKS = {
+    "legacy": {"count": 55175, "zero": 25079,
+               "buckets": [25079, 0, 0, 0, 0, 0, 12540, 2508, 0, 10032, 5016, 0]},
+    "fixed": {"count": 28644, "zero": 21483,
+              "buckets": [21483, 0, 0, 0, 0, 0, 7161, 0, 0, 0, 0, 0]},
+}
 SEEK_LABELS = ["0 .. 1", "1 .. 2", "2 .. 4", "4 .. 8", "8 .. 16", "16 .. 32", "32 .. 64",
                "64 .. 128", "128 .. 256", "256 .. 512", "512 .. 1024", ">= 1024"]
 COLUMNS = [("r/s", "r_s"), ("rMB/s", "rMB_s"), ("rrqm/s", "rrqm_s"), ("%rrqm", "pct_rrqm"),
@@ -38,7 +46,7 @@ def iostat_row(d: dict, scale: float = 1.0) -> dict:
     for k in ("r_s", "rkB_s", "rrqm_s"):
         row[k] = d[k] * scale
     row["r_await_ms"] = d["r_await_ms"] / scale
-    row["rMB_s"] = row["rkB_s"] * 1024 / 1e6
+    row["rMB_s"] = row["rkB_s"] / 1024  # iostat's rMB/s is MiB/s (sectors / 2048)
     return row
 
 
@@ -48,8 +56,10 @@ def member_mean(members: list, scale: float) -> dict:
     return iostat_row(mean, scale)
 
 
-def seek_totals(members: list) -> tuple:
-    buckets = [sum(m["seek"]["buckets_kb"][i] for m in members) for i in range(len(SEEK_LABELS))]
+def seek_totals(members: list, key: str = "buckets_kb") -> tuple:
+    """Seek buckets summed over the members: key "buckets_kb" is ours ([lo, hi)
+    KiB), "buckets_kb_thread" the thread's tool's convention ((lo, hi] KiB)."""
+    buckets = [sum(m["seek"][key][i] for m in members) for i in range(len(SEEK_LABELS))]
     count = sum(m["seek"]["count"] for m in members)
     zero = sum(m["seek"]["zero_count"] for m in members)
     return buckets, count, zero
@@ -66,8 +76,27 @@ def iostat_table(variant: str, md0: dict, sd: dict, clock: str = "virtual clock"
     return "\n".join(lines)
 
 
-def seek_table(variant: str, buckets: list, count: int, zero: int) -> str:
-    lines = [f"{variant}: io seek for sd* (D events, all members)",
+def seek_pcts(buckets: list, count: int) -> list:
+    return [100.0 * n / count if count else 0.0 for n in buckets]
+
+
+def seek_compare_table(variant: str, buckets: list, count: int) -> str:
+    """Ours and the thread's, both in the thread's convention ((lo, hi] KiB)."""
+    ours = seek_pcts(buckets, count)
+    t = THREAD_SEEKS[variant]
+    theirs = seek_pcts(t["buckets"], t["count"])
+    lines = [f"{variant}: seek histogram in the thread's convention ((lo, hi] KiB: 64 KiB is "
+             f"\"32 .. 64\"), ours (virtual clock) vs the thread's, % of seeks",
+             f"{'(lo, hi] KiB':>15}   {'ours':>7} {'thread':>7} {'diff':>7}"]
+    for label, a, b in zip(SEEK_LABELS, ours, theirs):
+        lab = "> 1024" if label == ">= 1024" else label
+        lines.append(f"{lab:>15}   {a:7.1f} {b:7.1f} {a - b:+7.1f}")
+    return "\n".join(lines)
+
+
+def seek_table(variant: str, buckets: list, count: int, zero: int,
+               convention: str = "ours: [lo, hi) KiB, 64 KiB is \"64 .. 128\"") -> str:
+    lines = [f"{variant}: io seek for sd* (D events, all members; {convention})",
              "Read|Write seek", f"cnt {count}, zero cnt {zero}",
              ">=(KB) .. <(KB)     : count      ratio |distribution                            |"]
     top = max(buckets) or 1
@@ -88,7 +117,13 @@ def variant_figures(fio, v: str) -> tuple:
     sd = member_mean(sidecar.members, scale)
     buckets, count, zero = seek_totals(sidecar.members)
     metrics = {
-        "md0_MBps": job["read"]["bw_bytes"] / 1e6 * scale,
+        # MiB/s, as iostat's rMB/s (the thread: 52430 r/s x 64 KiB = 3276.87)
+        "md0_MBps": job["read"]["bw_bytes"] / 2**20 * scale,
+        "md0_r_s": md0["r_s"],
+        "md0_rMB_s": md0["rMB_s"],
+        "member_r_s": sd["r_s"],
+        "member_rrqm_s": sd["rrqm_s"],
+        "member_pct_rrqm": sd["pct_rrqm"],
         "seek_zero_pct": 100.0 * zero / count if count else 0.0,
         "sd_rareq_kb": sd["rareq_sz_kb"],
         "sd_pct_rrqm": sd["pct_rrqm"],
@@ -97,6 +132,26 @@ def variant_figures(fio, v: str) -> tuple:
         "member_rareq_sz_kb": sd["rareq_sz_kb"],
     }
     return md0, sd, (buckets, count, zero), metrics, sidecar
+
+
+def fit_table(m: dict) -> str:
+    """The member model's fit (fixed column, member rMB/s only) and what it
+    predicts (jobs/models.toml, [models.sas-ssd-seed000])."""
+    rows = [("fitted", "fixed", "member_MBps", "sd", "rMB_s"),
+            ("fit check", "fixed", "member_r_s", "sd", "r_s"),
+            ("fit check", "fixed", "sd_r_await_ms", "sd", "r_await_ms"),
+            ("prediction", "fixed", "md0_MBps", "md0", "rMB_s"),
+            ("prediction", "legacy", "md0_MBps", "md0", "rMB_s"),
+            ("prediction", "legacy", "member_MBps", "sd", "rMB_s"),
+            ("prediction", "legacy", "member_r_s", "sd", "r_s"),
+            ("prediction", "legacy", "sd_r_await_ms", "sd", "r_await_ms")]
+    lines = ["member model sas-ssd-seed000: bandwidth fitted on the fixed column's member rMB/s "
+             "only (jobs/models.toml); the rest are checks of the fit or predictions",
+             f"{'role':<11} {'figure':<28} {'ours':>9} {'thread':>9} {'ours/thread':>11}"]
+    for role, v, key, dev, tkey in rows:
+        ours, theirs = m[f"{v}.{key}"], THREAD[v][dev][tkey]
+        lines.append(f"{role:<11} {v + '.' + key:<28} {ours:>9.2f} {theirs:>9.2f} {ours / theirs:>11.3f}")
+    return "\n".join(lines)
 
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
@@ -116,22 +171,30 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         result.raw[f"sidecar_{v}"] = sidecar.devices
         result.tables.append(iostat_table(v, md0, sd))
         result.tables.append(seek_table(v, buckets, count, zero))
+        tbuckets = seek_totals(sidecar.members, "buckets_kb_thread")[0]
+        result.tables.append(seek_table(v, tbuckets, count, zero,
+                                        "thread's convention: (lo, hi] KiB, 64 KiB is \"32 .. 64\""))
+        result.tables.append(seek_compare_table(v, tbuckets, count))
+        for label, pct in zip(SEEK_LABELS, seek_pcts(tbuckets, count)):
+            key = label.replace(" .. ", "_").replace(">= ", "gt")
+            result.metrics[f"{v}.seek_thread_pct_{key}"] = pct
         result.metrics.update({f"{v}.{k}": x for k, x in metrics.items()})
         machine = variant_figures(fio, v)[3]
         result.metrics.update({f"machine.{v}.{k}": x for k, x in machine.items()})
     m = result.metrics
     ratio = m["fixed.md0_MBps"] / m["legacy.md0_MBps"]
     result.tables.append(
-        f"md0 throughput (fio, in device time: x time_scale): legacy {m['legacy.md0_MBps']:.0f} MB/s, fixed "
-        f"{m['fixed.md0_MBps']:.0f} MB/s, fixed/legacy {ratio:.2f} (thread: 3276.87 -> 5271.88, 1.61)\n"
+        f"md0 throughput (fio, in device time: x time_scale, MiB/s as iostat): legacy {m['legacy.md0_MBps']:.0f}, fixed "
+        f"{m['fixed.md0_MBps']:.0f}, fixed/legacy {ratio:.2f} (thread: 3276.87 -> 5271.88, 1.61)\n"
         f"zero-distance seeks: legacy {m['legacy.seek_zero_pct']:.1f}%, fixed "
         f"{m['fixed.seek_zero_pct']:.1f}% (thread: 45.5% -> 75.0%)\n"
         "Note: the order follows block/blk-core.c's two-list loop, not the thread's FIFO prose "
         "(README, \"RAID5 split order\").\n"
         f"this machine (real-clock fio, not checked): legacy {m['machine.legacy.md0_MBps']:.0f} "
-        f"MB/s, fixed {m['machine.fixed.md0_MBps']:.0f} MB/s; virtual / real: legacy "
+        f"MiB/s, fixed {m['machine.fixed.md0_MBps']:.0f} MiB/s; virtual / real: legacy "
         f"{m['legacy.md0_MBps'] / m['machine.legacy.md0_MBps']:.2f}, fixed "
         f"{m['fixed.md0_MBps'] / m['machine.fixed.md0_MBps']:.2f}")
+    result.tables.append(fit_table(m))
     try:
         from harness import plots
         path = out_dir / "raid5-seek-histogram.png"

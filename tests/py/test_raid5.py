@@ -410,3 +410,16 @@ def test_fio_4480k_read_member_order(engine, workdir, split_order):
         # of order, and each member seeks back and forth.
         assert remaps != sorted(remaps)
         assert all(issued[name] != sorted(issued[name]) for name in names), issued
+
+
+def test_raid5_stacks_carry_the_fitted_preset_unchanged():
+    """jobs/raid5-*.toml's [models.sas-ssd-seed000] equals jobs/models.toml's preset (the fit)."""
+    import tomllib
+    from pathlib import Path
+    jobs = Path(__file__).resolve().parents[2] / "jobs"
+    preset = tomllib.loads((jobs / "models.toml").read_text())["models"]["sas-ssd-seed000"]
+    preset = {k: v for k, v in preset.items() if k != "description"}
+    for v in ("legacy", "fixed"):
+        stack = tomllib.loads((jobs / f"raid5-{v}.toml").read_text())
+        assert stack["models"]["sas-ssd-seed000"] == preset, v
+        assert {m["model"] for m in stack["members"]} == {"sas-ssd-seed000"}, v

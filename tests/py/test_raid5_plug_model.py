@@ -1,0 +1,102 @@
+"""Seeds 000/002: the emulator's member access pattern for the dd job
+(jobs/raid5-split-order.fio on the virtual clock) equals an independent model
+written from the 6.17 sources: one 4480 KiB bio per read (README, "RAID5 split
+order"), __submit_bio_noacct's two-list loop with md_submit_bio's 1 MiB split
+and chunk_aligned_read's per-chunk split, then dd's plug
+(blk_attempt_plug_merge: the tail request, or the first of the same queue;
+back and front merges; blk_add_rq_to_plug: flush at 64 requests or when the
+FIFO head holds >= 128 KiB). Issue order per member is what the seek
+histogram counts."""
+import collections
+from pathlib import Path
+
+import pytest
+
+JOBS = Path(__file__).resolve().parents[2] / "jobs"
+DISKS, CHUNK_KIB, CHUNKS_PER_READ, SPLIT_CHUNKS = 8, 64, 70, 16
+
+
+def chunk_order(legacy: bool) -> list:
+    """Chunk indices of one read in the order md submits them to members."""
+    out, queue = [], collections.deque([("md", 0, CHUNKS_PER_READ)])
+    while queue:
+        bio = queue.popleft()
+        if bio[0] == "member":
+            out.append(bio[1])
+            continue
+        _, start, n = bio
+        same = []
+        if n > SPLIT_CHUNKS:          # md_submit_bio -> bio_split_to_limits (1 MiB)
+            same.append(("md", start + SPLIT_CHUNKS, n - SPLIT_CHUNKS))
+            n = SPLIT_CHUNKS
+        if n > 1:                     # chunk_aligned_read -> bio_split, remainder resubmitted
+            same.append(("md", start + 1, n - 1))
+        lower = [("member", start)]   # raid5_read_one_chunk
+        if not legacy:                # the fix: chained splits go to the head
+            same = same[::-1]
+        queue = collections.deque(lower + same + list(queue))
+    return out
+
+
+def member_of(chunk: int) -> tuple:
+    """left-symmetric: (member, member chunk index)."""
+    stripe, d = divmod(chunk, DISKS - 1)
+    parity = DISKS - 1 - stripe % DISKS
+    return (parity + 1 + d) % DISKS, stripe
+
+
+def issued(legacy: bool, reads: int) -> dict:
+    per = collections.defaultdict(list)
+    order = chunk_order(legacy)
+    for r in range(reads):
+        plug = []
+        for c in order:
+            disk, idx = member_of(c + r * CHUNKS_PER_READ)
+            off = idx * CHUNK_KIB
+            cand = None
+            if plug:
+                cand = plug[-1] if plug[-1][0] == disk else next((q for q in plug if q[0] == disk), None)
+            if cand and cand[2] + CHUNK_KIB <= 512:
+                if cand[1] + cand[2] == off:
+                    cand[2] += CHUNK_KIB
+                    continue
+                if off + CHUNK_KIB == cand[1]:
+                    cand[1], cand[2] = off, cand[2] + CHUNK_KIB
+                    continue
+            if plug and (len(plug) >= 64 or plug[0][2] >= 128):
+                for q in plug:
+                    per[q[0]].append((q[1], q[2]))
+                plug = []
+            plug.append([disk, off, CHUNK_KIB])
+        for q in plug:
+            per[q[0]].append((q[1], q[2]))
+    return per
+
+
+def thread_rows(per: dict) -> list:
+    rows = [0] * 12
+    for reqs in per.values():
+        for (a, n), (b, _) in zip(reqs, reqs[1:]):
+            dist = abs(b - (a + n))
+            row = 0
+            while dist > 1 and (1 << row) < dist and row < 11:
+                row += 1
+            rows[row if dist > 1 else 0] += 1
+    return rows
+
+
+@pytest.mark.parametrize("variant", ["legacy", "fixed"])
+def test_emulator_member_pattern_equals_the_independent_model(variant, tmp_path):
+    """Seek rows (thread's convention) and mean request size: emulator == model."""
+    from harness.experiment import simulate_copy
+    fio = simulate_copy(JOBS, "raid5-split-order.fio", tmp_path)
+    members = fio.sidecars[f"stats/raid5-{variant}.json"].members
+    ours = [sum(m["seek"]["buckets_kb_thread"][i] for m in members) for i in range(12)]
+    reads = 2240 * 1024 // 4480
+    per = issued(variant == "legacy", reads)
+    model = thread_rows(per)
+    assert [round(100 * x / sum(ours), 1) for x in ours] == \
+           [round(100 * x / sum(model), 1) for x in model]
+    sizes = [n for reqs in per.values() for _, n in reqs]
+    ours_kib = sum(m["rareq_sz_kb"] for m in members) / len(members)
+    assert ours_kib == pytest.approx(sum(sizes) / len(sizes), abs=0.05)
