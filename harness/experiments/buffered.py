@@ -197,7 +197,7 @@ def thread_machine_table(machine: dict) -> str:
     costs, dev = machine["costs"], machine["device"]
     steps = ", ".join(f"{k[:-3]} {v}" for k, v in costs.items() if k.endswith("_ns"))
     return ("The thread's machine, modelled ([machines.seed003] in jobs/machines.toml: the "
-            "origin of each number and the fit; 6 thread figures fitted, 26 predicted): "
+            "origin of each number and the fit; 7 thread figures fitted, 25 predicted): "
             f"{machine['description']}\n  CPU cost per step (ns): {steps}; io-wq on "
             f"{costs['cpus']} CPUs\n  drive: {dev['description']} (command {dev['command']}, "
             f"{dev['parallelism']} dies striped by {dev['die_stripe']})")
