@@ -58,8 +58,8 @@
 // condition variable to wake a worker, eventfd to wake the loop). On a
 // machine with few CPUs those hand-offs cost more than the kernel's, so the
 // worker paths come out slower than in the kernel; the seed's table needs the
-// virtual clock, with BufferedCosts measured on the machine
-// (buffered_cost_probe.h) and workers on CPUs of their own.
+// virtual clock, on the thread's machine as a model ([machines.seed003] in
+// jobs/machines.toml: these costs, the CPUs, the NVMe drive with its dies).
 #pragma once
 
 #include <condition_variable>
@@ -88,7 +88,8 @@ class MemberQueue;
 // Modelled CPU costs of each step, used only on the virtual clock. Real
 // runs pay what the steps really cost, and measure_buffered_costs()
 // measures them for the virtual clock. The defaults (deterministic, for the
-// tests) are fitted to the seed-003 table (Hao Xu, 5.9-rc8, ext4 on NVMe,
+// tests; jobs/machines.toml [machines.seed003.costs] repeats them with their
+// origins) are fitted to the seed-003 table (Hao Xu, 5.9-rc8, ext4 on NVMe,
 // 4k randread, readahead off), where the submitting thread is the bottleneck at depth >= 32:
 //   c8d317aa, no rasync (315k): fio 1.0 + lookup 0.1 + alloc 0.3 + punt 1.9       = 3.3 us
 //   c8d317aa, rasync    (195k): fio 1.0 + 0.1 + 0.3 + arm 0.1 + 0.1 + readpage 3.0
