@@ -90,6 +90,7 @@ const CostField kCostFields[] = {
     {"page_alloc_ns", &BufferedCosts::page_alloc_ns},
     {"bio_submit_ns", &BufferedCosts::bio_submit_ns},
     {"bio_page_ns", &BufferedCosts::bio_page_ns},
+    {"readahead_ns", &BufferedCosts::readahead_ns},
     {"copy_4k_ns", &BufferedCosts::copy_4k_ns},
     {"arm_ns", &BufferedCosts::arm_ns},
     {"task_work_ns", &BufferedCosts::task_work_ns},

@@ -44,19 +44,33 @@ uint64_t TimingModel::jitter_sample_ns() {
     return uint64_t(-std::log(u) * double(config_.jitter_ns));
 }
 
+// The channel a request's command phase runs on: the die holding its first
+// byte with die_stripe, else the one free first.
+uint64_t& TimingModel::channel_for(sector_t sector) {
+    if (!config_.die_stripe_bytes)
+        return *std::min_element(channel_free_ns_.begin(), channel_free_ns_.end());
+    uint64_t unit = (uint64_t(sector) << kSectorShift) / config_.die_stripe_bytes;
+    return channel_free_ns_[unit % channel_free_ns_.size()];
+}
+
 uint64_t TimingModel::schedule(uint64_t now, Op op, sector_t sector, uint32_t nr_sectors) {
     bool sequential = sector == last_end_;
     bool streaming = last_bytes_ >= config_.prefetch_threshold_bytes;
     uint64_t bytes = uint64_t(nr_sectors) << kSectorShift;
     last_end_ = sector + nr_sectors;
     last_bytes_ = bytes;
-    auto channel = std::min_element(channel_free_ns_.begin(), channel_free_ns_.end());
+    uint64_t& channel = channel_for(sector);
     uint64_t command_done =
-        std::max(now, *channel) + command_ns(op, sequential) + jitter_sample_ns();
+        std::max(now, channel) + command_ns(op, sequential) + jitter_sample_ns();
+    uint64_t media = media_ns(op, bytes, sequential || !streaming);
+    if (config_.die_stripe_bytes) {  // each die has its own data path: no order across dies
+        channel = command_done + media;
+        return channel;
+    }
     uint64_t media_start = std::max(command_done, media_free_ns_);
-    uint64_t done = media_start + media_ns(op, bytes, sequential || !streaming);
+    uint64_t done = media_start + media;
     media_free_ns_ = done;
-    *channel = done;
+    channel = done;
     return done;
 }
 

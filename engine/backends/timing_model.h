@@ -17,6 +17,14 @@
 // `write_random_penalty`.
 // `jitter` adds an exponentially distributed extra to each command phase
 // (mean `jitter`, fixed seed): latency varies as on a real drive.
+// `die_stripe` (a size) places the data on the channels as on flash dies:
+// byte b lives on die (b / die_stripe) % parallelism, and a request's
+// command phase waits for the die holding its first byte even when another
+// die is idle; its media phase then runs on that die too (each die has its
+// own data path, so requests on different dies finish out of order). Random small reads then
+// collide on dies as on a real NVMe drive: the latency grows gradually with the queue depth (at
+// depth n about (n - 1) / (2 x parallelism) of a command more), instead of staying flat up to depth
+// = parallelism and then climbing.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +57,7 @@ private:
     uint64_t last_bytes_ = ~uint64_t(0);
     uint64_t jitter_state_ = 0x9E3779B97F4A7C15ull;  // splitmix64 state, fixed seed
     uint64_t jitter_sample_ns();
+    uint64_t& channel_for(sector_t sector);
 };
 
 }  // namespace mdsplit

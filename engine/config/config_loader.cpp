@@ -375,7 +375,7 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
     reader.check_keys(table, path,
                       {"command", "bandwidth", "random_penalty", "random_command",
                        "prefetch_threshold", "parallelism", "write_command", "write_bandwidth",
-                       "write_random_penalty", "jitter", "description"});
+                       "write_random_penalty", "jitter", "die_stripe", "description"});
     TimingModelConfig model;
     model.name = name;
     model.command_ns = reader.duration(table, "command", path).value_or(0);
@@ -390,6 +390,7 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
     model.write_random_penalty_ns =
         reader.duration(table, "write_random_penalty", path).value_or(model.random_penalty_ns);
     model.jitter_ns = reader.duration(table, "jitter", path).value_or(0);
+    model.die_stripe_bytes = reader.size(table, "die_stripe", path).value_or(0);
     model.description = reader.string(table, "description", path).value_or("");
     return model;
 }

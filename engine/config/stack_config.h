@@ -45,6 +45,11 @@ struct TimingModelConfig {
     // real drive's latency varies: garbage collection, cache flushes, die
     // conflicts); drawn from a fixed-seed generator, so runs repeat.
     uint64_t jitter_ns = 0;
+    // optional: the data is striped over the `parallelism` channels (flash
+    // dies) in units of this many bytes, and a request's command phase runs
+    // on the die that holds its first byte, waiting if that die is busy
+    // (0 = on whichever channel is free first).
+    uint64_t die_stripe_bytes = 0;
     std::string description;  // optional free text from the TOML
 };
 

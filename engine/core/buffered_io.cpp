@@ -106,7 +106,9 @@ public:
     uint64_t prev_miss(uint64_t index, uint64_t max) override {
         return io_.cache_->prev_miss(index, max);
     }
+    // A readahead window's bookkeeping and plug (BufferedCosts::readahead_ns).
     void window(RaKind kind, uint64_t /*start*/, uint64_t nr, uint64_t /*async*/) override {
+        io_.charge(x_, io_.costs_.readahead_ns);
         io_.stats_.ra_windows[size_t(kind)]++;
         io_.stats_.ra_pages[size_t(kind)] += nr;
         io_.stats_.ra_window_sizes[nr]++;

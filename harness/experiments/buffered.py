@@ -1,16 +1,20 @@
 """Seed 003: io_uring async buffered 4k random reads with readahead off, QD
 sweep, per variant x rasync.
 
-The sweep runs the core on the virtual clock, charging each step of the
-read path (engine/core/buffered_io.h) what it was measured to cost on this
-machine just before (mdsplit.measure_buffered_costs: the real page cache,
-copies, stack submission to io_uring, hand-offs to a sleeping thread; fio's
-own per-I/O cost from its null engine), on a modelled machine whose io-wq
-workers have CPUs of their own. The real-clock job jobs/uring-buffered-ra.fio
-is also run at a few depths: on a 2-CPU machine the workers share the
-submitter's two CPUs, which is not what the thread measured."""
+The checked figures come from the thread's machine as a stated model,
+[machines.seed003] in jobs/machines.toml (each step's CPU cost, the io-wq
+CPUs, the NVMe drive with its dies), run on the virtual clock: the same
+figures on every machine and every run. Beside them, labelled "this machine"
+(machine.* metrics, never checked against the thread): the same sweep with
+each step's cost measured here just before (mdsplit.measure_buffered_costs:
+the real page cache, copies, stack submission to io_uring, hand-offs to a
+sleeping thread; fio's own per-I/O cost from its null engine), and the
+real-clock job jobs/uring-buffered-ra.fio at a few depths: on a 2-CPU VM the
+workers share the submitter's two CPUs and a wake-up costs 3-4 x a bare-metal
+one, which is not what the thread measured."""
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 
 from harness.experiment import ExperimentResult
@@ -27,9 +31,35 @@ DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128]
 THREAD = {
     ("forced-ra", True): [10.8, 21.2, 41.1, 76.1, 133, 169, 176, 187],
     ("forced-ra", False): [10.3, 20.1, 39.1, 72.2, 126, 147, 160, 156],
-    ("c8d317aa", True): [10.8, 21.4, 41.3, 76.6, 134, 170, 178, 195],
-    ("c8d317aa", False): [10.4, 20.2, 39.8, 74.2, 131, 181, 246, 315],
+    ("c8d317aa", True): [10.9, 21.6, 41.0, 79.7, 141, 169, 190, 195],
+    ("c8d317aa", False): [10.2, 20.2, 39.9, 75.9, 138, 237, 316, 315],
 }
+# The thread's machine (jobs/machines.toml, where each number's origin and
+# the fit are stated).
+MACHINE = "seed003"
+DEVICE_MODEL = "seed003-nvme"
+
+
+def thread_machine(jobs_dir: Path) -> dict:
+    """[machines.seed003] of jobs/machines.toml: costs, cpus, device."""
+    with open(jobs_dir / "machines.toml", "rb") as f:
+        machines = tomllib.load(f)["machines"]
+    return machines[MACHINE]
+
+
+def toml_value(v) -> str:
+    return json.dumps(v) if isinstance(v, str) else str(v)
+
+
+def stack_text(jobs_dir: Path, variant: str, device: dict = None) -> str:
+    """The variant's stack file on the null backend (virtual clock), its
+    member on `device` (a timing model table) when given."""
+    text = (jobs_dir / f"buffered-{variant}.toml").read_text()
+    if device is None:
+        return text.replace('model = "nvme"', 'model = "nvme"\nbackend = "null"')
+    text = text.replace('model = "nvme"', f'model = "{DEVICE_MODEL}"\nbackend = "null"')
+    return text + f"\n[models.{DEVICE_MODEL}]\n" + "".join(
+        f"{k} = {toml_value(v)}\n" for k, v in device.items())
 IOS_PER_POINT = 20000
 # The real-clock points run with fio (2 s each).
 REAL_VARIANTS = ["c8d317aa", "forced-ra"]
@@ -105,14 +135,15 @@ def measured_costs(jobs_dir: Path, progress, rounds: int = COST_ROUNDS) -> dict:
     return costs
 
 
-def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS) -> dict:
+def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS,
+          device: dict = None) -> dict:
     """kIOPS per (variant, rasync, iodepth) on the virtual clock, with
-    `costs` (BufferedCosts' defaults when None)."""
+    `costs` (BufferedCosts' defaults when None) and the member on `device`
+    (the stack file's nvme preset when None)."""
     mdsplit = import_mdsplit()
     results = {}
     for v in VARIANTS:
-        text = (jobs_dir / f"buffered-{v}.toml").read_text().replace(
-            'model = "nvme"', 'model = "nvme"\nbackend = "null"')
+        text = stack_text(jobs_dir, v, device)
         for rasync in (True, False):
             progress(f"{v} rasync={'on' if rasync else 'off'}")
             for qd in depths:
@@ -140,87 +171,117 @@ def real_clock(jobs_dir: Path, progress) -> dict:
     return out
 
 
-def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
-    result = ExperimentResult(NAME)
-    costs = measured_costs(jobs_dir, progress)
-    fitted = import_mdsplit().buffered_default_costs()
-    lines = ["What each step costs on this machine (ns), measured now; the thread-fitted "
-             "defaults of BufferedCosts beside them",
-             f"{'step':<18}{'measured':>10}{'fitted':>10}"]
-    for k, v in costs.items():
-        if k.endswith("_ns") and k != "dirty_page_ns":
-            lines.append(f"{k[:-3]:<18}{v:>10}{fitted[k]:>10}")
-            result.metrics[f"cost.{k}"] = v
-    lines.append(f"modelled CPUs: {costs['cpus']} (io-wq workers <= min(iodepth, "
-                 f"{4 * costs['cpus']}), each on a CPU of its own)")
-    result.tables.append("\n".join(lines))
-    ours = sweep(jobs_dir, progress, costs)
-    cols = [(v, r) for v in VARIANTS for r in (True, False)]
-    head = f"{'QD':>4}" + "".join(f"{v + (' ra' if r else ' nora'):>20}" for v, r in cols)
-    lines = ["kIOPS on the virtual clock with the measured costs (thread in brackets; the "
-             "thread has no pre-c8d317aa column)", head]
+COLUMNS = [(v, r) for v in VARIANTS for r in (True, False)]
+
+
+def column_name(v: str, r: bool) -> str:
+    return f"{v}.rasync_{'on' if r else 'off'}"
+
+
+def sweep_table(title: str, ours: dict, with_thread: bool) -> str:
+    head = f"{'QD':>4}" + "".join(f"{v + (' ra' if r else ' nora'):>22}" for v, r in COLUMNS)
+    lines = [title, head]
     for i, qd in enumerate(DEPTHS):
         row = f"{qd:>4}"
-        for v, r in cols:
-            theirs = THREAD.get((v, r))
-            cell = f"{ours[(v, r, qd)]:.1f}" + (f" [{theirs[i]:g}]" if theirs else "")
-            row += f"{cell:>20}"
-            result.metrics[f"{v}.rasync_{'on' if r else 'off'}.qd{qd}_kIOPS"] = ours[(v, r, qd)]
+        for v, r in COLUMNS:
+            theirs = THREAD.get((v, r)) if with_thread else None
+            cell = f"{ours[(v, r, qd)]:.1f}"
+            if theirs:
+                cell += f" [{theirs[i]:g} {100 * (ours[(v, r, qd)] / theirs[i] - 1):+.0f}%]"
+            row += f"{cell:>22}"
         lines.append(row)
+    return "\n".join(lines)
+
+
+def thread_machine_table(machine: dict) -> str:
+    costs, dev = machine["costs"], machine["device"]
+    steps = ", ".join(f"{k[:-3]} {v}" for k, v in costs.items() if k.endswith("_ns"))
+    return ("The thread's machine, modelled ([machines.seed003] in jobs/machines.toml: the "
+            "origin of each number and the fit; 7 thread figures fitted, 25 predicted): "
+            f"{machine['description']}\n  CPU cost per step (ns): {steps}; io-wq on "
+            f"{costs['cpus']} CPUs\n  drive: {dev['description']} (command {dev['command']}, "
+            f"{dev['parallelism']} dies striped by {dev['die_stripe']})")
+
+
+def this_machine(jobs_dir: Path, out_dir: Path, progress, result: ExperimentResult,
+                 machine: dict) -> dict:
+    """The same sweep with the costs measured here, on the thread's drive:
+    information (machine.* metrics), never checked against the thread."""
+    costs = measured_costs(jobs_dir, progress)
+    fitted = machine["costs"]
+    lines = ["THIS MACHINE (information, not checked): what each step costs here (ns), "
+             "measured now; the thread machine's figure beside it",
+             f"{'step':<18}{'here':>10}{'seed003':>10}"]
+    for k, v in costs.items():
+        if k.endswith("_ns") and k != "dirty_page_ns":
+            lines.append(f"{k[:-3]:<18}{v:>10}{fitted.get(k, 0):>10}")
+            result.metrics[f"machine.cost.{k}"] = v
     result.tables.append("\n".join(lines))
-    # At depth 1 the worker paths pay a punt and two wake-ups (the worker's
-    # for the work, then for the page) that the callback path does not.
+    ours = sweep(jobs_dir, progress, costs, device=machine["device"])
+    for (v, r, qd), k in ours.items():
+        result.metrics[f"machine.measured.{column_name(v, r)}.qd{qd}_kIOPS"] = k
+    result.tables.append(sweep_table(
+        "THIS MACHINE (information, not checked): kIOPS on the virtual clock with the costs "
+        f"measured here ({costs['cpus']} CPUs modelled), on the thread's drive", ours, False))
     extra_us = (costs["punt_ns"] + 2 * costs["wakeup_ns"]) / 1000
-    read_us = 1000 / ours[("c8d317aa", True, 1)]
     result.tables.append(
-        f"QD1: the worker paths add a punt and two wake-ups, {extra_us:.1f} us measured here, to a "
-        f"{read_us:.0f} us read ({100 * extra_us / read_us:.0f}%); in the thread the columns "
-        "differ by 4.5 us (92.6 vs 97.1 us, 5%). A wake-up of a sleeping thread costs "
-        f"{costs['wakeup_ns'] / 1000:.1f} us here (fitted default: {fitted['wakeup_ns'] / 1000:.1f}). "
-        "Here pre-c8d317aa nora (every read punted) / forced-ra ra = "
-        f"{ours[('pre-c8d317aa', False, 1)] / ours[('forced-ra', True, 1)]:.2f}. "
+        f"Why this machine differs: the worker paths add a punt and two wake-ups per read, "
+        f"{extra_us:.1f} us here against {(fitted['punt_ns'] + 2 * fitted['wakeup_ns']) / 1000:.1f}"
+        f" us on the thread's bare-metal host (a wake-up costs {costs['wakeup_ns'] / 1000:.1f} us"
+        f" here); the submitter's punt rate caps every worker column at ~"
+        f"{1e6 / (costs['fio_submit_ns'] + costs['fio_complete_ns'] + costs['punt_ns']):.0f}k. "
         + kernel_qd1_note())
-    # The same QD1 points with the thread-fitted defaults (a bare-metal
-    # machine's wake-ups): the check on them says whether the model gives the
-    # thread's QD1 on the thread's kind of machine.
-    bare = sweep(jobs_dir, progress, None, depths=[1])
-    cells = []
-    for v, r in [(v, r) for v in VARIANTS for r in (True, False)]:
-        key = f"{v}.rasync_{'on' if r else 'off'}.qd1_kIOPS"
-        result.metrics["fitted." + key] = bare[(v, r, 1)]
-        cells.append(f"{v} {'ra' if r else 'nora'} {bare[(v, r, 1)]:.1f}")
-    result.tables.append("QD1 with the thread-fitted costs instead (wake-up "
-                         f"{fitted['wakeup_ns'] / 1000:.1f} us), kIOPS: " + ", ".join(cells))
+    return costs
+
+
+def real_clock_table(jobs_dir: Path, progress, result: ExperimentResult) -> None:
     try:
         real = real_clock(jobs_dir, progress)
     except FioError as e:  # the virtual sweep stands without it; the failure is shown
-        real = {}
-        result.tables.append(f"real-clock runs failed: {e}")
-    if real:
-        rcols = [(v, r) for v in REAL_VARIANTS for r in (True, False)]
-        lines = ["kIOPS on the real clock (fio uring-buffered-ra.fio on this machine, "
-                 f"{_cpus()} CPUs: the workers share them with the submitter)",
-                 f"{'QD':>4}" + "".join(f"{v + (' ra' if r else ' nora'):>20}" for v, r in rcols)]
-        for qd in REAL_DEPTHS:
-            lines.append(f"{qd:>4}" + "".join(f"{real[(v, r, qd)]:>20.1f}" for v, r in rcols))
-            for v, r in rcols:
-                result.metrics[f"real.{v}.rasync_{'on' if r else 'off'}.qd{qd}_kIOPS"] = \
-                    real[(v, r, qd)]
-        result.tables.append("\n".join(lines))
+        result.tables.append(f"THIS MACHINE: real-clock runs failed: {e}")
+        return
+    rcols = [(v, r) for v in REAL_VARIANTS for r in (True, False)]
+    lines = ["THIS MACHINE (information, not checked): kIOPS on the real clock (fio "
+             f"uring-buffered-ra.fio, {_cpus()} CPUs: the workers share them with the submitter)",
+             f"{'QD':>4}" + "".join(f"{v + (' ra' if r else ' nora'):>20}" for v, r in rcols)]
+    for qd in REAL_DEPTHS:
+        lines.append(f"{qd:>4}" + "".join(f"{real[(v, r, qd)]:>20.1f}" for v, r in rcols))
+        for v, r in rcols:
+            result.metrics[f"machine.real.{column_name(v, r)}.qd{qd}_kIOPS"] = real[(v, r, qd)]
+    result.tables.append("\n".join(lines))
+
+
+def plot(out_dir: Path, result: ExperimentResult, ours: dict) -> None:
     try:
         from harness import plots
-        path = out_dir / "buffered-iops-vs-qd.png"
-        series = {f"{v} rasync {'on' if r else 'off'}": [(qd, ours[(v, r, qd)]) for qd in DEPTHS]
-                  for v, r in cols}
-        thread = {f"{v} rasync {'on' if r else 'off'}": list(zip(DEPTHS, THREAD[(v, r)]))
-                  for v, r in cols if (v, r) in THREAD}
-        plots.line_plot(path, series, xlabel="iodepth", ylabel="kIOPS", logx=True,
-                        reference=thread,
-                        title="io_uring buffered 4k randread, readahead off (virtual clock, "
-                              "measured costs)")
-        result.figures.append(path.name)
     except ImportError:
-        pass
+        return
+    path = out_dir / "buffered-iops-vs-qd.png"
+    series = {f"{v} rasync {'on' if r else 'off'}": [(qd, ours[(v, r, qd)]) for qd in DEPTHS]
+              for v, r in COLUMNS}
+    thread = {f"{v} rasync {'on' if r else 'off'}": list(zip(DEPTHS, THREAD[(v, r)]))
+              for v, r in COLUMNS if (v, r) in THREAD}
+    plots.line_plot(path, series, xlabel="iodepth", ylabel="kIOPS", logx=True,
+                    reference=thread,
+                    title="io_uring buffered 4k randread, readahead off (virtual clock, "
+                          "seed003 machine)")
+    result.figures.append(path.name)
+
+
+def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
+    result = ExperimentResult(NAME)
+    machine = thread_machine(jobs_dir)
+    result.tables.append(thread_machine_table(machine))
+    progress("the thread's machine (seed003) on the virtual clock")
+    ours = sweep(jobs_dir, progress, machine["costs"], device=machine["device"])
+    for (v, r, qd), k in ours.items():
+        result.metrics[f"{column_name(v, r)}.qd{qd}_kIOPS"] = k
+    result.tables.append(sweep_table(
+        "kIOPS on the virtual clock, the thread's machine (thread and error in brackets; the "
+        "thread has no pre-c8d317aa column)", ours, True))
+    plot(out_dir, result, ours)
+    this_machine(jobs_dir, out_dir, progress, result, machine)
+    real_clock_table(jobs_dir, progress, result)
     return result
 
 

@@ -506,5 +506,19 @@ TEST(TimingModelTest, SameConfigGivesIdenticalStats) {
     EXPECT_NE(first.stats, other.stats);
 }
 
+// die_stripe: a request waits for the die holding its data even when another
+// die is idle; requests on different dies overlap.
+TEST(TimingModelTest, DieStripeQueuesRequestsOnTheDieHoldingTheirData) {
+    TimingModelConfig c = sata_like(4);
+    c.die_stripe_bytes = 4 * kKiB;
+    c.random_penalty_ns = 0;  // no shared media phase: only the dies
+    c.bandwidth_bps = 0;
+    TimingModel model(c);
+    // 4 KiB units 0 and 4 are both on die 0; unit 1 is on die 1.
+    EXPECT_EQ(model.schedule(0, Op::Read, 0, 8), 25'000u);
+    EXPECT_EQ(model.schedule(0, Op::Read, 4 * 8, 8), 50'000u);
+    EXPECT_EQ(model.schedule(0, Op::Read, 1 * 8, 8), 25'000u);
+}
+
 }  // namespace
 }  // namespace mdsplit
