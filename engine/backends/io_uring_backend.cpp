@@ -104,9 +104,18 @@ void IoUringBackend::create(const std::string& path, uint64_t size, int flags) {
     std::error_code ec;
     if (!made.empty()) std::filesystem::create_directories(made.back(), ec);
     fd_ = open(path.c_str(), (flags & ~O_RDONLY & ~O_WRONLY) | O_CREAT | O_EXCL | O_RDWR, 0644);
+    if (fd_ < 0 && errno == EEXIST) {
+        // Another process of the run (a forked job, a second fio server on
+        // a shared directory) created it meanwhile: open it as it is; the
+        // loader already checked its size.
+        fd_ = open(path.c_str(), flags);
+        if (fd_ < 0) throw open_error("path", path, "open", kOpenable);
+        size_ = size;
+        return;
+    }
     if (fd_ < 0) {
         MemberOpenError e = open_error("path", path, "create", kOpenable);
-        if (errno != EEXIST) undo();
+        undo();
         throw e;
     }
     if (ftruncate(fd_, off_t(size)) < 0) {

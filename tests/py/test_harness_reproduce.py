@@ -24,6 +24,7 @@ SEEDS = ["000_fa5278d1f568ad45.txt"]
 def run(jobs_dir, out_dir, progress):
     assert (jobs_dir / "passthrough-demo.fio").is_file()
     assert not list(jobs_dir.rglob("*.img"))
+    (jobs_dir / "work").mkdir(exist_ok=True)         # not in a fresh clone
     (jobs_dir / "work" / "m0.img").write_bytes(b"x")    # a member image, removed afterwards
     progress("legacy dd")
     progress("fixed dd")
