@@ -222,14 +222,14 @@ std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const Sta
 
 // fio options whose use the engine cannot honour, refused by name.
 std::string unsupported_option(thread_data* td) {
-    // The offload workers reload the engine by o.ioengine_so_path, which
-    // points into a parse buffer fio has freed by then (it prints garbage as
-    // the engine's name), and each worker would get a stack of its own.
     // A discard goes to the members directly; the page cache's side of it
     // (truncate_bdev_range() dropping the cached pages) is not emulated.
     if (td_trim(td) && !td->o.odirect)
         return "mdsplit: rw=trim/randtrim/trimwrite with direct=0: a buffered job's discard is "
                "not emulated; allowed: direct=1 for jobs that trim";
+    // The offload workers reload the engine by o.ioengine_so_path, which
+    // points into a parse buffer fio has freed by then (it prints garbage as
+    // the engine's name), and each worker would get a stack of its own.
     if (td->o.io_submit_mode == IO_MODE_OFFLOAD)
         return "mdsplit: io_submit_mode=offload is not supported by this engine; allowed: "
                "io_submit_mode=inline (the default)";
