@@ -14,10 +14,8 @@
 # Environment: MDSPLIT_BUILD_DIR (the build with the Python module, default build/)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-work=$(mktemp -d "${MDSPLIT_BENCH_DIR:-/var/tmp}/mdsplit-agreement.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-mkdir "$work/jobs"
-cp "$root"/jobs/*.fio "$root"/jobs/*.toml "$work/jobs/"
+source "$root/bench/bench_lib.sh"
+bench_copy_jobs "$root"
 cd "$root"
 /usr/bin/python3 - "$work/jobs" <<'PY'
 import sys

@@ -49,6 +49,16 @@ bench_make_work() {
     trap 'rm -rf "$work"' EXIT
 }
 
+# bench_copy_jobs ROOT: $work, a temporary directory removed on exit, with a
+# copy of ROOT/jobs/*.fio and *.toml in $work/jobs (simulate.sh, agreement.sh:
+# their runs write sidecars and member files beside the job files).
+bench_copy_jobs() {
+    work=$(mktemp -d "${MDSPLIT_BENCH_DIR:-/var/tmp}/mdsplit-${bench_name%.sh}.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    mkdir "$work/jobs"
+    cp "$1"/jobs/*.fio "$1"/jobs/*.toml "$work/jobs/"
+}
+
 # print_fio_line: the "# fio: VERSION  engine: PATH" header line.
 print_fio_line() {
     echo "# fio: $("$fio_bin" --version)  engine: $engine"

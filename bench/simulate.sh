@@ -18,10 +18,8 @@
 #   MDSPLIT_BENCH_DIR   where the temporary directory goes (default /var/tmp)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-work=$(mktemp -d "${MDSPLIT_BENCH_DIR:-/var/tmp}/mdsplit-simulate-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-mkdir "$work/jobs"
-cp "$root"/jobs/*.fio "$root"/jobs/*.toml "$work/jobs/"
+source "$root/bench/bench_lib.sh"
+bench_copy_jobs "$root"
 cd "$root"
 /usr/bin/python3 - "$work/jobs" <<'EOF'
 import sys, time
