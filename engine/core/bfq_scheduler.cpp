@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "core/bfq_wf2q.h"
-#include "core/json_text.h"
+#include "core/json_writer.h"
 
 namespace mdsplit {
 
@@ -1013,62 +1013,53 @@ void BfqScheduler::completed(Request* rq) {
 // ---------------------------------------------------------------------------
 // Statistics
 
-void BfqScheduler::write_json(std::ostream& o) const {
+void BfqScheduler::write_json(JsonWriter& j) const {
     bfq::BfqStats total;
     std::map<const BfqGroup*, bfq::BfqStats> per_group;
     for (const auto& q : queues_) {
         total.add(q->stats);
         per_group[q->group].add(q->stats);
     }
-    o << "{\"scheduler\": \"bfq\", \"group_counting\": \""
-      << (bfqd_.legacy_counting() ? "legacy" : "fixed")
-      << "\", \"slice_idle_ns\": " << bfqd_.slice_idle_ns
-      << ", \"timeout_sync_ns\": " << bfqd_.timeout_ns
-      << ", \"max_budget_sectors\": " << bfqd_.max_budget
-      << ", \"low_latency\": " << (config_.low_latency ? "true" : "false")
-      << ", \"weight_raising\": false, \"strict_guarantees\": "
-      << (bfqd_.strict_guarantees ? "true" : "false")
-      << ", \"nonrot\": " << (bfqd_.nonrot ? "true" : "false") << ", \"hw_tag\": " << bfqd_.hw_tag
-      << ", \"num_groups_with_pending_reqs\": " << bfqd_.num_groups_with_pending_reqs
-      << ", \"max_groups_with_pending_reqs\": " << bfqd_.max_groups_with_pending_reqs
-      << ", \"asymmetric_checks\": " << bfqd_.asymmetric_checks
-      << ", \"asymmetric_true\": " << bfqd_.asymmetric_true
-      << ", \"busy_queues\": " << bfqd_.tot_busy_queues() << ", \"queued\": " << bfqd_.queued
-      << ", \"rq_in_driver\": " << bfqd_.rq_in_driver << ", ";
-    total.write_json_fields(o);
-    o << ", \"queues\": [";
-    bool first = true;
+    j.begin_object().field("scheduler", "bfq");
+    j.field("group_counting", bfqd_.legacy_counting() ? "legacy" : "fixed");
+    j.field("slice_idle_ns", bfqd_.slice_idle_ns).field("timeout_sync_ns", bfqd_.timeout_ns);
+    j.field("max_budget_sectors", bfqd_.max_budget).field("low_latency", config_.low_latency);
+    j.field("weight_raising", false).field("strict_guarantees", bfqd_.strict_guarantees);
+    j.field("nonrot", bfqd_.nonrot).field("hw_tag", bfqd_.hw_tag);
+    j.field("num_groups_with_pending_reqs", bfqd_.num_groups_with_pending_reqs);
+    j.field("max_groups_with_pending_reqs", bfqd_.max_groups_with_pending_reqs);
+    j.field("asymmetric_checks", bfqd_.asymmetric_checks);
+    j.field("asymmetric_true", bfqd_.asymmetric_true);
+    j.field("busy_queues", bfqd_.tot_busy_queues()).field("queued", bfqd_.queued);
+    j.field("rq_in_driver", bfqd_.rq_in_driver);
+    total.write_json_fields(j);
+    j.key("queues").begin_array();
     for (const auto& q : queues_) {
-        o << (first ? "" : ", ") << "{\"pid\": " << q->pid
-          << ", \"sync\": " << (q->sync ? "true" : "false")
-          << ", \"group\": " << json_quote(q->group->name.empty() ? "/" : q->group->name)
-          << ", \"ioprio_class\": \"" << class_name(q->ioprio_class)
-          << "\", \"ioprio\": " << q->ioprio << ", \"weight\": " << q->entity.weight
-          << ", \"budget\": " << q->entity.budget << ", \"max_budget\": " << q->max_budget
-          << ", \"inject_limit\": " << q->inject_limit
-          << ", \"think_time_ns\": " << q->ttime.ttime_mean
-          << ", \"has_short_ttime\": " << (q->has_short_ttime ? "true" : "false")
-          << ", \"seeky\": " << (bfq::bfqq_seeky(*q) ? "true" : "false") << ", ";
-        q->stats.write_json_fields(o);
-        o << "}";
-        first = false;
+        j.begin_object().field("pid", q->pid).field("sync", q->sync);
+        j.field("group", q->group->name.empty() ? "/" : q->group->name);
+        j.field("ioprio_class", class_name(q->ioprio_class)).field("ioprio", q->ioprio);
+        j.field("weight", q->entity.weight).field("budget", q->entity.budget);
+        j.field("max_budget", q->max_budget).field("inject_limit", q->inject_limit);
+        j.field("think_time_ns", q->ttime.ttime_mean);
+        j.field("has_short_ttime", q->has_short_ttime).field("seeky", bfq::bfqq_seeky(*q));
+        q->stats.write_json_fields(j);
+        j.end_object();
     }
-    o << "], \"groups\": [";
-    auto group_json = [&](const BfqGroup* g, bool lead) {
-        o << (lead ? "" : ", ") << "{\"name\": " << json_quote(g->name.empty() ? "/" : g->name)
-          << ", \"weight\": ";
+    j.end_array().key("groups").begin_array();
+    auto group_json = [&](const BfqGroup* g) {
+        j.begin_object().field("name", g->name.empty() ? "/" : g->name).key("weight");
         if (g->is_root())
-            o << "null";
+            j.null();
         else
-            o << g->entity.orig_weight;
-        o << ", \"queues\": " << g->queues << ", ";
+            j.value(g->entity.orig_weight);
+        j.field("queues", g->queues);
         auto it = per_group.find(g);
-        (it == per_group.end() ? bfq::BfqStats{} : it->second).write_json_fields(o);
-        o << "}";
+        (it == per_group.end() ? bfq::BfqStats{} : it->second).write_json_fields(j);
+        j.end_object();
     };
-    group_json(root_group_.get(), true);
-    for (const auto& [name, g] : groups_) group_json(g.get(), false);
-    o << "]}";
+    group_json(root_group_.get());
+    for (const auto& [name, g] : groups_) group_json(g.get());
+    j.end_array().end_object();
 }
 
 }  // namespace mdsplit

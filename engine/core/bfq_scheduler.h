@@ -72,7 +72,7 @@ public:
     Request* dispatch() override;
     bool has_work() const override { return bfqd_.tot_busy_queues() > 0; }
     void completed(Request* rq) override;
-    void write_json(std::ostream& o) const override;
+    void write_json(JsonWriter& j) const override;
 
     // Introspection (tests, statistics).
     bfq::BfqData& data() { return bfqd_; }

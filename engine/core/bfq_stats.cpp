@@ -30,15 +30,14 @@ void BfqStats::add(const BfqStats& o) {
     for (unsigned i = 0; i < kExpirationReasons; i++) expirations[i] += o.expirations[i];
 }
 
-void BfqStats::write_json_fields(std::ostream& o) const {
-    o << "\"service_sectors\": " << service_sectors << ", \"charged_sectors\": " << charged_sectors
-      << ", \"dispatches\": " << dispatches << ", \"injected\": " << injected
-      << ", \"slices\": " << slices << ", \"idle_periods\": " << idle_periods
-      << ", \"idle_ns\": " << idle_ns << ", \"idle_timeouts\": " << idle_timeouts
-      << ", \"expirations\": {";
+void BfqStats::write_json_fields(JsonWriter& j) const {
+    j.field("service_sectors", service_sectors).field("charged_sectors", charged_sectors);
+    j.field("dispatches", dispatches).field("injected", injected).field("slices", slices);
+    j.field("idle_periods", idle_periods).field("idle_ns", idle_ns);
+    j.field("idle_timeouts", idle_timeouts).key("expirations").begin_object();
     for (unsigned i = 0; i < kExpirationReasons; i++)
-        o << (i ? ", " : "") << "\"" << expiration_name(Expiration(i)) << "\": " << expirations[i];
-    o << "}";
+        j.field(expiration_name(Expiration(i)), expirations[i]);
+    j.end_object();
 }
 
 }  // namespace mdsplit::bfq

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <ostream>
+#include "core/json_writer.h"
 
 namespace mdsplit::bfq {
 
@@ -31,7 +31,7 @@ struct BfqStats {
 
     void add(const BfqStats& o);
     // The fields above as JSON members (no braces).
-    void write_json_fields(std::ostream& o) const;
+    void write_json_fields(JsonWriter& j) const;
 };
 
 }  // namespace mdsplit::bfq

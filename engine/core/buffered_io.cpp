@@ -1223,13 +1223,13 @@ BufferedStats BufferedIo::stats() const {
     return s;
 }
 
-void BufferedIo::write_unused_json(std::ostream& o, const PageCacheConfig& config) {
-    o << "{\"enabled\": false, \"size_bytes\": " << config.size_bytes
-      << ", \"ra_kb\": " << config.ra_kb << ", \"rasync\": " << (config.rasync ? "true" : "false")
-      << ", \"variant\": \"" << buffered_variant_name(config.variant) << "\"}";
+void BufferedIo::write_unused_json(JsonWriter& j, const PageCacheConfig& config) {
+    j.begin_object().field("enabled", false).field("size_bytes", config.size_bytes);
+    j.field("ra_kb", config.ra_kb).field("rasync", config.rasync);
+    j.field("variant", buffered_variant_name(config.variant)).end_object();
 }
 
-void BufferedIo::write_json(std::ostream& o) const {
+void BufferedIo::write_json(JsonWriter& j) const {
     BufferedStats s = stats();
     PageCacheStats c;
     size_t pages, dirty, writeback;
@@ -1241,60 +1241,50 @@ void BufferedIo::write_json(std::ostream& o) const {
         writeback = cache_->nr_writeback();
     }
     uint64_t looks = s.hits + s.misses;
-    o << "{\"enabled\": " << (used_ ? "true" : "false")
-      << ", \"size_bytes\": " << config_.size_bytes
-      << ", \"capacity_pages\": " << cache_->capacity_pages() << ", \"ra_kb\": " << config_.ra_kb
-      << ", \"rasync\": " << (config_.rasync ? "true" : "false") << ", \"variant\": \""
-      << buffered_variant_name(config_.variant)
-      << "\", \"virtual_time\": " << (virtual_ ? "true" : "false")
-      << ", \"max_workers\": " << max_workers() << ", \"pages\": " << pages
-      << ", \"dirty\": " << dirty << ", \"writeback\": " << writeback
-      << ", \"high_water_pages\": " << c.high_water << ", \"pages_added\": " << c.pages_added
-      << ", \"evictions\": " << c.evictions << ", \"evict_skipped\": " << c.evict_skipped
-      << ", \"over_limit\": " << c.over_limit << ", \"memory_bytes\": " << c.data_bytes
-      << ", \"reads\": " << s.reads << ", \"writes\": " << s.writes << ", \"fsyncs\": " << s.fsyncs
-      << ", \"read_bytes\": " << s.read_bytes << ", \"write_bytes\": " << s.write_bytes
-      << ", \"hits\": " << s.hits << ", \"misses\": " << s.misses
-      << ", \"hit_ratio\": " << (looks ? double(s.hits) / double(looks) : 0.0)
-      << ", \"readahead\": {";
+    j.begin_object().field("enabled", used_).field("size_bytes", config_.size_bytes);
+    j.field("capacity_pages", cache_->capacity_pages()).field("ra_kb", config_.ra_kb);
+    j.field("rasync", config_.rasync).field("variant", buffered_variant_name(config_.variant));
+    j.field("virtual_time", virtual_).field("max_workers", max_workers());
+    j.field("pages", pages).field("dirty", dirty).field("writeback", writeback);
+    j.field("high_water_pages", c.high_water).field("pages_added", c.pages_added);
+    j.field("evictions", c.evictions).field("evict_skipped", c.evict_skipped);
+    j.field("over_limit", c.over_limit).field("memory_bytes", c.data_bytes);
+    j.field("reads", s.reads).field("writes", s.writes).field("fsyncs", s.fsyncs);
+    j.field("read_bytes", s.read_bytes).field("write_bytes", s.write_bytes);
+    j.field("hits", s.hits).field("misses", s.misses);
+    j.field("hit_ratio", looks ? double(s.hits) / double(looks) : 0.0);
     uint64_t windows = 0, ra_pages = 0;
     for (int k = 0; k < 4; k++) {
         windows += s.ra_windows[k];
         ra_pages += s.ra_pages[k];
     }
-    o << "\"windows\": " << windows << ", \"pages\": " << ra_pages;
-    for (int k = 0; k < 4; k++)
-        o << ", \"" << ra_kind_name(RaKind(k)) << "\": {\"windows\": " << s.ra_windows[k]
-          << ", \"pages\": " << s.ra_pages[k] << "}";
-    o << ", \"window_sizes\": {";
-    bool first = true;
-    for (auto& [size, count] : s.ra_window_sizes) {
-        o << (first ? "" : ", ") << "\"" << size << "\": " << count;
-        first = false;
+    j.key("readahead").begin_object().field("windows", windows).field("pages", ra_pages);
+    for (int k = 0; k < 4; k++) {
+        j.key(ra_kind_name(RaKind(k))).begin_object().field("windows", s.ra_windows[k]);
+        j.field("pages", s.ra_pages[k]).end_object();
     }
-    o << "}}, \"pages_read\": " << s.pages_read << ", \"read_bios\": " << s.read_bios
-      << ", \"read_errors\": " << s.read_errors << ", \"inline_attempts\": " << s.inline_attempts
-      << ", \"worker_attempts\": " << s.worker_attempts
-      << ", \"callbacks_armed\": " << s.callbacks_armed
-      << ", \"task_work_runs\": " << s.task_work_runs << ", \"punts\": " << s.punts
-      << ", \"inline_completions\": " << s.inline_completions
-      << ", \"task_work_completions\": " << s.task_work_completions
-      << ", \"worker_completions\": " << s.worker_completions
-      << ", \"submitter_page_reads\": " << s.submitter_page_reads
-      << ", \"worker_page_reads\": " << s.worker_page_reads
-      << ", \"workers_created\": " << s.workers_created
-      << ", \"worker_high_water\": " << s.worker_high_water
-      << ", \"busy_worker_high_water\": " << s.busy_worker_high_water
-      << ", \"worker_sleeps\": " << s.worker_sleeps
-      << ", \"submitter_blocks\": " << s.submitter_blocks
-      << ", \"pages_dirtied\": " << s.pages_dirtied << ", \"read_for_write\": " << s.read_for_write
-      << ", \"write_waits\": " << s.write_waits << ", \"throttled_writes\": " << s.throttled_writes
-      << ", \"writeback_pages\": " << s.writeback_pages
-      << ", \"writeback_bios\": " << s.writeback_bios
-      << ", \"writeback_errors\": " << s.writeback_errors << ", \"syncs\": " << s.syncs
-      << ", \"invalidations\": " << s.invalidations
-      << ", \"invalidated_pages\": " << s.invalidated_pages << ", \"errors\": " << s.errors
-      << ", \"double_completions\": " << s.double_completions << "}";
+    j.key("window_sizes").begin_object();
+    for (auto& [size, count] : s.ra_window_sizes) j.field(std::to_string(size), count);
+    j.end_object().end_object();
+    j.field("pages_read", s.pages_read).field("read_bios", s.read_bios);
+    j.field("read_errors", s.read_errors).field("inline_attempts", s.inline_attempts);
+    j.field("worker_attempts", s.worker_attempts).field("callbacks_armed", s.callbacks_armed);
+    j.field("task_work_runs", s.task_work_runs).field("punts", s.punts);
+    j.field("inline_completions", s.inline_completions);
+    j.field("task_work_completions", s.task_work_completions);
+    j.field("worker_completions", s.worker_completions);
+    j.field("submitter_page_reads", s.submitter_page_reads);
+    j.field("worker_page_reads", s.worker_page_reads);
+    j.field("workers_created", s.workers_created).field("worker_high_water", s.worker_high_water);
+    j.field("busy_worker_high_water", s.busy_worker_high_water);
+    j.field("worker_sleeps", s.worker_sleeps).field("submitter_blocks", s.submitter_blocks);
+    j.field("pages_dirtied", s.pages_dirtied).field("read_for_write", s.read_for_write);
+    j.field("write_waits", s.write_waits).field("throttled_writes", s.throttled_writes);
+    j.field("writeback_pages", s.writeback_pages).field("writeback_bios", s.writeback_bios);
+    j.field("writeback_errors", s.writeback_errors).field("syncs", s.syncs);
+    j.field("invalidations", s.invalidations).field("invalidated_pages", s.invalidated_pages);
+    j.field("errors", s.errors).field("double_completions", s.double_completions);
+    j.end_object();
 }
 
 }  // namespace mdsplit

@@ -68,7 +68,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <ostream>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -76,6 +75,7 @@
 #include "config/stack_config.h"
 #include "core/block_device.h"
 #include "core/block_layer.h"
+#include "core/json_writer.h"
 #include "core/object_pool.h"
 #include "core/page_cache.h"
 #include "core/readahead.h"
@@ -221,9 +221,9 @@ public:
     size_t requests_in_flight() const { return live_requests_; }
     BufferedStats stats() const;
     // The "page_cache" object of the sidecar statistics.
-    void write_json(std::ostream& out) const;
+    void write_json(JsonWriter& j) const;
     // The same object for a stack that did no buffered I/O.
-    static void write_unused_json(std::ostream& out, const PageCacheConfig& config);
+    static void write_unused_json(JsonWriter& j, const PageCacheConfig& config);
 
 private:
     enum KFlags : uint32_t { kNowait = 1u << 0, kWaitq = 1u << 1 };

@@ -16,9 +16,9 @@
 #pragma once
 
 #include <cstdint>
-#include <ostream>
 
 #include "core/bio.h"
+#include "core/json_writer.h"
 #include "core/request.h"
 #include "core/task_context.h"
 
@@ -52,7 +52,7 @@ public:
     virtual void completed(Request* rq) = 0;
 
     // Statistics as one JSON object.
-    virtual void write_json(std::ostream& o) const = 0;
+    virtual void write_json(JsonWriter& j) const = 0;
 
     void set_run_queue(RunQueueFn fn, void* ctx) {
         run_fn_ = fn;

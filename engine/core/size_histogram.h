@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <map>
-#include <sstream>
+#include <string>
+
+#include "core/json_writer.h"
 
 namespace mdsplit {
 
@@ -29,14 +31,10 @@ public:
     }
     const std::map<uint32_t, uint64_t>& counts() const { return counts_; }
     // {"<sectors>": count, ...}
-    void write_json(std::ostream& o) const {
-        o << "{";
-        bool first = true;
-        for (auto& [sectors, n] : counts_) {
-            o << (first ? "" : ", ") << "\"" << sectors << "\": " << n;
-            first = false;
-        }
-        o << "}";
+    void write_json(JsonWriter& j) const {
+        j.begin_object();
+        for (auto& [sectors, n] : counts_) j.field(std::to_string(sectors), n);
+        j.end_object();
     }
 
 private:

@@ -17,7 +17,7 @@
 #include "core/blktrace_writer.h"
 #include "core/buffered_io.h"
 #include "core/device_time.h"
-#include "core/json_text.h"
+#include "core/json_writer.h"
 #include "core/passthrough_device.h"
 #include "core/raid5_device.h"
 
@@ -256,88 +256,86 @@ void Stack::drain() {
 }
 
 namespace {
-void json_device(std::ostringstream& o, const BlockDevice& d, const char* role, uint64_t now,
+// One device's iostat -x fields for one direction: read, write or discard.
+void json_direction(JsonWriter& j, const DiskStats& s, int i, const char* prefix, double secs) {
+    auto per_s = [&](double v) { return secs > 0 ? v / secs : 0.0; };
+    double ios = double(s.ios[i]);
+    double merges = double(s.merges[i]);
+    j.key(prefix).begin_object();
+    j.field("ios", s.ios[i]).field("merges", s.merges[i]).field("sectors", s.sectors[i]);
+    j.field("ticks_ns", s.ticks_ns[i]).field("errors", s.errors[i]).end_object();
+    std::string c(1, prefix[0]);
+    j.field(c + "_s", per_s(ios));
+    j.field(c + "kB_s", per_s(double(s.sectors[i]) / 2));
+    j.field(c + "rqm_s", per_s(merges));
+    j.field("pct_" + c + "rqm", ios + merges > 0 ? 100.0 * merges / (ios + merges) : 0.0);
+    j.field(c + "_await_ms", ios > 0 ? double(s.ticks_ns[i]) / ios / 1e6 : 0.0);
+    j.field(c + "areq_sz_kb", ios > 0 ? double(s.sectors[i]) / 2 / ios : 0.0);
+}
+
+void json_seeks(JsonWriter& j, const SeekHistogram& h) {
+    j.key("seek").begin_object().field("count", h.count()).field("zero_count", h.zero_count());
+    j.field("zero_ratio", h.count() ? double(h.zero_count()) / double(h.count()) : 0.0);
+    j.key("buckets_kb").begin_array();
+    for (int i = 0; i < SeekHistogram::kBuckets; i++) j.value(h.buckets()[size_t(i)]);
+    j.end_array().key("buckets_kb_thread").begin_array();
+    for (int i = 0; i < SeekHistogram::kBuckets; i++) j.value(h.thread_buckets()[size_t(i)]);
+    j.end_array().end_object();
+}
+
+void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t now,
                  uint64_t elapsed_ns, const MemberQueue* member, const SizeHistogram* bio_sizes) {
     const DiskStats& s = d.stats();
     double secs = elapsed_ns ? double(elapsed_ns) / 1e9 : 0;
-    auto per_s = [&](double v) { return secs > 0 ? v / secs : 0.0; };
-    auto dir = [&](int i, const char* prefix) {
-        double ios = double(s.ios[i]);
-        double merges = double(s.merges[i]);
-        o << "\"" << prefix << "\": {\"ios\": " << s.ios[i] << ", \"merges\": " << s.merges[i]
-          << ", \"sectors\": " << s.sectors[i] << ", \"ticks_ns\": " << s.ticks_ns[i]
-          << ", \"errors\": " << s.errors[i] << "}, ";
-        char c = prefix[0];
-        o << "\"" << c << "_s\": " << per_s(ios) << ", \"" << c
-          << "kB_s\": " << per_s(double(s.sectors[i]) / 2) << ", \"" << c
-          << "rqm_s\": " << per_s(merges) << ", \"pct_" << c
-          << "rqm\": " << (ios + merges > 0 ? 100.0 * merges / (ios + merges) : 0.0) << ", \"" << c
-          << "_await_ms\": " << (ios > 0 ? double(s.ticks_ns[i]) / ios / 1e6 : 0.0) << ", \"" << c
-          << "areq_sz_kb\": " << (ios > 0 ? double(s.sectors[i]) / 2 / ios : 0.0) << ", ";
-    };
-    o << "{\"name\": " << json_quote(d.name()) << ", \"role\": \"" << role << "\", \"devt\": \""
-      << (d.devt() >> 20) << ":" << (d.devt() & 0xfffff) << "\", ";
+    j.begin_object().field("name", d.name()).field("role", role);
+    j.field("devt", std::to_string(d.devt() >> 20) + ":" + std::to_string(d.devt() & 0xfffff));
     if (member) {
-        o << "\"backend\": \"" << const_cast<MemberQueue*>(member)->backend().kind()
-          << "\", \"max_sectors\": " << member->limits().max_sectors
-          << ", \"queue_depth\": " << member->limits().queue_depth << ", ";
-        const SeekHistogram& h = member->seeks();
-        o << "\"seek\": {\"count\": " << h.count() << ", \"zero_count\": " << h.zero_count()
-          << ", \"zero_ratio\": " << (h.count() ? double(h.zero_count()) / double(h.count()) : 0.0)
-          << ", \"buckets_kb\": [";
-        for (int i = 0; i < SeekHistogram::kBuckets; i++)
-            o << (i ? ", " : "") << h.buckets()[size_t(i)];
-        o << "], \"buckets_kb_thread\": [";
-        for (int i = 0; i < SeekHistogram::kBuckets; i++)
-            o << (i ? ", " : "") << h.thread_buckets()[size_t(i)];
-        o << "]}, \"request_sizes\": ";
-        member->request_sizes().write_json(o);
-        o << ", ";
+        j.field("backend", const_cast<MemberQueue*>(member)->backend().kind());
+        j.field("max_sectors", member->limits().max_sectors);
+        j.field("queue_depth", member->limits().queue_depth);
+        json_seeks(j, member->seeks());
+        j.key("request_sizes");
+        member->request_sizes().write_json(j);
     }
     if (bio_sizes) {
-        o << "\"bio_sizes\": ";
-        bio_sizes->write_json(o);
-        o << ", ";
+        j.key("bio_sizes");
+        bio_sizes->write_json(j);
     }
-    dir(0, "read");
-    dir(1, "write");
-    dir(2, "discard");
+    json_direction(j, s, 0, "read", secs);
+    json_direction(j, s, 1, "write", secs);
+    json_direction(j, s, 2, "discard", secs);
     uint64_t io_ticks = s.io_ticks_at(now);
-    o << "\"in_flight\": " << s.in_flight << ", \"io_ticks_ns\": " << io_ticks
-      << ", \"time_in_queue_ns\": " << s.time_in_queue_ns
-      << ", \"aqu_sz\": " << (elapsed_ns ? double(s.time_in_queue_ns) / double(elapsed_ns) : 0.0)
-      << ", \"pct_util\": " << (elapsed_ns ? 100.0 * double(io_ticks) / double(elapsed_ns) : 0.0);
+    j.field("in_flight", s.in_flight).field("io_ticks_ns", io_ticks);
+    j.field("time_in_queue_ns", s.time_in_queue_ns);
+    j.field("aqu_sz", elapsed_ns ? double(s.time_in_queue_ns) / double(elapsed_ns) : 0.0);
+    j.field("pct_util", elapsed_ns ? 100.0 * double(io_ticks) / double(elapsed_ns) : 0.0);
     // The member's scheduler statistics, e.g. "bfq": {...} (per queue and group).
     if (member && member->scheduler()) {
-        o << ", \"" << member->scheduler()->name() << "\": ";
-        member->scheduler()->write_json(o);
+        j.key(member->scheduler()->name());
+        member->scheduler()->write_json(j);
     }
-    o << "}";
+    j.end_object();
 }
 }  // namespace
 
 std::string Stack::stats_json() const {
-    std::ostringstream o;
-    o.precision(6);
-    o << std::fixed;
+    JsonWriter j;
     // Rates are over the time I/O ran: from the first I/O, not from set-up.
     uint64_t now = loop_.now();
     uint64_t elapsed = now - (have_first_io_ ? first_io_ns_ : start_ns_);
-    o << "{\"version\": 1, \"elapsed_ns\": " << elapsed
-      << ", \"time_scale\": " << config_.device.time_scale << ", \"devices\": [";
-    json_device(o, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
-    for (auto& m : members_) {
-        o << ", ";
-        json_device(o, *m, "member", now, elapsed, m.get(), nullptr);
+    j.begin_object().field("version", 1).field("elapsed_ns", elapsed);
+    j.field("time_scale", config_.device.time_scale).key("devices").begin_array();
+    json_device(j, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
+    for (auto& m : members_) json_device(j, *m, "member", now, elapsed, m.get(), nullptr);
+    j.end_array();
+    if (ring_) {
+        j.key("io_uring").begin_object().field("setup_flags", ring_->setup_flags());
+        j.field("registered_buffer_bytes", ring_->registered_buffer_bytes());
+        j.field("fixed_buffer_ios", ring_->fixed_buffer_ios()).end_object();
     }
-    o << "]";
-    if (ring_)
-        o << ", \"io_uring\": {\"setup_flags\": " << ring_->setup_flags()
-          << ", \"registered_buffer_bytes\": " << ring_->registered_buffer_bytes()
-          << ", \"fixed_buffer_ios\": " << ring_->fixed_buffer_ios() << "}";
-    page_cache_json(o);
-    o << "}";
-    return o.str();
+    page_cache_json(j);
+    j.end_object();
+    return j.str();
 }
 
 // ---- Buffered I/O (seed 003): the page cache and io_uring's buffered reads ----
@@ -398,12 +396,12 @@ void Stack::invalidate() {
     if (buffered_) buffered_->invalidate();
 }
 
-void Stack::page_cache_json(std::ostream& o) const {
-    o << ", \"page_cache\": ";
+void Stack::page_cache_json(JsonWriter& j) const {
+    j.key("page_cache");
     if (buffered_)
-        buffered_->write_json(o);
+        buffered_->write_json(j);
     else
-        BufferedIo::write_unused_json(o, config_.page_cache);
+        BufferedIo::write_unused_json(j, config_.page_cache);
 }
 
 }  // namespace mdsplit

@@ -12,6 +12,7 @@
 #include "config/stack_config.h"
 #include "core/bio_builder.h"
 #include "core/block_layer.h"
+#include "core/json_writer.h"
 #include "core/member_queue.h"
 #include "core/size_histogram.h"
 #include "core/tracer.h"
@@ -119,7 +120,7 @@ private:
 
     // Buffered I/O. Declared last: destroyed first (its worker threads stop
     // before the loop and the block layer go).
-    void page_cache_json(std::ostream& o) const;
+    void page_cache_json(JsonWriter& j) const;
     std::unique_ptr<BufferedIo> buffered_;
 };
 
