@@ -48,19 +48,27 @@ struct EngineOptions {
     char* stats;
     char* trace;
     char* group;
-    char* group_weight;  // 1..kMaxGroupWeight, default 100 (group_weight_of)
+    unsigned group_weight;  // io.bfq.weight: 1..BFQ_MAX_WEIGHT (the table's range), default 100
 };
 
-constexpr unsigned kMaxGroupWeight = 1000;  // BFQ_MAX_WEIGHT
+// The text a job file gave option @name (its last setting), or null: fio keeps
+// every option it accepted, with its text, on td->opt_list.
+const char* option_text(thread_data* td, const char* name) {
+    const char* text = nullptr;
+    flist_head* n;
+    flist_for_each(n, &td->opt_list) {
+        auto* p = flist_entry(n, print_option, list);
+        if (p->name && strcmp(p->name, name) == 0) text = p->value;
+    }
+    return text;
+}
 
-// mdsplit_group_weight as a number; 0 when it is not one of 1..1000.
-unsigned group_weight_of(const EngineOptions& o) {
-    if (!o.group_weight || !*o.group_weight) return 100;
+// Whether @text is a whole decimal number within [@min, @max].
+bool integer_in(const char* text, long min, long max) {
     char* end = nullptr;
     errno = 0;
-    long v = strtol(o.group_weight, &end, 10);
-    if (errno || *end || v < 1 || v > long(kMaxGroupWeight)) return 0;
-    return unsigned(v);
+    long v = strtol(text, &end, 10);
+    return end != text && !*end && !errno && v >= min && v <= max;
 }
 
 struct EngineData {
@@ -80,7 +88,8 @@ struct EngineData {
 };
 
 fio_option engine_option(const char* name, const char* lname, fio_opt_type type, unsigned off,
-                         const char* help, const char* def = nullptr) {
+                         const char* help, const char* def = nullptr, int minval = 0,
+                         unsigned long long maxval = 0) {
     fio_option o{};
     o.name = name;
     o.lname = lname;
@@ -88,6 +97,8 @@ fio_option engine_option(const char* name, const char* lname, fio_opt_type type,
     o.off1 = off;
     o.help = help;
     o.def = def;
+    o.minval = minval;
+    o.maxval = maxval;
     o.category = FIO_OPT_C_ENGINE;
     o.group = FIO_OPT_G_INVALID;
     return o;
@@ -108,11 +119,11 @@ fio_option engine_options[] = {
     engine_option("mdsplit_group", "mdsplit scheduler group", FIO_OPT_STR_STORE,
                   offsetof(EngineOptions, group),
                   "Scheduler (bfq) group of this job; the root group when unset"),
-    // Text, checked in setup: fio 3.33 prints a refused engine option's
-    // range error (minval/maxval) but still runs the job with the default.
-    engine_option("mdsplit_group_weight", "mdsplit scheduler group weight", FIO_OPT_STR_STORE,
+    // fio refuses a value outside minval..maxval with its own message; setup
+    // also refuses "-1", which fio 3.33 reads as a range "<empty>-1".
+    engine_option("mdsplit_group_weight", "mdsplit scheduler group weight", FIO_OPT_INT,
                   offsetof(EngineOptions, group_weight),
-                  "Weight of this job's scheduler group (1..1000, default 100)"),
+                  "Weight of this job's scheduler group (1..1000, default 100)", "100", 1, 1000),
     fio_option{},
 };
 
@@ -270,8 +281,8 @@ int mdsplit_setup(thread_data* td) {
                      "stack (see README, \"TOML reference\")");
         return 1;
     }
-    if (!group_weight_of(*o)) {
-        report_error(td, std::string("mdsplit: mdsplit_group_weight=") + o->group_weight +
+    if (const char* w = option_text(td, "mdsplit_group_weight"); w && !integer_in(w, 1, 1000)) {
+        report_error(td, std::string("mdsplit: mdsplit_group_weight=") + w +
                              " is not a group weight; allowed: an integer 1..1000");
         return 1;
     }
@@ -346,7 +357,7 @@ int mdsplit_setup(thread_data* td) {
         // The job is the process bfq sees: its ioprio (fio's prio/prioclass)
         // and its cgroup (mdsplit_group/mdsplit_group_weight).
         if (o->group) data->task.sched.group = o->group;
-        data->task.sched.group_weight = group_weight_of(*o);
+        data->task.sched.group_weight = o->group_weight;
         if (fio_option_is_set(&td->o, ioprio_class) && td->o.ioprio_class <= 3)
             data->task.sched.ioprio_class = IoprioClass(td->o.ioprio_class);
         if (fio_option_is_set(&td->o, ioprio) && td->o.ioprio <= 7)

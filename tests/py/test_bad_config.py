@@ -37,7 +37,7 @@ CASES = [
      'size = "1m"\nspeed = "fast"\n', "", "members[0].speed"),
     ("missing-config-option", None, "", "mdsplit_config"),
     ("group-weight-range", '[device]\nkind = "passthrough"\n' + GOOD_MEMBER,
-     "mdsplit_group_weight=5000", "mdsplit_group_weight"),
+     "mdsplit_group_weight=-1", "mdsplit_group_weight"),  # fio 3.33 reads "-1" as a range
     ("group-without-bfq", '[device]\nkind = "passthrough"\n' + GOOD_MEMBER,
      "mdsplit_group=g1", "mdsplit_group"),
 ]
@@ -65,3 +65,22 @@ size=1m
     assert len(errors) == 1, result.stderr
     assert needle in errors[0], errors[0]
     assert "\n" not in errors[0]
+
+
+@pytest.mark.parametrize("weight", ["0", "5000", "heavy"])
+def test_fio_refuses_group_weight_outside_the_table_range(engine, workdir, weight):
+    """mdsplit_group_weight outside the options table's 1..1000: fio's own refusal, exit 1."""
+    (workdir / "stack.toml").write_text('[device]\nkind = "passthrough"\n' + GOOD_MEMBER)
+    job = write_job(workdir, "bad.fio", f"""
+[bad]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+rw=read
+size=1m
+mdsplit_group_weight={weight}
+""")
+    result = run_fio(job, check=False, timeout=60)
+    assert result.returncode != 0
+    assert "fio: failed parsing mdsplit_group_weight" in result.stderr, result.stderr
