@@ -30,74 +30,6 @@ namespace fs = std::filesystem;
 constexpr size_t kMaxStackFileBytes = 1 << 20;
 constexpr std::string_view kEmbeddedModelsLabel = "jobs/models.toml (embedded)";
 
-// ---------------------------------------------------------------------------
-// Enum names
-
-template <typename Enum>
-struct EnumName {
-    std::string_view name;
-    Enum value;
-};
-
-constexpr EnumName<DeviceKind> kDeviceKinds[] = {
-    {"passthrough", DeviceKind::Passthrough},
-    {"raid5", DeviceKind::Raid5},
-};
-constexpr EnumName<PlugOrder> kPlugOrders[] = {
-    {"fifo", PlugOrder::Fifo},
-    {"lifo", PlugOrder::Lifo},
-};
-constexpr EnumName<SplitOrder> kSplitOrders[] = {
-    {"legacy", SplitOrder::Legacy},
-    {"fixed", SplitOrder::Fixed},
-};
-constexpr EnumName<SchedulerKind> kSchedulers[] = {
-    {"none", SchedulerKind::None},
-    {"bfq", SchedulerKind::Bfq},
-};
-constexpr EnumName<BackendKind> kBackends[] = {
-    {"io_uring", BackendKind::IoUring},
-    {"ram", BackendKind::Ram},
-    {"null", BackendKind::Null},
-};
-constexpr EnumName<Raid5Layout> kRaid5Layouts[] = {
-    {"left-asymmetric", Raid5Layout::LeftAsymmetric},
-    {"right-asymmetric", Raid5Layout::RightAsymmetric},
-    {"left-symmetric", Raid5Layout::LeftSymmetric},
-    {"right-symmetric", Raid5Layout::RightSymmetric},
-};
-constexpr EnumName<BioPolicy> kBioPolicies[] = {
-    {"original", BioPolicy::Original},
-    {"align", BioPolicy::Align},
-    {"max_sectors", BioPolicy::MaxSectors},
-};
-// Contiguity::Distribution is written as a table, not a name.
-constexpr EnumName<Contiguity> kContiguityNames[] = {
-    {"none", Contiguity::None},
-    {"pagemap", Contiguity::Pagemap},
-    {"distribution", Contiguity::Distribution},
-    {"pattern", Contiguity::Pattern},
-};
-constexpr EnumName<GroupCounting> kGroupCountings[] = {
-    {"legacy", GroupCounting::Legacy},
-    {"fixed", GroupCounting::Fixed},
-};
-constexpr EnumName<BufferedVariant> kBufferedVariants[] = {
-    {"pre-c8d317aa", BufferedVariant::PreC8d317aa},
-    {"c8d317aa", BufferedVariant::C8d317aa},
-    {"forced-ra", BufferedVariant::ForcedRa},
-};
-
-template <typename Enum, size_t N>
-const char* name_of(const EnumName<Enum> (&names)[N], Enum value) {
-    for (const auto& entry : names) {
-        if (entry.value == value) {
-            return entry.name.data();  // the literals are NUL-terminated
-        }
-    }
-    return "?";
-}
-
 template <typename Enum, size_t N>
 std::string allowed_names(const EnumName<Enum> (&names)[N], size_t count = N) {
     std::string text;
@@ -1213,20 +1145,6 @@ StackConfig load_stack_file(const std::string& path) {
     }
     std::string base_dir = fs::absolute(fs::path(path)).parent_path().string();
     return load_stack_text(text.str(), base_dir, path);
-}
-
-const char* device_kind_name(DeviceKind kind) { return name_of(kDeviceKinds, kind); }
-const char* split_order_name(SplitOrder order) { return name_of(kSplitOrders, order); }
-const char* scheduler_name(SchedulerKind scheduler) { return name_of(kSchedulers, scheduler); }
-const char* backend_name(BackendKind backend) { return name_of(kBackends, backend); }
-const char* raid5_layout_name(Raid5Layout layout) { return name_of(kRaid5Layouts, layout); }
-const char* bio_policy_name(BioPolicy policy) { return name_of(kBioPolicies, policy); }
-const char* contiguity_name(Contiguity contiguity) { return name_of(kContiguityNames, contiguity); }
-const char* group_counting_name(GroupCounting counting) {
-    return name_of(kGroupCountings, counting);
-}
-const char* buffered_variant_name(BufferedVariant variant) {
-    return name_of(kBufferedVariants, variant);
 }
 
 }  // namespace mdsplit

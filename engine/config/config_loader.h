@@ -40,15 +40,4 @@ std::vector<std::string> preset_model_names();  // sorted
 // Throws ConfigError listing the known names when there is neither.
 TimingModelConfig find_model(const StackConfig& config, const std::string& name);
 
-// Enum names as written in TOML (for messages, statistics and traces).
-const char* device_kind_name(DeviceKind kind);
-const char* split_order_name(SplitOrder order);
-const char* scheduler_name(SchedulerKind scheduler);
-const char* backend_name(BackendKind backend);
-const char* raid5_layout_name(Raid5Layout layout);
-const char* bio_policy_name(BioPolicy policy);
-const char* contiguity_name(Contiguity contiguity);
-const char* group_counting_name(GroupCounting counting);
-const char* buffered_variant_name(BufferedVariant variant);
-
 }  // namespace mdsplit

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mdsplit {
@@ -137,5 +138,91 @@ struct StackConfig {
     PageCacheConfig page_cache;
     std::map<std::string, TimingModelConfig> models;  // the file's own [models.NAME]
 };
+
+// ---------------------------------------------------------------------------
+// Enum names as written in TOML (for the loader, messages, statistics, traces)
+
+template <typename Enum>
+struct EnumName {
+    std::string_view name;
+    Enum value;
+};
+
+constexpr EnumName<DeviceKind> kDeviceKinds[] = {
+    {"passthrough", DeviceKind::Passthrough},
+    {"raid5", DeviceKind::Raid5},
+};
+constexpr EnumName<PlugOrder> kPlugOrders[] = {
+    {"fifo", PlugOrder::Fifo},
+    {"lifo", PlugOrder::Lifo},
+};
+constexpr EnumName<SplitOrder> kSplitOrders[] = {
+    {"legacy", SplitOrder::Legacy},
+    {"fixed", SplitOrder::Fixed},
+};
+constexpr EnumName<SchedulerKind> kSchedulers[] = {
+    {"none", SchedulerKind::None},
+    {"bfq", SchedulerKind::Bfq},
+};
+constexpr EnumName<BackendKind> kBackends[] = {
+    {"io_uring", BackendKind::IoUring},
+    {"ram", BackendKind::Ram},
+    {"null", BackendKind::Null},
+};
+constexpr EnumName<Raid5Layout> kRaid5Layouts[] = {
+    {"left-asymmetric", Raid5Layout::LeftAsymmetric},
+    {"right-asymmetric", Raid5Layout::RightAsymmetric},
+    {"left-symmetric", Raid5Layout::LeftSymmetric},
+    {"right-symmetric", Raid5Layout::RightSymmetric},
+};
+constexpr EnumName<BioPolicy> kBioPolicies[] = {
+    {"original", BioPolicy::Original},
+    {"align", BioPolicy::Align},
+    {"max_sectors", BioPolicy::MaxSectors},
+};
+// Contiguity::Distribution is written as a table, not a name.
+constexpr EnumName<Contiguity> kContiguityNames[] = {
+    {"none", Contiguity::None},
+    {"pagemap", Contiguity::Pagemap},
+    {"distribution", Contiguity::Distribution},
+    {"pattern", Contiguity::Pattern},
+};
+constexpr EnumName<GroupCounting> kGroupCountings[] = {
+    {"legacy", GroupCounting::Legacy},
+    {"fixed", GroupCounting::Fixed},
+};
+constexpr EnumName<BufferedVariant> kBufferedVariants[] = {
+    {"pre-c8d317aa", BufferedVariant::PreC8d317aa},
+    {"c8d317aa", BufferedVariant::C8d317aa},
+    {"forced-ra", BufferedVariant::ForcedRa},
+};
+
+template <typename Enum, size_t N>
+inline const char* name_of(const EnumName<Enum> (&names)[N], Enum value) {
+    for (const auto& entry : names) {
+        if (entry.value == value) {
+            return entry.name.data();  // the literals are NUL-terminated
+        }
+    }
+    return "?";
+}
+
+inline const char* device_kind_name(DeviceKind kind) { return name_of(kDeviceKinds, kind); }
+inline const char* split_order_name(SplitOrder order) { return name_of(kSplitOrders, order); }
+inline const char* scheduler_name(SchedulerKind scheduler) {
+    return name_of(kSchedulers, scheduler);
+}
+inline const char* backend_name(BackendKind backend) { return name_of(kBackends, backend); }
+inline const char* raid5_layout_name(Raid5Layout layout) { return name_of(kRaid5Layouts, layout); }
+inline const char* bio_policy_name(BioPolicy policy) { return name_of(kBioPolicies, policy); }
+inline const char* contiguity_name(Contiguity contiguity) {
+    return name_of(kContiguityNames, contiguity);
+}
+inline const char* group_counting_name(GroupCounting counting) {
+    return name_of(kGroupCountings, counting);
+}
+inline const char* buffered_variant_name(BufferedVariant variant) {
+    return name_of(kBufferedVariants, variant);
+}
 
 }  // namespace mdsplit

@@ -6,7 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "config/config_loader.h"
+#include "config/stack_config.h"
 #include "core/member_queue.h"
 
 namespace mdsplit {
