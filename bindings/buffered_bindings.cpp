@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "config/config_loader.h"
-#include "core/buffered_cost_probe.h"
-#include "core/buffered_io.h"
-#include "core/buffered_workload.h"
-#include "core/stack.h"
+#include "core/io_uring/buffered_io.h"
 #include "io_tally_dict.h"
+#include "sim/buffered_cost_probe.h"
+#include "sim/buffered_workload.h"
+#include "stack/stack.h"
 
 namespace py = pybind11;
 using namespace mdsplit;

@@ -3,7 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "core/io_tally.h"
+#include "sim/io_tally.h"
 
 namespace mdsplit {
 

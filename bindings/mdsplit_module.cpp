@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "config/config_loader.h"
-#include "core/blktrace_writer.h"
-#include "core/stack.h"
-#include "core/workload.h"
+#include "core/trace/blktrace_writer.h"
 #include "io_tally_dict.h"
+#include "sim/workload.h"
+#include "stack/stack.h"
 
 namespace py = pybind11;
 using namespace mdsplit;

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "config/config_loader.h"
-#include "core/device_safety.h"
-#include "core/fio_job_model.h"
-#include "core/stack.h"
+#include "sim/fio_job_model.h"
+#include "stack/device_safety.h"
+#include "stack/stack.h"
 
 namespace py = pybind11;
 using namespace mdsplit;

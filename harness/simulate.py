@@ -1,5 +1,5 @@
 """`harness simulate JOB.fio`: a fio job file run on the core's virtual
-clock (engine/core/fio_job_model.h), deterministically, with fio's JSON
+clock (engine/sim/fio_job_model.h), deterministically, with fio's JSON
 shape as output and the sidecars and blktrace files the engine writes.
 
     from harness.simulate import simulate_job

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <utility>
 
+#include "base/units.h"
 #include "config/size_parse.h"
-#include "core/units.h"
 #include "embedded_models.h"
 
 namespace mdsplit {

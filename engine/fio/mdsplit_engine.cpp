@@ -21,9 +21,9 @@
 // The core and the C++ library come first: fio's headers define min/max
 // macros that break them.
 #include "config/config_loader.h"
-#include "core/device_safety.h"
-#include "core/shared_stack.h"
-#include "core/stack.h"
+#include "stack/device_safety.h"
+#include "stack/shared_stack.h"
+#include "stack/stack.h"
 
 extern "C" {
 #include "fio.h"

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+#include "base/event_loop.h"
 #include "config/config_loader.h"
-#include "core/bfq_scheduler.h"
-#include "core/clock.h"
-#include "core/event_loop.h"
-#include "core/stack.h"
-#include "core/trace_event.h"
-#include "core/tracer.h"
+#include "core/block/bfq_scheduler.h"
+#include "core/trace/trace_event.h"
+#include "core/trace/tracer.h"
+#include "stack/stack.h"
 
 namespace mdsplit {
 namespace {

@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "core/bfq_data.h"
-#include "core/bfq_service_tree.h"
-#include "core/bfq_wf2q.h"
-#include "core/clock.h"
+#include "base/clock.h"
+#include "core/block/bfq_data.h"
+#include "core/block/bfq_service_tree.h"
+#include "core/block/bfq_wf2q.h"
 
 namespace mdsplit::bfq {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/stack_config.h"
-#include "core/bio_builder.h"
+#include "core/block/bio_builder.h"
 
 namespace mdsplit {
 namespace {

@@ -1,7 +1,7 @@
 // BlktraceWriter / read_blktrace_file: the kernel's binary format
 // (include/uapi/linux/blktrace_api.h), checked by round trips and by the
 // real blkparse and btt when they are installed.
-#include "core/blktrace_writer.h"
+#include "core/trace/blktrace_writer.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

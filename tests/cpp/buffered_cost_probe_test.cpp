@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/buffered_cost_probe.h"
+#include "sim/buffered_cost_probe.h"
 
 namespace mdsplit {
 namespace {

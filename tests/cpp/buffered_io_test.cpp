@@ -6,7 +6,7 @@
 // lost or completed twice. Then data: reads return what the members hold,
 // buffered writes reach the members after fsync/sync, eviction, and a run
 // with real worker threads on the real clock.
-#include "core/buffered_io.h"
+#include "core/io_uring/buffered_io.h"
 
 #include <gtest/gtest.h>
 
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "config/config_loader.h"
-#include "core/buffered_workload.h"
-#include "core/stack.h"
+#include "sim/buffered_workload.h"
+#include "stack/stack.h"
 
 namespace mdsplit {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/config_error.h"
-#include "core/device_safety.h"
+#include "stack/device_safety.h"
 
 namespace mdsplit {
 namespace {

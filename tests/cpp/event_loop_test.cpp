@@ -3,7 +3,7 @@
 // next turn, and the virtual clock only moves when the loop waits for the
 // next timer. The loop plays the part of the kernel's hrtimers and softirq
 // completions (hrtimer_start / hrtimer_cancel, blk_mq_complete_request).
-#include "core/event_loop.h"
+#include "base/event_loop.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <ostream>
 #include <vector>
 
-#include "core/clock.h"
+#include "base/clock.h"
 
 namespace mdsplit {
 namespace {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/fault_injector.h"
 #include "config/config_loader.h"
-#include "core/raid5_device.h"
-#include "core/stack.h"
+#include "core/drivers/fault_injector.h"
+#include "core/md/raid5_device.h"
+#include "stack/stack.h"
 
 namespace mdsplit {
 namespace {

@@ -1,5 +1,5 @@
 // fio jobs on the virtual clock (engine/core/fio_job_model.h).
-#include "core/fio_job_model.h"
+#include "sim/fio_job_model.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config_loader.h"
-#include "core/trace_event.h"
+#include "core/trace/trace_event.h"
 
 namespace mdsplit {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/intrusive_list.h"
+#include "base/intrusive_list.h"
 
 #include <gtest/gtest.h>
 

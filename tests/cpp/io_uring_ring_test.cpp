@@ -1,7 +1,7 @@
 // IoUringRing's registered buffer (fio's fixedbufs): a member I/O wholly
 // inside the region goes to the kernel as READ_FIXED / WRITE_FIXED, one
 // outside it as a plain READ / WRITE, and the data is right either way.
-#include "backends/io_uring_ring.h"
+#include "core/drivers/io_uring_ring.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/io_uring_backend.h"
+#include "core/drivers/io_uring_backend.h"
 
 namespace mdsplit {
 namespace {

@@ -1,5 +1,5 @@
 // JsonWriter: separators, RFC 8259 strings and round-tripping numbers.
-#include "core/json_writer.h"
+#include "base/json_writer.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // eviction (clean, unlocked, unpinned pages go; dirty ones ask for
 // write-back), the dirty set, next/prev miss, invalidation, partial last
 // page, and page frames adjacent for pages allocated together.
-#include "core/page_cache.h"
+#include "core/mm/page_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -15,16 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "backends/ram_backend.h"
-#include "core/block_layer.h"
-#include "core/clock.h"
-#include "core/event_loop.h"
-#include "core/member_queue.h"
-#include "core/raid5_device.h"
-#include "core/raid5_layout.h"
-#include "core/stack.h"
-#include "core/trace_event.h"
-#include "core/tracer.h"
+#include "base/clock.h"
+#include "base/event_loop.h"
+#include "core/block/block_layer.h"
+#include "core/block/member_queue.h"
+#include "core/drivers/ram_backend.h"
+#include "core/md/raid5_device.h"
+#include "core/md/raid5_layout.h"
+#include "core/trace/trace_event.h"
+#include "core/trace/tracer.h"
+#include "stack/stack.h"
 
 namespace mdsplit {
 namespace {

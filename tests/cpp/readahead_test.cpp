@@ -3,7 +3,7 @@
 // sequential detection (expected index, prev_pos, cached history), lone
 // random reads, ra_pages = 0 (nothing, or with 324bcf54 a forced 1-page
 // readahead), FMODE_RANDOM, oversize reads and the end of the file.
-#include "core/readahead.h"
+#include "core/mm/readahead.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SeekHistogram: the two bucket conventions (ours [lo, hi), the thread's (lo, hi]).
-#include "core/seek_histogram.h"
+#include "core/trace/seek_histogram.h"
 
 #include <gtest/gtest.h>
 

@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "config/config_loader.h"
-#include "core/clock.h"
-#include "core/shared_stack.h"
-#include "core/stack.h"
+#include "stack/shared_stack.h"
+#include "stack/stack.h"
 
 namespace mdsplit {
 namespace {

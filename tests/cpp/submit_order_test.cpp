@@ -22,15 +22,15 @@
 #include <utility>
 #include <vector>
 
-#include "backends/ram_backend.h"
-#include "core/bio_pool.h"
-#include "core/block_device.h"
-#include "core/block_layer.h"
-#include "core/clock.h"
-#include "core/event_loop.h"
-#include "core/member_queue.h"
-#include "core/trace_event.h"
-#include "core/tracer.h"
+#include "base/clock.h"
+#include "base/event_loop.h"
+#include "core/block/bio_pool.h"
+#include "core/block/block_device.h"
+#include "core/block/block_layer.h"
+#include "core/block/member_queue.h"
+#include "core/drivers/ram_backend.h"
+#include "core/trace/trace_event.h"
+#include "core/trace/tracer.h"
 
 namespace mdsplit {
 namespace {

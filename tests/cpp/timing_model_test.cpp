@@ -17,18 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "backends/ram_backend.h"
-#include "backends/timed_backend.h"
-#include "backends/timing_model.h"
+#include "base/clock.h"
+#include "base/event_loop.h"
 #include "config/config_loader.h"
-#include "core/block_layer.h"
-#include "core/clock.h"
-#include "core/event_loop.h"
-#include "core/member_queue.h"
-#include "core/stack.h"
-#include "core/trace_event.h"
-#include "core/tracer.h"
-#include "core/workload.h"
+#include "core/block/block_layer.h"
+#include "core/block/member_queue.h"
+#include "core/drivers/ram_backend.h"
+#include "core/drivers/timed_backend.h"
+#include "core/drivers/timing_model.h"
+#include "core/trace/trace_event.h"
+#include "core/trace/tracer.h"
+#include "sim/workload.h"
+#include "stack/stack.h"
 
 namespace mdsplit {
 namespace {

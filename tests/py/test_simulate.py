@@ -1,5 +1,5 @@
 """harness simulate: fio job files on the virtual clock (harness/simulate.py,
-engine/core/fio_job_model.h). Each shipped job file runs from a fresh copy of
+engine/sim/fio_job_model.h). Each shipped job file runs from a fresh copy of
 jobs/ (member files, sidecars and traces stay in the copy), shortened where
 its real length would take minutes."""
 import json

@@ -1,0 +1,89 @@
+// The generic block layer of one stack: submit_bio_noacct() with the
+// recursion lists, bio splitting, plugging, and the pools. Devices call
+// into it; it knows nothing of fio.
+#pragma once
+
+#include "base/event_loop.h"
+#include "base/object_pool.h"
+#include "config/stack_config.h"
+#include "core/block/bio_pool.h"
+#include "core/block/block_device.h"
+#include "core/block/request.h"
+#include "core/block/task_context.h"
+#include "core/trace/tracer.h"
+
+namespace mdsplit {
+
+// Where a split remainder goes on current->bio_list[0]: the tail before
+// "block: fix disordered IO in the case recursive split", the head after.
+enum class SplitInsert { Tail, Head };
+
+class BlockLayer {
+public:
+    BlockLayer(EventLoop& loop, Tracer& tracer, SplitInsert insert)
+        : loop_(loop), tracer_(tracer), split_insert_(insert) {}
+
+    EventLoop& loop() { return loop_; }
+    Tracer& tracer() { return tracer_; }
+    BioPool& bios() { return bios_; }
+    ObjectPool<Request>& requests() { return requests_; }
+    SplitInsert split_insert() const { return split_insert_; }
+    void set_plug_order(PlugOrder order) { plug_order_ = order; }
+    PlugOrder plug_order() const { return plug_order_; }
+
+    // The task whose context submissions run in (set by the stack).
+    TaskContext* current() { return current_; }
+    void set_current(TaskContext* task) { current_ = task; }
+
+    // submit_bio_noacct() / submit_bio_noacct_nocheck(bio, split)
+    void submit_bio_noacct(Bio* bio, bool split = false);
+
+    // bio_submit_split(): splits off the first `sectors` of `bio` as a
+    // REQ_NOMERGE front, traces X on `dev`, resubmits the remainder through
+    // submit_bio_noacct(remainder, split=true) and returns the front.
+    Bio* split_and_resubmit(Bio* bio, uint32_t sectors);
+
+    // The end of a clone that carried a stacked device's bio to the layer
+    // below (md_end_clone_io, dm's clone_endio): the original is accounted
+    // on the stacked device (bio_end_io_acct, from the clone's start),
+    // takes the clone's error and residue, and completes.
+    void end_clone(DiskStats& device_stats, Bio* clone);
+
+    // blk_start_plug() / blk_finish_plug()
+    void start_plug(TaskContext& task) { task.plug.active = true; }
+    void finish_plug(TaskContext& task);
+    // blk_mq_flush_plug_list()
+    void flush_plug(PlugList& plug);
+
+    // Tracepoints: inline checks, so that with tracing off they cost a test.
+    void trace_bio(TraceAction action, const BlockDevice* dev, const Bio* bio) {
+        if (tracer_.enabled()) emit_bio(action, dev, bio);
+    }
+    // trace_block_bio_remap(): A on the clone's (lower) device, with where
+    // the bio came from.
+    void trace_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector) {
+        if (tracer_.enabled()) emit_remap(clone, from_devt, from_sector);
+    }
+    void trace_rq(TraceAction action, const BlockDevice* dev, const Request* rq) {
+        if (tracer_.enabled()) emit_rq(action, dev, rq);
+    }
+
+private:
+    void emit_bio(TraceAction action, const BlockDevice* dev, const Bio* bio);
+    void emit_remap(const Bio* clone, uint32_t from_devt, sector_t from_sector);
+    void emit_rq(TraceAction action, const BlockDevice* dev, const Request* rq);
+    static TraceEvent bio_event(TraceAction action, const BlockDevice* dev, const Bio* bio);
+    void submit_stacked(Bio* bio);  // __submit_bio_noacct()
+    void submit_mq(Bio* bio);       // __submit_bio_noacct_mq()
+
+    EventLoop& loop_;
+    Tracer& tracer_;
+    SplitInsert split_insert_;
+    PlugOrder plug_order_ = PlugOrder::Fifo;
+    TaskContext* current_ = nullptr;
+    TaskContext default_task_;
+    BioPool bios_;
+    ObjectPool<Request> requests_;
+};
+
+}  // namespace mdsplit

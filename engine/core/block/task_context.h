@@ -1,0 +1,45 @@
+// What the kernel keeps in `current` for the block layer: the recursion
+// lists (current->bio_list) and the plug (current->plug). One per submitter
+// (fio job).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/block/bio.h"
+#include "core/block/plug_list.h"
+
+namespace mdsplit {
+
+// An fio I/O that finished: its cookie, a negative errno, bytes not done.
+struct IoCompletion {
+    uint64_t cookie = 0;
+    int32_t error = 0;
+    uint64_t resid = 0;
+};
+
+// --- I/O-scheduling identity (used by the bfq scheduler) -------------------
+// What bfq reads from the task: its ioprio (io_context, set by fio's
+// prio/prioclass) and its blkcg (fio's mdsplit_group/mdsplit_group_weight).
+// IOPRIO_CLASS_* values (include/uapi/linux/ioprio.h).
+enum class IoprioClass : uint8_t { None = 0, RT = 1, BE = 2, Idle = 3 };
+
+struct SchedIdentity {
+    std::string group;                           // cgroup name; empty = the root group
+    uint32_t group_weight = 100;                 // io.bfq.weight (BFQ_DEFAULT_GRP_WEIGHT), 1..1000
+    IoprioClass ioprio_class = IoprioClass::BE;  // None behaves as BE (task_nice_ioclass)
+    uint8_t ioprio = 4;  // 0..7, IOPRIO_NORM = 4; bfq weight = (8 - ioprio) * 10
+};
+// ---------------------------------------------------------------------------
+
+struct TaskContext {
+    uint32_t pid = 0;
+    SchedIdentity sched;  // scheduling identity (bfq: queue weight, group)
+    std::vector<IoCompletion> completions;
+    uint64_t in_flight = 0;
+    BioList* bio_list = nullptr;  // current->bio_list: [0] and [1]
+    PlugList plug;
+};
+
+}  // namespace mdsplit

@@ -1,0 +1,56 @@
+// A member on a regular file or block device, driven through io_uring.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/drivers/backend.h"
+#include "core/drivers/io_uring_ring.h"
+
+namespace mdsplit {
+
+// Why a member could not be opened: the member's TOML key it concerns
+// ("path" or "size"), the problem and what is allowed, for the stack to turn
+// into the loader's one-line "<file>: members[i].<key>: ...; allowed: ..." form.
+struct MemberOpenError : std::runtime_error {
+    MemberOpenError(std::string key_, const std::string& problem, std::string allowed_)
+        : std::runtime_error(problem), key(std::move(key_)), allowed(std::move(allowed_)) {}
+    std::string key;
+    std::string allowed;
+};
+
+class IoUringBackend final : public Backend {
+public:
+    // Opens path read-write when `writable`, read-only otherwise; O_DIRECT if
+    // direct. A missing file is created sparse at `size` (with its missing
+    // directories); an existing file shorter than `size` is extended (the
+    // loader allows that only with grow = true). A failed create removes
+    // what it made. A block device that is read-only is refused when
+    // `writable`. Throws MemberOpenError.
+    IoUringBackend(IoUringRing& ring, const std::string& path, uint64_t size, bool direct,
+                   bool writable);
+    ~IoUringBackend() override;
+
+    void submit(Request* rq) override;
+    void kick() override { ring_.submit_pending(); }
+    uint64_t size_bytes() const override { return size_; }
+    const char* kind() const override { return "io_uring"; }
+
+    // Called by the ring for each CQE of this backend.
+    void on_cqe(Request* rq, int res);
+
+private:
+    void create(const std::string& path, uint64_t size, int flags);
+    void prep_discard(io_uring_sqe* sqe, Request* rq);
+
+    // include/uapi/linux/blkdev.h (6.12): _IO(0x12, 0)
+    static constexpr uint32_t kBlockUringCmdDiscard = (0x12 << 8) | 0;
+
+    IoUringRing& ring_;
+    int fd_ = -1;
+    uint64_t size_ = 0;
+    bool block_device_ = false;
+};
+
+}  // namespace mdsplit

@@ -1,0 +1,32 @@
+#include "core/drivers/timed_backend.h"
+
+namespace mdsplit {
+
+TimedBackend::TimedBackend(EventLoop& loop, std::unique_ptr<Backend> inner,
+                           const TimingModelConfig& model)
+    : loop_(loop), inner_(std::move(inner)), model_(model) {
+    inner_->set_completion(&TimedBackend::on_inner_complete, this);
+}
+
+void TimedBackend::submit(Request* rq) {
+    rq->model_done_ns = model_.schedule(loop_.now(), rq->op, rq->sector, rq->nr_sectors);
+    inner_->submit(rq);
+}
+
+void TimedBackend::on_inner_complete(void* ctx, Request* rq, int64_t res) {
+    auto* self = static_cast<TimedBackend*>(ctx);
+    if (self->loop_.now() >= rq->model_done_ns) {
+        self->complete(rq, res);
+        return;
+    }
+    rq->result = res;
+    rq->ring_owner = self;
+    self->loop_.schedule_at(rq->model_done_ns, &TimedBackend::on_model_time, rq);
+}
+
+void TimedBackend::on_model_time(void* arg, uint64_t) {
+    auto* rq = static_cast<Request*>(arg);
+    static_cast<TimedBackend*>(rq->ring_owner)->complete(rq, rq->result);
+}
+
+}  // namespace mdsplit

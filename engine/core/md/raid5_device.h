@@ -1,0 +1,122 @@
+// md RAID5 as a bio-based virtual device (drivers/md/raid5.c, md.c).
+//
+// Reads: md_submit_bio() splits to md's own max_sectors, chunk_aligned_read()
+// splits at the chunk boundary and raid5_read_one_chunk() remaps the piece
+// to its member with a clone (trace A) submitted through submit_bio_noacct().
+// Writes, and reads of a failed member's chunks, go through 4 KiB stripe
+// heads handled by a raid5d-like worker: full-stripe writes reconstruct
+// parity without reads, partial ones read-modify-write or reconstruct-write
+// (whichever reads less, handle_stripe_dirtying), degraded reads rebuild the
+// missing unit from the others. A stripe head handles one generation of
+// requests at a time, so writes to one stripe are serialized and parity is
+// never torn.
+//
+// Member failure (md_error()): a member whose I/O fails is marked Faulty and
+// never submitted to again; the array continues degraded (an aligned read
+// that failed is retried through the stripe cache and rebuilt, a stripe
+// generation that lost a member is redone without it, a write whose member
+// write failed completes: its unit lives on in parity). With two members
+// Faulty the array has failed: every bio, queued or new, completes with EIO.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config/stack_config.h"
+#include "core/block/block_layer.h"
+#include "core/block/member_queue.h"
+#include "core/md/raid5_layout.h"
+
+namespace mdsplit {
+
+class Raid5Device final : public BlockDevice {
+public:
+    // What the stripe cache did, for tests and reports.
+    struct Counters {
+        uint64_t aligned_reads = 0;       // raid5_read_one_chunk() bios
+        uint64_t degraded_reads = 0;      // stripe units rebuilt from the other members
+        uint64_t full_stripe_writes = 0;  // reconstruct writes that read nothing
+        uint64_t rcw = 0;                 // reconstruct writes with reads
+        uint64_t rmw = 0;                 // read-modify-writes
+        uint64_t degraded_writes = 0;     // stripe writes with the failed member involved
+        uint64_t member_errors = 0;       // member bios that completed with an error
+        uint64_t discarded_stripes = 0;   // whole stripes make_discard_request() discarded
+        uint64_t members_failed = 0;      // members marked Faulty while running (md_error)
+        uint64_t read_retries = 0;        // aligned reads retried through the stripe cache
+        uint64_t stripe_retries = 0;      // stripe generations redone without a failed member
+    };
+
+    // `failed[i]`: member i is failed from the start (at most one); it is
+    // never submitted to.
+    Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
+                std::vector<MemberQueue*> members, const std::vector<bool>& failed,
+                const DeviceConfig& config);
+    ~Raid5Device() override;
+
+    void submit_bio(Bio* bio) override;
+    bool stacked() const override { return true; }
+    void trace_bio_complete(const Bio* bio) override;
+
+    const Raid5Geometry& geometry() const { return geometry_; }
+    // The lowest Faulty member, -1 when none.
+    int failed_member() const { return failed_mask_ ? std::countr_zero(failed_mask_) : -1; }
+    uint64_t failed_members() const { return failed_mask_; }  // bit i: member i is Faulty
+    int failed_count() const { return std::popcount(failed_mask_); }
+    // More members Faulty than RAID5 survives: all I/O fails with EIO.
+    // (Checked per bio: two bits set, without a popcount call.)
+    bool array_failed() const { return (failed_mask_ & (failed_mask_ - 1)) != 0; }
+    // md_error(): marks member i Faulty (idempotent).
+    void md_error(uint32_t member);
+    const Counters& counters() const { return counters_; }
+    // Stripe heads holding requests or I/O (0 once everything completed).
+    size_t active_stripes() const { return stripes_.size(); }
+
+private:
+    struct StripeEntry;
+    struct StripeHead;
+
+    Bio* chunk_aligned_read(Bio* bio);
+    bool raid5_read_one_chunk(Bio* bio);
+    void make_discard_request(Bio* bio);
+    void make_stripe_request(Bio* bio);
+    Bio* account_bio(Bio* bio);
+
+    StripeHead* get_active_stripe(sector_t sector, uint32_t pd_idx);
+    void release_stripe(StripeHead* sh);
+    void queue_stripe(StripeHead* sh);
+    void wake_raid5d();
+    void raid5d();
+    void handle_stripe(StripeHead* sh);
+    void start_degraded_read(StripeHead* sh);
+    void end_degraded_read(StripeHead* sh);
+    void handle_stripe_dirtying(StripeHead* sh);
+    void reconstruct_and_write(StripeHead* sh);
+    void end_writes(StripeHead* sh);
+    void submit_member_io(StripeHead* sh, Op op, uint64_t member_mask);
+    void trace_remap(const Bio* clone, sector_t from_sector);
+    uint32_t member_index(const BlockDevice* dev) const;
+    void fail_stripe_requests(StripeHead* sh);
+
+    static void align_endio(Bio* clone);
+    static void stripe_bio_endio(Bio* bio);
+    static void stripe_io_endio(Bio* bio);
+    static void raid5d_callback(void* arg, uint64_t tag);
+
+    BlockLayer& layer_;
+    std::vector<MemberQueue*> members_;
+    Raid5Geometry geometry_;
+    uint64_t failed_mask_ = 0;     // Faulty members
+    bool discard_safely_ = false;  // DeviceConfig::devices_handle_discard_safely
+    Counters counters_;
+    std::unordered_map<sector_t, StripeHead*> stripes_;  // by member sector of the row
+    std::vector<StripeHead*> free_stripes_;
+    std::deque<StripeHead*> handle_list_;
+    bool raid5d_scheduled_ = false;
+    TaskContext raid5d_task_;  // raid5d's own context and plug
+};
+
+}  // namespace mdsplit

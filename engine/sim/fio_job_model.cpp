@@ -1,0 +1,578 @@
+#include "sim/fio_job_model.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <stdexcept>
+
+#include "core/io_uring/buffered_io.h"
+
+namespace mdsplit {
+
+// stat.c plat_val_to_idx(): exact below 128, then 64 buckets per power of two.
+unsigned FioLatency::bucket_of(uint64_t val) {
+    unsigned msb = val ? 63u - unsigned(__builtin_clzll(val)) : 0;
+    if (msb <= kBits) return unsigned(val);
+    unsigned error_bits = msb - kBits;
+    unsigned base = (error_bits + 1) << kBits;
+    unsigned offset = (kVal - 1) & unsigned(val >> error_bits);
+    return std::min(base + offset, kBuckets - 1);
+}
+
+void FioLatency::add(uint64_t ns) {
+    n++;
+    min = std::min(min, ns);
+    max = std::max(max, ns);
+    sum += double(ns);
+    sum_sq += double(ns) * double(ns);
+    if (hist.empty()) hist.assign(kBuckets, 0);
+    hist[bucket_of(ns)]++;
+}
+
+namespace {
+
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kSyncCookie = ~uint64_t(0);
+
+// io_u_mark_lat_nsec/usec/msec(): 0..1, 2..3, 4..9, 10..19, 20..49, 50..99,
+// 100..249, 250..499, 500..749, 750..999 [, 1000..1999, >= 2000].
+unsigned decade_bucket(uint64_t v) {
+    static const uint64_t kFloor[] = {750, 500, 250, 100, 50, 20, 10, 4, 2};
+    for (unsigned i = 0; i < 9; i++)
+        if (v >= kFloor[i]) return 9 - i;
+    return 0;
+}
+
+void mark_latency(FioDirectionResult& d, uint64_t ns) {
+    if (ns < 1000) {
+        d.lat_ns[decade_bucket(ns)]++;
+    } else if (ns < 1'000'000) {
+        d.lat_us[decade_bucket(ns / 1000)]++;
+    } else {
+        uint64_t ms = ns / 1'000'000;
+        d.lat_ms[ms >= 2000 ? 11 : ms >= 1000 ? 10 : decade_bucket(ms)]++;
+    }
+}
+
+// The verify pattern: each 8-byte word holds a hash of its device offset,
+// so overlapping writes leave consistent data (fio writes a header and a
+// crc per block; what is checked here is the same: the bytes read back).
+uint64_t pattern_word(uint64_t seed, uint64_t byte_offset) {
+    uint64_t z = seed ^ (byte_offset * 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+struct AlignedFree {
+    void operator()(uint8_t* p) const { free(p); }
+};
+
+struct Slot {
+    uint64_t offset = 0, length = 0;
+    Op op = Op::Read;
+    uint64_t start_ns = 0, issue_ns = 0;
+    bool verify_read = false;
+};
+
+enum class JobState { Waiting, Running, Verifying, Finishing, Done };
+
+struct JobRun {
+    const FioJobSpec* spec = nullptr;
+    Stack* stack = nullptr;
+    TaskContext task;
+    JobState state = JobState::Waiting;
+    std::vector<std::unique_ptr<uint8_t, AlignedFree>> buffers;
+    std::vector<Slot> slots;
+    std::vector<uint32_t> free_slots;
+    uint32_t busy = 0;
+    std::mt19937_64 rng;
+    uint64_t region_off = 0, region_len = 0;
+    uint64_t unit = 0, units = 0;  // random offsets: grid of the smallest block / blockalign
+    std::vector<uint64_t> map;     // random map (fio's axmap): units used this pass
+    uint64_t map_used = 0;
+    uint64_t seq_pos = 0;
+    uint64_t target_bytes = 0;
+    uint64_t issued_bytes = 0, issued_ios = 0, writes_since_sync = 0;
+    uint64_t start_ns = 0, stats_from = 0, stop_at = kNever;
+    uint64_t cpu_free = 0;  // direct jobs: fio's thread is busy until then
+    std::vector<uint32_t> batch;
+    uint64_t commit_at = 0;
+    bool batch_pending = false;
+    uint64_t think_until = 0;
+    bool think_after_completion = false;
+    std::vector<std::pair<uint64_t, uint64_t>> written;  // verify log (offset, length)
+    size_t verify_next = 0;
+    bool sync_in_flight = false, end_sync_sent = false, flush_sent = false;
+    FioJobResult r;
+};
+
+uint64_t min_bs(const FioJobSpec& s, int d) {
+    uint64_t m = kNever;
+    for (const FioBlockSize& b : s.bs[size_t(d)]) m = std::min(m, b.bytes);
+    return m == kNever ? 4096 : m;
+}
+
+uint64_t max_bs(const FioJobSpec& s, int d) {
+    uint64_t m = s.bs_max[size_t(d)];
+    for (const FioBlockSize& b : s.bs[size_t(d)]) m = std::max(m, b.bytes);
+    return m ? m : 4096;
+}
+
+// What fio's setup does before the job's first I/O (setup_files, init_io_u).
+void start_job(JobRun& j, Stack& stack, uint64_t now) {
+    const FioJobSpec& s = *j.spec;
+    j.stack = &stack;
+    j.task.pid = s.pid;
+    j.task.sched = s.sched;
+    uint64_t dev = stack.size_bytes();
+    if (s.offset >= dev)
+        throw std::invalid_argument("simulate: job " + s.name + ": offset " +
+                                    std::to_string(s.offset) + " is past the end of the device (" +
+                                    std::to_string(dev) + " bytes)");
+    j.region_off = s.offset;
+    j.region_len = s.size ? std::min(s.size, dev - s.offset) : dev - s.offset;
+    bool reads = s.read_pct > 0, writes = s.read_pct < 100;
+    uint64_t smallest = kNever, largest = 0;
+    for (int d = 0; d < 2; d++) {
+        if ((d == 0 && !reads && !s.verify) || (d == 1 && !writes)) continue;
+        uint64_t a = s.align[size_t(d)] ? s.align[size_t(d)] : min_bs(s, d);
+        smallest = std::min(smallest, a);
+        largest = std::max(largest, max_bs(s, d));
+    }
+    if (smallest == kNever) smallest = largest = 4096;
+    if (j.region_len < largest)
+        throw std::invalid_argument("simulate: job " + s.name +
+                                    ": the region (size/offset) is smaller than one block");
+    j.unit = smallest;
+    j.units = j.region_len / smallest;
+    if (s.random && !s.norandommap) j.map.assign((j.units + 63) / 64, 0);
+    uint64_t per_loop = s.io_size ? s.io_size : j.region_len;
+    j.target_bytes = s.time_based ? kNever : per_loop * std::max<uint32_t>(1, s.loops);
+    uint32_t depth = std::max<uint32_t>(1, s.iodepth);
+    for (uint32_t i = 0; i < depth; i++) {
+        void* p = nullptr;
+        if (posix_memalign(&p, 4096, largest)) throw std::bad_alloc();
+        memset(p, int(0xa5 ^ i), largest);
+        j.buffers.emplace_back(static_cast<uint8_t*>(p));
+    }
+    j.slots.assign(depth, Slot{});
+    for (uint32_t i = depth; i > 0; i--) j.free_slots.push_back(i - 1);
+    j.rng.seed(s.seed);
+    j.start_ns = now;
+    j.stats_from = now + s.ramp_ns;
+    if (s.runtime_ns) j.stop_at = now + s.ramp_ns + s.runtime_ns;
+    j.cpu_free = now;
+    j.r.start_ns = now;
+    if (!s.direct) {
+        stack.buffered().set_iodepth(depth);
+        if (s.invalidate) stack.invalidate();
+    }
+    j.state = JobState::Running;
+}
+
+uint64_t pick_block_size(JobRun& j, int d) {
+    const FioJobSpec& s = *j.spec;
+    const auto& list = s.bs[size_t(d)];
+    if (list.size() > 1) {  // bssplit: weights out of 100
+        uint64_t total = 0;
+        for (const FioBlockSize& b : list) total += b.weight;
+        uint64_t r = total ? j.rng() % total : 0, acc = 0;
+        for (const FioBlockSize& b : list) {
+            acc += b.weight;
+            if (r < acc) return b.bytes;
+        }
+        return list.back().bytes;
+    }
+    uint64_t lo = min_bs(s, d), hi = max_bs(s, d);
+    if (hi <= lo) return lo;
+    uint64_t a = s.align[size_t(d)] ? s.align[size_t(d)] : lo;
+    uint64_t steps = (hi - lo) / a;
+    return lo + (j.rng() % (steps + 1)) * a;
+}
+
+// get_next_rand_offset(): a random unit; with the random map, the next unused
+// one at or after it (axmap_next_free), a new pass when all were used.
+uint64_t pick_random_unit(JobRun& j) {
+    uint64_t u = j.rng() % j.units;
+    if (j.map.empty()) return u;
+    if (j.map_used == j.units) {
+        std::fill(j.map.begin(), j.map.end(), 0);
+        j.map_used = 0;
+    }
+    for (;;) {
+        uint64_t w = u / 64;
+        uint64_t bits = ~j.map[w] & (~uint64_t(0) << (u % 64));
+        if (w == j.map.size() - 1 && j.units % 64) bits &= (uint64_t(1) << (j.units % 64)) - 1;
+        if (bits) {
+            u = w * 64 + uint64_t(__builtin_ctzll(bits));
+            break;
+        }
+        u = (w + 1) * 64;
+        if (u >= j.units) u = 0;
+    }
+    j.map[u / 64] |= uint64_t(1) << (u % 64);
+    j.map_used++;
+    return u;
+}
+
+uint64_t pick_offset(JobRun& j, uint64_t len) {
+    uint64_t off;
+    if (j.spec->random) {
+        off = pick_random_unit(j) * j.unit;
+        if (off + len > j.region_len) off = (j.region_len - len) / j.unit * j.unit;
+    } else {
+        if (j.seq_pos + len > j.region_len) j.seq_pos = 0;
+        off = j.seq_pos;
+        j.seq_pos += len;
+    }
+    return j.region_off + off;
+}
+
+void fill_pattern(const FioJobSpec& s, uint8_t* buf, uint64_t offset, uint64_t len) {
+    for (uint64_t i = 0; i + 8 <= len; i += 8) {
+        uint64_t w = pattern_word(s.seed, offset + i);
+        memcpy(buf + i, &w, 8);
+    }
+}
+
+uint64_t count_mismatches(const FioJobSpec& s, const uint8_t* buf, uint64_t offset, uint64_t len) {
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i + 8 <= len; i += 8) {
+        uint64_t w = pattern_word(s.seed, offset + i), got;
+        memcpy(&got, buf + i, 8);
+        if (got != w) bad += 8;
+    }
+    return bad;
+}
+
+void charge_cpu(JobRun& j, uint64_t now, uint64_t ns) {
+    if (!j.spec->direct) {
+        j.stack->buffered().charge_submitter(ns);
+        return;
+    }
+    j.cpu_free = std::max(j.cpu_free, now) + ns;
+}
+
+uint64_t cpu_free_at(JobRun& j) {
+    return j.spec->direct ? j.cpu_free : j.stack->buffered().submitter_free_at();
+}
+
+// fio's io_completed(): the I/O's latencies into the direction's statistics.
+bool reap_completions(JobRun& j, uint64_t now) {
+    if (j.task.completions.empty()) return false;
+    const FioJobSpec& s = *j.spec;
+    for (const IoCompletion& c : j.task.completions) {
+        charge_cpu(j, now, s.fio_complete_ns);
+        if (c.cookie == kSyncCookie) {
+            j.sync_in_flight = false;
+            j.r.syncs++;
+            if (c.error && !j.r.error) j.r.error = c.error;
+            continue;
+        }
+        uint32_t slot = uint32_t(c.cookie);
+        Slot& io = j.slots[slot];
+        int d = io.op == Op::Write ? 1 : 0;
+        FioDirectionResult& dir = j.r.dir[size_t(d)];
+        if (io.verify_read && !c.error)
+            j.r.verify_errors += count_mismatches(s, j.buffers[slot].get(), io.offset, io.length);
+        if (c.error) {
+            dir.errors++;
+            if (!j.r.error) j.r.error = c.error;
+        } else if (now >= j.stats_from) {
+            dir.ios++;
+            dir.bytes += io.length - c.resid;
+            dir.slat.add(io.issue_ns - io.start_ns);
+            dir.clat.add(now - io.issue_ns);
+            dir.lat.add(now - io.start_ns);
+            mark_latency(dir, now - io.issue_ns);
+        }
+        if (io.op == Op::Write && s.verify && !c.error)
+            j.written.emplace_back(io.offset, io.length);
+        j.busy--;
+        j.free_slots.push_back(slot);
+        if (j.think_after_completion) {
+            j.think_until = now + s.think_ns;
+            j.think_after_completion = false;
+        }
+    }
+    j.task.completions.clear();
+    return true;
+}
+
+void commit_batch(JobRun& j, uint64_t now) {
+    const FioJobSpec& s = *j.spec;
+    Stack& st = *j.stack;
+    st.begin_batch(j.task);
+    for (uint32_t slot : j.batch) {
+        Slot& io = j.slots[slot];
+        io.issue_ns = now;
+        uint8_t* buf = j.buffers[slot].get();
+        if (s.direct)
+            st.queue(j.task, io.op, io.offset, io.length, buf, slot);
+        else
+            st.queue_buffered(j.task, io.op, io.offset, io.length, buf, slot);
+    }
+    st.commit(j.task);
+    uint64_t before = j.issued_ios - j.batch.size();
+    j.batch.clear();
+    j.batch_pending = false;
+    // handle_thinktime(): after every thinktime_blocks I/Os; with a full
+    // queue fio first waits for a completion.
+    if (s.think_ns && s.think_blocks && before / s.think_blocks != j.issued_ios / s.think_blocks) {
+        if (j.free_slots.empty())
+            j.think_after_completion = true;
+        else
+            j.think_until = now + s.think_ns;
+    }
+}
+
+void send_sync(JobRun& j) {
+    if (j.spec->direct) {  // the engine completes a direct job's fsync at once
+        j.r.syncs++;
+        return;
+    }
+    j.stack->begin_batch(j.task);
+    j.stack->fsync(j.task, kSyncCookie);
+    j.stack->commit(j.task);
+    j.sync_in_flight = true;
+}
+
+// Prepares one batch (fio's get_io_u + td_io_queue for up to
+// iodepth_batch_submit I/Os); committed once fio's CPU work for it is done.
+void prepare_batch(JobRun& j, uint64_t now, bool verifying) {
+    const FioJobSpec& s = *j.spec;
+    uint32_t n = std::max<uint32_t>(1, s.batch);
+    uint64_t t = now;
+    while (n-- && !j.free_slots.empty()) {
+        Slot io;
+        if (verifying) {
+            if (j.verify_next >= j.written.size()) break;
+            io.offset = j.written[j.verify_next].first;
+            io.length = j.written[j.verify_next].second;
+            j.verify_next++;
+            io.op = Op::Read;
+            io.verify_read = true;
+        } else {
+            if (j.issued_bytes >= j.target_bytes) break;
+            int d = s.read_pct >= 100            ? 0
+                    : s.read_pct == 0            ? 1
+                    : j.rng() % 100 < s.read_pct ? 0
+                                                 : 1;
+            io.op = d ? Op::Write : Op::Read;
+            io.length = pick_block_size(j, d);
+            if (j.target_bytes != kNever && j.target_bytes - j.issued_bytes < io.length) {
+                uint64_t a = j.unit;
+                uint64_t left = (j.target_bytes - j.issued_bytes + a - 1) / a * a;
+                io.length = std::min(io.length, left);
+            }
+            io.offset = pick_offset(j, io.length);
+            j.issued_bytes += io.length;
+            if (d == 1) j.writes_since_sync++;
+        }
+        uint32_t slot = j.free_slots.back();
+        j.free_slots.pop_back();
+        j.busy++;
+        j.issued_ios++;
+        io.start_ns = t;
+        if (io.op == Op::Write && s.verify)
+            fill_pattern(s, j.buffers[slot].get(), io.offset, io.length);
+        j.slots[slot] = io;
+        j.batch.push_back(slot);
+        charge_cpu(j, now, s.fio_submit_ns);
+        if (s.direct) t = j.cpu_free;
+    }
+    if (j.batch.empty()) return;
+    j.batch_pending = true;
+    // A buffered job's submission work is part of the submitter's CPU model
+    // (buffered_io.h), which also runs the inline attempts: queue at once.
+    j.commit_at = s.direct ? t : now;
+}
+
+// One look at the job at `now`; true when it changed something. `wake` is
+// lowered to when it next wants to act without a completion.
+bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
+    const FioJobSpec& s = *j.spec;
+    bool progress = reap_completions(j, now);
+    if (j.batch_pending) {
+        if (now < j.commit_at) {
+            wake = std::min(wake, j.commit_at);
+            return progress;
+        }
+        commit_batch(j, now);
+        progress = true;
+    }
+    if (j.sync_in_flight) return progress;
+    if (j.state == JobState::Running) {
+        bool stopping = j.issued_bytes >= j.target_bytes || now >= j.stop_at;
+        if (stopping) {
+            if (j.busy) return progress;
+            if (s.verify && !j.written.empty()) {
+                std::stable_sort(j.written.begin(), j.written.end());
+                j.state = JobState::Verifying;
+            } else {
+                j.state = JobState::Finishing;
+            }
+            return true;
+        }
+        if (s.fsync_blocks && j.writes_since_sync >= s.fsync_blocks) {
+            if (j.busy) return progress;
+            j.writes_since_sync = 0;
+            send_sync(j);
+            return true;
+        }
+    }
+    if (j.state == JobState::Running || j.state == JobState::Verifying) {
+        bool verifying = j.state == JobState::Verifying;
+        if (verifying && j.verify_next >= j.written.size()) {
+            if (!j.busy) {
+                j.state = JobState::Finishing;
+                return true;
+            }
+            return progress;
+        }
+        if (j.free_slots.empty()) return progress;
+        uint64_t t = std::max(now, cpu_free_at(j));
+        if (!verifying) {
+            t = std::max(t, j.think_until);
+            if (s.rate_iops)
+                t = std::max<uint64_t>(t,
+                                       j.start_ns + j.issued_ios * 1'000'000'000ull / s.rate_iops);
+            if (j.stop_at != kNever && t >= j.stop_at && t > now) {
+                wake = std::min(wake, j.stop_at);
+                return progress;
+            }
+        }
+        if (t > now) {
+            wake = std::min(wake, t);
+            return progress;
+        }
+        prepare_batch(j, now, verifying);
+        if (j.batch_pending && j.commit_at > now) wake = std::min(wake, j.commit_at);
+        return true;
+    }
+    if (j.state == JobState::Finishing) {
+        if (s.end_fsync && !j.end_sync_sent) {
+            j.end_sync_sent = true;
+            send_sync(j);
+            return true;
+        }
+        if (!j.r.end_ns) {
+            j.r.end_ns = now;
+            uint64_t from = std::min(now, j.stats_from);
+            j.r.runtime_ns = now - from;
+        }
+        // The engine's cleanup: a buffered job's dirty pages are written back
+        // (after fio's runtime), before the device's statistics are taken.
+        if (!s.direct && !j.flush_sent) {
+            j.flush_sent = true;
+            send_sync(j);
+            j.r.syncs--;  // not one of the job's own fsyncs
+            return true;
+        }
+        j.state = JobState::Done;
+        return true;
+    }
+    return progress;
+}
+
+}  // namespace
+
+std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
+                                       const std::vector<FioJobSpec>& jobs,
+                                       const FioRunHooks& hooks) {
+    std::vector<std::unique_ptr<JobRun>> runs;
+    std::vector<Stack*> stacks(nr_stacks, nullptr);
+    std::vector<size_t> users(nr_stacks, 0);
+    size_t phases = 0;
+    for (const FioJobSpec& s : jobs) {
+        if (s.stack >= nr_stacks) throw std::invalid_argument("simulate: job stack out of range");
+        users[s.stack]++;
+        phases = std::max(phases, s.phase + 1);
+        auto r = std::make_unique<JobRun>();
+        r->spec = &s;
+        runs.push_back(std::move(r));
+    }
+    const uint64_t genesis = clock.now_ns();
+    size_t phase = 0;
+    uint64_t phase_open = genesis;
+    uint64_t idle_passes = 0;
+    for (;;) {
+        for (bool more = true; more;) {
+            more = false;
+            for (Stack* st : stacks)
+                if (st && st->loop().run_ready()) more = true;
+        }
+        uint64_t now = clock.now_ns();
+        uint64_t wake = kNever;
+        bool progress = false, all_done = true;
+        for (auto& rp : runs) {
+            JobRun& j = *rp;
+            if (j.state == JobState::Done) continue;
+            all_done = false;
+            if (j.spec->phase > phase) continue;
+            if (j.state == JobState::Waiting) {
+                uint64_t at = std::max(phase_open, genesis + j.spec->start_delay_ns);
+                if (now < at) {
+                    wake = std::min(wake, at);
+                    continue;
+                }
+                size_t si = j.spec->stack;
+                if (!stacks[si]) stacks[si] = hooks.open_stack(hooks.ctx, si);
+                start_job(j, *stacks[si], now);
+                progress = true;
+            }
+            progress |= step_job(j, now, wake);
+            if (j.state == JobState::Done) {
+                size_t si = j.spec->stack;
+                if (--users[si] == 0) {
+                    stacks[si]->drain();
+                    if (hooks.stack_done) hooks.stack_done(hooks.ctx, si);
+                    stacks[si] = nullptr;
+                }
+            }
+        }
+        if (all_done) break;
+        // stonewall: the next phase opens when every job of this one is done.
+        bool phase_done = true;
+        for (auto& rp : runs)
+            if (rp->spec->phase == phase && rp->state != JobState::Done) phase_done = false;
+        if (phase_done && phase + 1 < phases) {
+            phase++;
+            phase_open = now;
+            continue;
+        }
+        if (progress) {
+            idle_passes = 0;
+            continue;
+        }
+        for (Stack* st : stacks)
+            if (st) wake = std::min(wake, st->loop().next_deadline());
+        // Real I/O due by then is taken first (EventLoop::settle).
+        bool settled = false;
+        for (Stack* st : stacks)
+            if (st && st->loop().must_settle_before(wake)) {
+                st->loop().settle(wake == kNever);
+                settled = true;
+            }
+        if (settled) continue;
+        if (wake == kNever)
+            throw std::runtime_error(
+                "simulate: the jobs cannot progress (I/O in flight with nothing pending)");
+        if (wake <= now) {
+            if (++idle_passes > 10'000'000)
+                throw std::runtime_error("simulate: no progress at one instant (internal error)");
+            continue;
+        }
+        idle_passes = 0;
+        clock.advance_to(wake);
+    }
+    std::vector<FioJobResult> out;
+    for (auto& rp : runs) out.push_back(rp->r);
+    return out;
+}
+
+}  // namespace mdsplit

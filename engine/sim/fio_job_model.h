@@ -1,0 +1,124 @@
+// fio jobs on the virtual clock (`harness simulate JOB.fio`): what fio's
+// backend.c do_io() loop does for one job (pick a direction, block size and
+// offset, queue a batch, commit it, reap, think, limit the rate), for a set
+// of jobs on one VirtualClock, each job on a Stack (jobs sharing a device
+// share one Stack, as thread=1 jobs share one in the engine). No fio
+// headers: the harness parses the job file and fills FioJobSpec.
+//
+// Time: the clock only moves to the next timer of a stack or the next
+// moment a job can act (its start, the end of its CPU work, a think time,
+// the rate limit), so a run costs per event, not per simulated second.
+// fio's own CPU work is a stated constant per I/O (fio_submit_ns when an
+// I/O is prepared, fio_complete_ns when it is reaped; the seed-003 fit,
+// BufferedCosts). slat = commit - prepare, clat = completion - commit,
+// lat = slat + clat, as fio's io_u start_time / issue_time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "stack/stack.h"
+
+namespace mdsplit {
+
+// One block size of a bssplit list (or the only one) and its weight.
+struct FioBlockSize {
+    uint64_t bytes = 4096;
+    uint32_t weight = 100;
+};
+
+struct FioJobSpec {
+    std::string name;
+    size_t stack = 0;  // index into the stacks given to run_fio_jobs()
+    size_t phase = 0;  // stonewall phase: starts when every job of earlier phases is done
+    uint32_t pid = 0;
+    SchedIdentity sched;
+
+    // What to do (fio's rw, rwmixread, bs/bsrange/bssplit, blockalign).
+    bool random = false;
+    uint32_t read_pct = 100;  // 100 = reads only, 0 = writes only
+    // Per direction (0 = read, 1 = write): a bssplit list, or one entry; with
+    // bs_max > the single entry's size, a uniform bsrange in multiples of align.
+    std::array<std::vector<FioBlockSize>, 2> bs;
+    std::array<uint64_t, 2> bs_max = {0, 0};
+    std::array<uint64_t, 2> align = {0, 0};  // blockalign (0 = the smallest block size)
+    uint64_t offset = 0;                     // offset (+ offset_increment * subjob)
+    uint64_t size = 0;                       // region (0 = device size - offset)
+    uint64_t io_size = 0;                    // bytes per loop (0 = size)
+    uint32_t loops = 1;
+    bool norandommap = false;
+    uint64_t seed = 0;  // randseed (randrepeat: a fixed one)
+
+    // How (iodepth, iodepth_batch_submit, direct, fsync, end_fsync, ...).
+    uint32_t iodepth = 1;
+    uint32_t batch = 1;
+    bool direct = true;
+    bool invalidate = false;    // buffered: drop the page cache at start
+    uint32_t fsync_blocks = 0;  // fsync=N: an fsync after every N writes
+    bool end_fsync = false;     // one fsync at the end of the job
+    uint64_t rate_iops = 0;     // 0 = unlimited
+    uint64_t think_ns = 0;      // thinktime
+    uint32_t think_blocks = 1;  // thinktime_blocks
+    bool verify = false;        // verify=<any> + do_verify: read back and compare
+    uint64_t fio_submit_ns = 700;
+    uint64_t fio_complete_ns = 300;
+
+    // When (startdelay from the start of the run, as fio counts it from its
+    // genesis; runtime, time_based, ramp_time).
+    uint64_t start_delay_ns = 0;
+    uint64_t runtime_ns = 0;
+    uint64_t ramp_ns = 0;
+    bool time_based = false;
+};
+
+// A latency statistic as fio keeps one: min/max/sum/sum of squares, and
+// fio's log-linear histogram (stat.h FIO_IO_U_PLAT_*: 29 groups x 64).
+struct FioLatency {
+    static constexpr unsigned kBits = 6;
+    static constexpr unsigned kVal = 1u << kBits;
+    static constexpr unsigned kGroups = 29;
+    static constexpr unsigned kBuckets = kGroups * kVal;
+    uint64_t n = 0, min = ~uint64_t(0), max = 0;
+    double sum = 0, sum_sq = 0;
+    std::vector<uint64_t> hist;  // kBuckets, allocated at first sample
+    void add(uint64_t ns);
+    static unsigned bucket_of(uint64_t ns);  // stat.c plat_val_to_idx()
+};
+
+struct FioDirectionResult {
+    uint64_t ios = 0, bytes = 0, errors = 0;
+    FioLatency slat, clat, lat;
+    // io_u_mark_latency(): clat counts in fio's ns/us/ms buckets
+    // (2,4,10,20,50,100,250,500,750,1000 [, 2000, >=2000 ms]).
+    std::array<uint64_t, 10> lat_ns{}, lat_us{};
+    std::array<uint64_t, 12> lat_ms{};
+};
+
+struct FioJobResult {
+    std::array<FioDirectionResult, 2> dir;  // read, write
+    uint64_t start_ns = 0;                  // the job's first I/O could be prepared
+    uint64_t end_ns = 0;                    // the job ended
+    uint64_t runtime_ns = 0;                // end - start - ramp (fio's job runtime)
+    uint64_t syncs = 0;
+    uint64_t verify_errors = 0;  // bytes that did not read back as written
+    int32_t error = 0;           // first I/O error (negative errno)
+};
+
+// Runs the jobs on `clock`, which every stack's loop must use. The stacks
+// are opened when their first job starts (open_stack(i), the engine's
+// setup) and closed once their last job has ended (stack_done(i): the
+// sidecars are written then, as the engine writes them when the device's
+// last job leaves). Results are in job order.
+struct FioRunHooks {
+    Stack* (*open_stack)(void* ctx, size_t stack) = nullptr;
+    void (*stack_done)(void* ctx, size_t stack) = nullptr;
+    void* ctx = nullptr;
+};
+std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
+                                       const std::vector<FioJobSpec>& jobs,
+                                       const FioRunHooks& hooks);
+
+}  // namespace mdsplit

@@ -1,0 +1,52 @@
+// A closed-loop synthetic workload for virtual-time runs (the Python
+// bindings): like one fio job, it keeps `iodepth` I/Os in flight,
+// submitting in batches inside a plug, sequential or random.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/io_tally.h"
+#include "stack/stack.h"
+
+namespace mdsplit {
+
+struct WorkloadSpec {
+    Op op = Op::Read;
+    bool random = false;
+    uint64_t block_size = 4096;
+    uint64_t offset = 0;       // start of the region
+    uint64_t size = 0;         // region size (0 = device size - offset)
+    uint64_t total_bytes = 0;  // stop after this many bytes (0 = one pass of the region)
+    uint32_t iodepth = 1;
+    uint32_t batch = 1;  // I/Os queued per commit (fio's iodepth_batch)
+    uint64_t seed = 1;
+    uint32_t pid = 1;
+    // run_workloads() only: when the task starts (loop time, ns), a time
+    // limit counted from its start (0 = none; with total_bytes = 0 the task
+    // then runs until the limit, wrapping around its region), and its
+    // scheduling identity (group, group weight, ioprio class and level).
+    uint64_t start_ns = 0;
+    uint64_t runtime_ns = 0;
+    // run_workloads() only: time between a completion and the submission
+    // that reuses its slot (the submitter's turnaround: wake-up, syscall
+    // return and entry; fio's thinktime). 0 = immediate.
+    uint64_t think_ns = 0;
+    SchedIdentity sched;
+};
+
+struct WorkloadResult : IoTally {
+    uint64_t start_ns = 0;  // run_workloads(): loop time of the first submission
+    uint64_t end_ns = 0;    // run_workloads(): loop time of the last completion
+};
+
+// Runs the workload to completion on `stack` (any clock).
+WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec);
+
+// Runs several closed-loop tasks at once in the stack's event loop, each
+// with its own TaskContext (pid, scheduling identity), start time and limits
+// (like several fio jobs sharing one device). Results are in spec order.
+std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<WorkloadSpec>& specs);
+
+}  // namespace mdsplit

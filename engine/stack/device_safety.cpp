@@ -1,0 +1,272 @@
+#include "stack/device_safety.h"
+
+#include <blkid/blkid.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "config/config_error.h"
+
+namespace mdsplit {
+
+namespace {
+
+constexpr size_t kProbeBytes = 68 * 1024;  // covers btrfs's superblock at 64 KiB + 64
+
+struct Signature {
+    size_t offset;
+    std::string_view magic;
+    const char* what;
+};
+
+// Most specific first: a GPT disk also carries a protective MBR.
+const Signature kSignatures[] = {
+    {512, "EFI PART", "a GPT partition table (\"EFI PART\" at byte 512)"},
+    {4096, "EFI PART", "a GPT partition table (\"EFI PART\" at byte 4096)"},
+    {512, "LABELONE", "an LVM2 physical volume label (\"LABELONE\" at byte 512)"},
+    {0, std::string_view("LUKS\xba\xbe", 6), "a LUKS header (\"LUKS\\xba\\xbe\" at byte 0)"},
+    {0, "XFSB", "an XFS file system signature (\"XFSB\" at byte 0)"},
+    {65600, "_BHRfS_M", "a btrfs file system signature (\"_BHRfS_M\" at byte 65600)"},
+    {1080, std::string_view("\x53\xef", 2),
+     "an ext2/3/4 file system signature (0xEF53 at byte 1080)"},
+    {4086, "SWAPSPACE2", "a swap signature (\"SWAPSPACE2\" at byte 4086)"},
+    {4086, "SWAP-SPACE", "a swap signature (\"SWAP-SPACE\" at byte 4086)"},
+    {4096, std::string_view("\xfc\x4e\x2b\xa9", 4),
+     "an md RAID superblock (0xA92B4EFC at byte 4096)"},
+    {510, std::string_view("\x55\xaa", 2), "a partition table or boot sector (0x55AA at byte 510)"},
+};
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::string devno(dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); }
+
+bool parse_devno(const std::string& text, dev_t& out) {
+    unsigned ma = 0, mi = 0;
+    char extra = 0;
+    if (sscanf(text.c_str(), "%u:%u%c", &ma, &mi, &extra) < 2) return false;
+    out = makedev(ma, mi);
+    return true;
+}
+
+// mountinfo escapes blanks as \040 and so on.
+std::string unescape_octal(const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); i++) {
+        auto octal = [&](size_t k) { return s[k] >= '0' && s[k] <= '7'; };
+        if (s[i] == '\\' && i + 3 < s.size() && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
+            out += char((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+            i += 3;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+// rdev itself, or a partition of it: how to name `d` relative to rdev.
+// Empty when d is neither.
+std::string relation(dev_t d, dev_t rdev, const std::string& sysfs) {
+    if (d == rdev) return "it";
+    if (partition_parent(d, sysfs) == rdev) return "partition " + devno(d) + " of it";
+    return "";
+}
+
+}  // namespace
+
+std::string find_signature(int fd) {
+    std::vector<char> buf(kProbeBytes, 0);
+    size_t have = 0;
+    while (have < buf.size()) {
+        ssize_t n = pread(fd, buf.data() + have, buf.size() - have, off_t(have));
+        if (n <= 0) break;
+        have += size_t(n);
+    }
+    for (const Signature& s : kSignatures) {
+        if (s.offset + s.magic.size() > have) continue;
+        if (memcmp(buf.data() + s.offset, s.magic.data(), s.magic.size()) == 0) return s.what;
+    }
+    return "";
+}
+
+std::string find_signature(const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    std::string what = find_signature(fd);
+    close(fd);
+    return what.empty() ? probe_signature(path) : what;
+}
+
+// libblkid's low-level probe, as wipefs(8) uses it: superblocks (file
+// systems, RAID members, LVM, swap, ...) and partition tables.
+std::string probe_signature(const std::string& path) {
+    blkid_probe pr = blkid_new_probe_from_filename(path.c_str());
+    if (!pr) return "";
+    blkid_probe_enable_superblocks(pr, 1);
+    blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
+    blkid_probe_enable_partitions(pr, 1);
+    std::string what;
+    if (blkid_do_safeprobe(pr) == 0) {
+        const char* value = nullptr;
+        if (blkid_probe_lookup_value(pr, "TYPE", &value, nullptr) == 0 && value) {
+            const char* usage = nullptr;
+            blkid_probe_lookup_value(pr, "USAGE", &usage, nullptr);
+            what = std::string("a ") + value + " signature (libblkid: TYPE=\"" + value + "\"" +
+                   (usage ? std::string(", USAGE=\"") + usage + "\"" : "") + ")";
+        } else if (blkid_probe_lookup_value(pr, "PTTYPE", &value, nullptr) == 0 && value) {
+            what =
+                std::string("a ") + value + " partition table (libblkid: PTTYPE=\"" + value + "\")";
+        }
+    }
+    blkid_free_probe(pr);
+    return what;
+}
+
+dev_t partition_parent(dev_t rdev, const std::string& sysfs) {
+    std::string dir = sysfs + "/" + devno(rdev);
+    struct stat st;
+    if (stat((dir + "/partition").c_str(), &st) != 0) return 0;
+    // /sys/dev/block/M:m links to .../block/sda/sda1; ".." is the disk.
+    std::ifstream f(dir + "/../dev");
+    std::string text;
+    dev_t parent = 0;
+    if (f >> text && parse_devno(text, parent)) return parent;
+    return 0;
+}
+
+std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
+    // Mounted: field 3 of mountinfo is the file system's st_dev.
+    std::ifstream mounts(o.mountinfo);
+    std::string line;
+    while (std::getline(mounts, line)) {
+        std::istringstream in(line);
+        std::string id, parent, dev, root, mountpoint;
+        if (!(in >> id >> parent >> dev >> root >> mountpoint)) continue;
+        dev_t d;
+        if (!parse_devno(dev, d)) continue;
+        std::string rel = relation(d, rdev, o.sysfs_dev_block);
+        if (rel.empty()) continue;
+        std::string where = "mounted at " + unescape_octal(mountpoint);
+        return rel == "it" ? where : where + " (" + rel + ")";
+    }
+    // Swap: /proc/swaps names the device by path.
+    std::ifstream swaps(o.swaps);
+    std::getline(swaps, line);  // header
+    while (std::getline(swaps, line)) {
+        std::istringstream in(line);
+        std::string name;
+        if (!(in >> name)) continue;
+        struct stat st;
+        if (stat(unescape_octal(name).c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+        std::string rel = relation(st.st_rdev, rdev, o.sysfs_dev_block);
+        if (rel.empty()) continue;
+        return rel == "it" ? "used as swap" : "used as swap (" + rel + ")";
+    }
+    // A loop device whose backing file is this device (losetup /dev/loopN DEV).
+    if (DIR* dir = opendir(o.sysfs_dev_block.c_str())) {
+        std::string found;
+        while (dirent* e = readdir(dir)) {
+            std::ifstream backing(o.sysfs_dev_block + "/" + e->d_name + "/loop/backing_file");
+            std::string file;
+            if (!std::getline(backing, file)) continue;
+            struct stat st;
+            if (stat(file.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+            std::string rel = relation(st.st_rdev, rdev, o.sysfs_dev_block);
+            if (rel.empty()) continue;
+            found = "the backing device of loop " + std::string(e->d_name);
+            if (rel != "it") found += " (" + rel + ")";
+            break;
+        }
+        closedir(dir);
+        if (!found.empty()) return found;
+    }
+    // Held: device-mapper, LVM, md or a loop on top of it.
+    std::string holders = o.sysfs_dev_block + "/" + devno(rdev) + "/holders";
+    if (DIR* dir = opendir(holders.c_str())) {
+        std::string name;
+        while (dirent* e = readdir(dir)) {
+            if (e->d_name[0] == '.') continue;
+            name = e->d_name;
+            break;
+        }
+        closedir(dir);
+        if (!name.empty()) return "held by " + name;
+    }
+    return "";
+}
+
+// Another program holds path open exclusively (a mount, mkfs, a database,
+// a VM): the kernel's bd_prepare_to_claim refuses a second O_EXCL opener.
+std::string find_exclusive_holder(const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY | O_EXCL | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return "";
+    }
+    if (errno != EBUSY) return "";
+    return "held open exclusively by another program (open with O_EXCL: " +
+           std::string(strerror(errno)) + ")";
+}
+
+void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o) {
+    const std::string allow = "allow_mounted_write=1 in the fio job";
+    struct Member {
+        size_t index;
+        dev_t rdev;
+    };
+    std::vector<Member> devices;
+    for (size_t i = 0; i < config.members.size(); i++) {
+        const MemberConfig& m = config.members[i];
+        if (m.path.empty() || m.backend != BackendKind::IoUring) continue;
+        struct stat st;
+        if (stat(m.path.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+        std::string key = "members[" + std::to_string(i) + "].path";
+        // A whole disk and one of its partitions overlap.
+        for (const Member& other : devices) {
+            std::string other_key = "members[" + std::to_string(other.index) + "].path";
+            if (other.rdev == st.st_rdev)
+                throw make_config_error(config.source, key,
+                                        quoted(m.path) + " is the same device as " + other_key,
+                                        "one member per file or block device");
+            if (partition_parent(st.st_rdev, o.sysfs_dev_block) == other.rdev)
+                throw make_config_error(config.source, key,
+                                        quoted(m.path) + " is a partition of " + other_key + " (" +
+                                            quoted(config.members[other.index].path) + ")",
+                                        "members that do not overlap");
+            if (partition_parent(other.rdev, o.sysfs_dev_block) == st.st_rdev)
+                throw make_config_error(config.source, key,
+                                        quoted(m.path) + " holds " + other_key + " (" +
+                                            quoted(config.members[other.index].path) +
+                                            ") as a partition",
+                                        "members that do not overlap");
+        }
+        devices.push_back(Member{i, st.st_rdev});
+        if (!o.writes) continue;
+        if (!o.allow_mounted_write) {
+            std::string use = find_use(st.st_rdev, o);
+            if (use.empty()) use = find_exclusive_holder(m.path);
+            if (!use.empty())
+                throw make_config_error(
+                    config.source, key,
+                    quoted(m.path) + " is " + use + ": writing would corrupt it",
+                    "an unused device, or " + allow);
+        }
+        if (m.force) continue;
+        std::string signature = find_signature(m.path);
+        if (!signature.empty())
+            throw make_config_error(
+                config.source, key,
+                quoted(m.path) + " carries " + signature + ": writing would destroy it",
+                "a blank device (wipefs -a), jobs that only read, or force = true on "
+                "members[" +
+                    std::to_string(i) + "] in the stack file");
+    }
+}
+
+}  // namespace mdsplit

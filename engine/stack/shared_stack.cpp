@@ -1,0 +1,178 @@
+#include "stack/shared_stack.h"
+
+#include "core/io_uring/buffered_io.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+
+namespace mdsplit {
+
+SharedStack::SharedStack(std::unique_ptr<Stack> stack, bool exclusive)
+    : stack_(std::move(stack)), exclusive_(exclusive) {
+    if (!exclusive_) kick_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+void SharedStack::attach() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (exclusive_ && users_ > 0)
+        throw std::logic_error("mdsplit: a second user attached to an exclusive stack");
+    users_++;
+}
+
+SharedStack::~SharedStack() {
+    if (kick_fd_ >= 0) close(kick_fd_);
+}
+
+void SharedStack::kick_poller_if_late() {
+    if (polling_ && kick_fd_ >= 0 &&
+        (stack_->loop().next_deadline() < poller_wakes_at_ || stack_->loop().has_deferred())) {
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = write(kick_fd_, &one, sizeof(one));
+    }
+}
+
+void SharedStack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+                        uint64_t cookie) {
+    Guard g(*this);
+    stack_->begin_batch(task);
+    stack_->queue(task, op, offset, length, buffer, cookie);
+    kick_poller_if_late();
+}
+
+void SharedStack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length,
+                                 void* buffer, uint64_t cookie) {
+    Guard g(*this);
+    stack_->begin_batch(task);
+    stack_->queue_buffered(task, op, offset, length, buffer, cookie);
+    kick_poller_if_late();
+}
+
+void SharedStack::fsync(TaskContext& task, uint64_t cookie) {
+    Guard g(*this);
+    stack_->begin_batch(task);
+    stack_->fsync(task, cookie);
+    kick_poller_if_late();
+}
+
+void SharedStack::invalidate() {
+    Guard g(*this);
+    stack_->invalidate();
+}
+
+void SharedStack::sync_buffered() {
+    Guard g(*this);
+    stack_->sync_buffered();
+}
+
+void SharedStack::set_buffered_iodepth(uint32_t iodepth) {
+    Guard g(*this);
+    stack_->buffered().set_iodepth(iodepth);
+}
+
+void SharedStack::commit(TaskContext& task) {
+    Guard g(*this);
+    stack_->commit(task);
+    kick_poller_if_late();
+}
+
+// Sleeps without the lock until the ring reports a completion, the next
+// timer is due, another thread kicks (it armed an earlier timer), or
+// `deadline`; at most 10 ms.
+void SharedStack::wait_unlocked(std::unique_lock<std::mutex>& lock, uint64_t deadline) {
+    EventLoop& loop = stack_->loop();
+    uint64_t now = loop.refresh();
+    uint64_t until = std::min({deadline, loop.next_deadline(), now + 10'000'000});
+    if (loop.has_deferred() || until <= now) return;
+    pollfd fds[2];
+    nfds_t n = 0;
+    int ring_fd = stack_->completion_fd();
+    if (ring_fd >= 0) fds[n++] = pollfd{ring_fd, POLLIN, 0};
+    if (kick_fd_ >= 0) fds[n++] = pollfd{kick_fd_, POLLIN, 0};
+    polling_ = true;
+    poller_wakes_at_ = until;
+    lock.unlock();
+    uint64_t wait = until - now;
+    timespec ts{time_t(wait / 1'000'000'000), long(wait % 1'000'000'000)};
+    if (n && ppoll(fds, n, &ts, nullptr) > 0) {
+        for (nfds_t i = 0; i < n; i++) {
+            if (fds[i].revents & POLLIN) {
+                uint64_t count;
+                [[maybe_unused]] ssize_t r = read(fds[i].fd, &count, sizeof(count));
+            }
+        }
+    } else if (!n) {
+        nanosleep(&ts, nullptr);
+    }
+    lock.lock();
+    polling_ = false;
+}
+
+void SharedStack::reap(TaskContext& task, size_t min, uint64_t timeout_ns,
+                       std::vector<IoCompletion>& out) {
+    size_t want = min > out.size() ? min - out.size() : 0;
+    if (exclusive_) {
+        stack_->reap(task, want, timeout_ns);
+        take_completions(task, out);
+    } else {
+        std::unique_lock<std::mutex> lock(mu_);
+        reap_locked(lock, task, want, timeout_ns);
+        // Under the lock: another thread's reap may be completing this
+        // task's I/O into task.completions right now (TSan found it).
+        take_completions(task, out);
+    }
+}
+
+void SharedStack::take_completions(TaskContext& task, std::vector<IoCompletion>& out) {
+    if (out.empty()) {
+        out.swap(task.completions);  // keeps both buffers' capacity
+    } else {
+        out.insert(out.end(), task.completions.begin(), task.completions.end());
+    }
+    task.completions.clear();
+}
+
+void SharedStack::reap_locked(std::unique_lock<std::mutex>& lock, TaskContext& task, size_t min,
+                              uint64_t timeout_ns) {
+    if (users_ <= 1) {  // the common case: nobody to share the ring with
+        stack_->reap(task, min, timeout_ns);
+        return;
+    }
+    EventLoop& loop = stack_->loop();
+    uint64_t deadline = timeout_ns > std::numeric_limits<uint64_t>::max() - loop.now()
+                            ? std::numeric_limits<uint64_t>::max()
+                            : loop.now() + timeout_ns;
+    for (;;) {
+        stack_->reap(task, 0, 0);  // runs whatever is ready, for every task
+        delivered_.notify_all();
+        if (task.completions.size() >= min || loop.now() >= deadline) return;
+        if (!polling_) {
+            wait_unlocked(lock, deadline);
+        } else {
+            delivered_.wait_for(lock, std::chrono::milliseconds(10));
+        }
+    }
+}
+
+void SharedStack::drain(TaskContext& task) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (task.in_flight) reap_locked(lock, task, task.completions.size() + 1, 10'000'000);
+    task.completions.clear();
+}
+
+std::string SharedStack::stats_json() {
+    Guard g(*this);
+    return stack_->stats_json();
+}
+
+void SharedStack::flush_traces() {
+    Guard g(*this);
+    stack_->flush_traces();
+}
+
+}  // namespace mdsplit

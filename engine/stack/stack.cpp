@@ -1,0 +1,407 @@
+#include "stack/stack.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+#include "base/json_writer.h"
+#include "config/config_error.h"
+#include "core/block/bfq_scheduler.h"
+#include "core/block/passthrough_device.h"
+#include "core/drivers/fault_injector.h"
+#include "core/drivers/io_uring_backend.h"
+#include "core/drivers/null_backend.h"
+#include "core/drivers/ram_backend.h"
+#include "core/drivers/timed_backend.h"
+#include "core/io_uring/buffered_io.h"
+#include "core/md/raid5_device.h"
+#include "core/trace/blktrace_writer.h"
+#include "stack/device_time.h"
+
+namespace mdsplit {
+
+namespace {
+constexpr uint32_t kMdMajor = 9;  // md
+constexpr uint32_t kSdMajor = 8;  // sd: members are sda, sdb, ... (minor 16 * i)
+
+std::string member_name(size_t i) { return "m" + std::to_string(i); }
+}  // namespace
+
+Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
+    : config_(config), loop_(clock), tracer_(loop_) {
+    start_ns_ = loop_.now();
+    layer_ = std::make_unique<BlockLayer>(
+        loop_, tracer_,
+        config.device.split_order == SplitOrder::Fixed ? SplitInsert::Head : SplitInsert::Tail);
+    layer_->set_plug_order(config.device.plug_order);
+
+    for (size_t i = 0; i < config.members.size(); i++) {
+        const MemberConfig& m = config.members[i];
+        std::unique_ptr<Backend> backend;
+        switch (m.backend) {
+            case BackendKind::IoUring:
+                if (!ring_) {
+                    ring_ =
+                        std::make_unique<IoUringRing>(options.ring_entries, options.single_issuer);
+                    loop_.add_source(ring_.get());
+                }
+                try {
+                    backend = std::make_unique<IoUringBackend>(
+                        *ring_, m.path, m.size, options.open_direct && m.direct, options.writable);
+                } catch (const MemberOpenError& e) {
+                    throw make_config_error(config.source,
+                                            "members[" + std::to_string(i) + "]." + e.key, e.what(),
+                                            e.allowed);
+                }
+                break;
+            case BackendKind::Ram:
+                backend = std::make_unique<RamBackend>(loop_, m.size);
+                break;
+            case BackendKind::Null:
+                backend = std::make_unique<NullBackend>(loop_, m.size);
+                break;
+        }
+        const DeviceTime device_time(config.device.time_scale);
+        if (m.model)
+            backend = std::make_unique<TimedBackend>(loop_, std::move(backend),
+                                                     device_time.model(*m.model));
+        // [members.faults]: outermost, so a failed request costs no model
+        // time. Its delays are the device's, so slow motion stretches them too.
+        if (m.faults)
+            backend = std::make_unique<FaultInjector>(loop_, std::move(backend),
+                                                      device_time.faults(*m.faults), start_ns_);
+        MemberQueueLimits limits;
+        limits.max_sectors = uint32_t(m.max_sectors_bytes >> kSectorShift);
+        limits.queue_depth = m.queue_depth;
+        limits.logical_block_size = m.logical_block_size;
+        members_.push_back(std::make_unique<MemberQueue>(*layer_, member_name(i),
+                                                         make_devt(kSdMajor, uint32_t(16 * i)),
+                                                         std::move(backend), limits));
+        // device.scheduler = "bfq": one BFQ instance per member queue.
+        if (config.device.scheduler == SchedulerKind::Bfq) {
+            BfqScheduler::Options bfq_options;
+            // blk_queue_nonrot(): a device whose non-sequential access costs
+            // milliseconds (the hdd preset) is a rotational disk.
+            bfq_options.nonrot = !(m.model && m.model->random_penalty_ns >= 1'000'000);
+            // Slow motion stretches the scheduler's own timers with the devices.
+            bfq_options.time_scale = config.device.time_scale;
+            members_.back()->set_scheduler(
+                std::make_unique<BfqScheduler>(loop_, config.bfq, bfq_options));
+        }
+    }
+
+    switch (config.device.kind) {
+        case DeviceKind::Passthrough:
+            top_ = std::make_unique<PassthroughDevice>(*layer_, options.label,
+                                                       make_devt(kMdMajor, 0), *members_.at(0));
+            break;
+        case DeviceKind::Raid5: {
+            // Every member is opened; a failed one is never submitted to.
+            std::vector<bool> failed;
+            for (const MemberConfig& m : config.members) failed.push_back(m.failed);
+            top_ = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
+                                                 members(), failed, config.device);
+            break;
+        }
+    }
+
+    if (!options.trace_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(options.trace_dir, ec);
+        if (ec)
+            throw std::runtime_error("mdsplit: mdsplit_trace: cannot create " + options.trace_dir +
+                                     ": " + ec.message());
+        auto add = [&](const BlockDevice& dev) {
+            BlktraceOptions trace_options;
+            trace_options.bio_based = dev.stacked();
+            auto w = std::make_unique<BlktraceWriter>(
+                options.trace_dir + "/" + dev.name() + ".blktrace.0", trace_options);
+            tracer_.add_device_sink(dev.devt(), w.get());
+            trace_sinks_.push_back(std::move(w));
+        };
+        add(*top_);
+        for (auto& m : members_) add(*m);
+    }
+    builder_ = std::make_unique<BioBuilder>(
+        config.bio, uint64_t(top_->max_sectors()) << kSectorShift, top_->logical_block_size());
+}
+
+// Flushes the trace files the stack owns; sinks a caller attached (e.g. a
+// TraceRecorder) may already be gone.
+Stack::~Stack() {
+    for (auto& sink : trace_sinks_) sink->flush();
+}
+
+std::vector<MemberQueue*> Stack::members() const {
+    std::vector<MemberQueue*> out;
+    for (auto& m : members_) out.push_back(m.get());
+    return out;
+}
+
+// blk_start_plug(). The plug caches the time (blk_time_get_ns(),
+// plug->cur_ktime): everything queued and flushed under it is stamped with
+// one clock read, taken here.
+void Stack::begin_batch(TaskContext& task) {
+    layer_->set_current(&task);
+    if (!task.plug.active) {
+        layer_->start_plug(task);
+        loop_.refresh();
+    }
+}
+
+void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid) {
+    task.completions.push_back(IoCompletion{cookie, error, resid});
+}
+
+// The direct-I/O path of block/fops.c __blkdev_direct_IO(): one dio holds a
+// reference per bio it builds, and completes the I/O when the last drops.
+void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+                  uint64_t cookie) {
+    layer_->set_current(&task);
+    if (!have_first_io_) {
+        first_io_ns_ = loop_.now();
+        have_first_io_ = true;
+    }
+    uint64_t lbs = top_->logical_block_size();
+    if (offset % lbs || length % lbs || length == 0) {
+        complete_now(task, cookie, -EINVAL, length);  // blkdev_dio_invalid()
+        return;
+    }
+    uint64_t size = size_bytes();
+    uint64_t resid = 0;
+    if (offset >= size || length > size - offset) {
+        if (op == Op::Write || op == Op::Discard) {
+            complete_now(task, cookie, -ENOSPC, length);
+            return;
+        }
+        // A read past the end is short, as blkdev_read_iter() truncates it.
+        uint64_t fit = offset >= size ? 0 : size - offset;
+        resid = length - fit;
+        length = fit;
+        if (!length) {
+            complete_now(task, cookie, 0, resid);
+            return;
+        }
+    }
+    if (op == Op::Discard) {
+        // blkdev_issue_discard(): no pages, bios of at most bio_discard_limit().
+        pieces_.clear();
+        constexpr uint64_t kMaxDiscardBio =
+            uint64_t(UINT32_MAX >> kSectorShift) << kSectorShift & ~(kPageSize - 1);
+        for (uint64_t at = 0; at < length; at += kMaxDiscardBio)
+            pieces_.push_back(BioPiece{at, std::min(kMaxDiscardBio, length - at), 0});
+        buffer = nullptr;
+    } else {
+        builder_->build(buffer, length, pieces_);
+    }
+    Bio* dio = layer_->bios().alloc();
+    dio->op = op;
+    dio->tag = cookie;
+    dio->resid = uint32_t(resid);
+    dio->private_data = &task;
+    dio->end_io = &Stack::dio_endio;
+    task.in_flight++;
+    for (const BioPiece& p : pieces_) {
+        Bio* bio = layer_->bios().alloc();
+        bio->op = op;
+        bio->flags = op == Op::Discard ? 0 : kBioSync;  // op_is_sync(): a discard is not
+        bio->sector = (offset + p.offset) >> kSectorShift;
+        bio->nr_sectors = uint32_t(p.length >> kSectorShift);
+        if (op != Op::Discard) bio_sizes_.record(bio->nr_sectors);
+        bio->data = buffer ? static_cast<uint8_t*>(buffer) + p.offset : nullptr;
+        bio->dev = top_.get();
+        bio->pid = task.pid;
+        bio_chain(bio, dio);
+        layer_->submit_bio_noacct(bio);
+    }
+    bio_endio(dio);  // drop the submitter's reference
+}
+
+void Stack::dio_endio(Bio* dio) {
+    auto* task = static_cast<TaskContext*>(dio->private_data);
+    task->in_flight--;
+    task->completions.push_back(IoCompletion{dio->tag, dio->error, dio->resid});
+    dio->pool->put(dio);
+}
+
+void Stack::commit(TaskContext& task) {
+    layer_->set_current(&task);
+    layer_->finish_plug(task);  // at the plug's cached time
+    for (auto& m : members_) m->backend().kick();
+}
+
+void Stack::reap(TaskContext& task, size_t min, uint64_t timeout_ns) {
+    layer_->set_current(&task);
+    uint64_t deadline = loop_.now() + timeout_ns;
+    for (;;) {
+        loop_.run_ready();
+        if (task.completions.size() >= min) return;
+        if (loop_.now() >= deadline) return;
+        if (!loop_.wait_for_next(deadline - loop_.now())) return;
+    }
+}
+
+void Stack::drain() {
+    for (;;) {
+        loop_.run_ready();
+        if (!loop_.has_pending()) return;
+        if (!loop_.wait_for_next()) {
+            loop_.run_ready();
+            if (!loop_.has_pending()) return;
+        }
+    }
+}
+
+namespace {
+// One device's iostat -x fields for one direction: read, write or discard.
+void json_direction(JsonWriter& j, const DiskStats& s, int i, const char* prefix, double secs) {
+    auto per_s = [&](double v) { return secs > 0 ? v / secs : 0.0; };
+    double ios = double(s.ios[i]);
+    double merges = double(s.merges[i]);
+    j.key(prefix).begin_object();
+    j.field("ios", s.ios[i]).field("merges", s.merges[i]).field("sectors", s.sectors[i]);
+    j.field("ticks_ns", s.ticks_ns[i]).field("errors", s.errors[i]).end_object();
+    std::string c(1, prefix[0]);
+    j.field(c + "_s", per_s(ios));
+    j.field(c + "kB_s", per_s(double(s.sectors[i]) / 2));
+    j.field(c + "rqm_s", per_s(merges));
+    j.field("pct_" + c + "rqm", ios + merges > 0 ? 100.0 * merges / (ios + merges) : 0.0);
+    j.field(c + "_await_ms", ios > 0 ? double(s.ticks_ns[i]) / ios / 1e6 : 0.0);
+    j.field(c + "areq_sz_kb", ios > 0 ? double(s.sectors[i]) / 2 / ios : 0.0);
+}
+
+void json_seeks(JsonWriter& j, const SeekHistogram& h) {
+    j.key("seek").begin_object().field("count", h.count()).field("zero_count", h.zero_count());
+    j.field("zero_ratio", h.count() ? double(h.zero_count()) / double(h.count()) : 0.0);
+    j.key("buckets_kb").begin_array();
+    for (int i = 0; i < SeekHistogram::kBuckets; i++) j.value(h.buckets()[size_t(i)]);
+    j.end_array().key("buckets_kb_thread").begin_array();
+    for (int i = 0; i < SeekHistogram::kBuckets; i++) j.value(h.thread_buckets()[size_t(i)]);
+    j.end_array().end_object();
+}
+
+void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t now,
+                 uint64_t elapsed_ns, const MemberQueue* member, const SizeHistogram* bio_sizes) {
+    const DiskStats& s = d.stats();
+    double secs = elapsed_ns ? double(elapsed_ns) / 1e9 : 0;
+    j.begin_object().field("name", d.name()).field("role", role);
+    j.field("devt", std::to_string(d.devt() >> 20) + ":" + std::to_string(d.devt() & 0xfffff));
+    if (member) {
+        j.field("backend", const_cast<MemberQueue*>(member)->backend().kind());
+        j.field("max_sectors", member->limits().max_sectors);
+        j.field("queue_depth", member->limits().queue_depth);
+        json_seeks(j, member->seeks());
+        j.key("request_sizes");
+        member->request_sizes().write_json(j);
+    }
+    if (bio_sizes) {
+        j.key("bio_sizes");
+        bio_sizes->write_json(j);
+    }
+    json_direction(j, s, 0, "read", secs);
+    json_direction(j, s, 1, "write", secs);
+    json_direction(j, s, 2, "discard", secs);
+    uint64_t io_ticks = s.io_ticks_at(now);
+    j.field("in_flight", s.in_flight).field("io_ticks_ns", io_ticks);
+    j.field("time_in_queue_ns", s.time_in_queue_ns);
+    j.field("aqu_sz", elapsed_ns ? double(s.time_in_queue_ns) / double(elapsed_ns) : 0.0);
+    j.field("pct_util", elapsed_ns ? 100.0 * double(io_ticks) / double(elapsed_ns) : 0.0);
+    // The member's scheduler statistics, e.g. "bfq": {...} (per queue and group).
+    if (member && member->scheduler()) {
+        j.key(member->scheduler()->name());
+        member->scheduler()->write_json(j);
+    }
+    j.end_object();
+}
+}  // namespace
+
+std::string Stack::stats_json() const {
+    JsonWriter j;
+    // Rates are over the time I/O ran: from the first I/O, not from set-up.
+    uint64_t now = loop_.now();
+    uint64_t elapsed = now - (have_first_io_ ? first_io_ns_ : start_ns_);
+    j.begin_object().field("version", 1).field("elapsed_ns", elapsed);
+    j.field("time_scale", config_.device.time_scale).key("devices").begin_array();
+    json_device(j, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
+    for (auto& m : members_) json_device(j, *m, "member", now, elapsed, m.get(), nullptr);
+    j.end_array();
+    if (ring_) {
+        j.key("io_uring").begin_object().field("setup_flags", ring_->setup_flags());
+        j.field("registered_buffer_bytes", ring_->registered_buffer_bytes());
+        j.field("fixed_buffer_ios", ring_->fixed_buffer_ios()).end_object();
+    }
+    page_cache_json(j);
+    j.end_object();
+    return j.str();
+}
+
+// ---- Buffered I/O (seed 003): the page cache and io_uring's buffered reads ----
+
+BufferedIo& Stack::buffered() {
+    if (!buffered_) {
+        buffered_ =
+            std::make_unique<BufferedIo>(loop_, *layer_, *top_, members(), config_.page_cache);
+        // Worker threads post to the loop; with an io_uring ring, let them
+        // signal the ring's completion eventfd, so one fd wakes the loop (and
+        // SharedStack's poller) for completions and posts alike.
+        if (ring_ && !loop_.clock().is_virtual()) {
+            try {
+                loop_.set_wake_fd(ring_->completion_eventfd(), true);
+            } catch (const std::exception&) {
+                // no registered eventfd: the loop falls back to its own
+            }
+        }
+    }
+    return *buffered_;
+}
+
+void Stack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+                           uint64_t cookie) {
+    layer_->set_current(&task);
+    loop_.refresh();
+    if (!have_first_io_) {
+        first_io_ns_ = loop_.now();
+        have_first_io_ = true;
+    }
+    BufferedIo& b = buffered();
+    switch (op) {
+        case Op::Read:
+            b.read(task, offset, length, buffer, cookie);
+            break;
+        case Op::Write:
+            b.write(task, offset, length, buffer, cookie);
+            break;
+        case Op::Flush:
+            b.fsync(task, cookie);
+            break;
+        case Op::Discard:  // refused at setup (the glue); never reaches the page cache
+            complete_now(task, cookie, -EOPNOTSUPP, length);
+            break;
+    }
+}
+
+void Stack::fsync(TaskContext& task, uint64_t cookie) {
+    layer_->set_current(&task);
+    buffered().fsync(task, cookie);
+}
+
+void Stack::sync_buffered() {
+    if (buffered_) buffered_->sync();
+}
+
+void Stack::invalidate() {
+    if (buffered_) buffered_->invalidate();
+}
+
+void Stack::page_cache_json(JsonWriter& j) const {
+    j.key("page_cache");
+    if (buffered_)
+        buffered_->write_json(j);
+    else
+        BufferedIo::write_unused_json(j, config_.page_cache);
+}
+
+}  // namespace mdsplit

@@ -1,0 +1,127 @@
+// A whole device stack built from a StackConfig: the virtual device, its
+// member queues and backends, one event loop, the tracer. The fio engine and
+// the Python bindings both drive it through this interface.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "base/json_writer.h"
+#include "config/stack_config.h"
+#include "core/block/bio_builder.h"
+#include "core/block/block_layer.h"
+#include "core/block/member_queue.h"
+#include "core/drivers/io_uring_ring.h"
+#include "core/trace/size_histogram.h"
+#include "core/trace/tracer.h"
+
+namespace mdsplit {
+
+class BufferedIo;
+
+struct StackOptions {
+    std::string label = "md0";  // the virtual device's name (fio's filename)
+    std::string trace_dir;      // blktrace files; empty = no tracing
+    bool open_direct = true;    // O_DIRECT on io_uring members (fio's direct=1)
+    bool writable = true;
+    unsigned ring_entries = 256;
+    // Only one thread (the first to do I/O) ever drives the stack: its
+    // io_uring ring may use IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN.
+    bool single_issuer = false;
+};
+
+class Stack {
+public:
+    Stack(const StackConfig& config, Clock& clock, const StackOptions& options);
+    ~Stack();
+    Stack(const Stack&) = delete;
+    Stack& operator=(const Stack&) = delete;
+
+    uint64_t size_bytes() const { return top_->capacity() << kSectorShift; }
+    uint32_t logical_block_size() const { return top_->logical_block_size(); }
+    EventLoop& loop() { return loop_; }
+    Tracer& tracer() { return tracer_; }
+    BlockLayer& layer() { return *layer_; }
+    BlockDevice& top() { return *top_; }
+    std::vector<MemberQueue*> members() const;
+    const StackConfig& config() const { return config_; }
+
+    // One I/O from a submitter (an fio io_u). Runs inside the task's plug,
+    // which begin_batch() opens and commit() closes (blk_start_plug /
+    // blk_finish_plug), so one fio batch merges as one kernel plug does.
+    // A finished I/O appears in task.completions.
+    void begin_batch(TaskContext& task);
+    void queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+               uint64_t cookie);
+    void commit(TaskContext& task);
+
+    // Runs the loop until the task has at least `min` completions or
+    // timeout_ns passes (real clock) / nothing is pending (virtual clock).
+    void reap(TaskContext& task, size_t min, uint64_t timeout_ns);
+    // Runs until nothing is pending.
+    void drain();
+
+    // An fd that becomes readable when a backend completes something (-1
+    // when no member uses io_uring): SharedStack waits on it unlocked.
+    int completion_fd() { return ring_ ? ring_->completion_eventfd() : -1; }
+    // The submitter's I/O buffers (fio's io_u buffers): registered with the
+    // io_uring ring, so members read into and write from them as fixed
+    // buffers (IoUringRing::register_buffer). False when there is no ring or
+    // the kernel refuses; I/O works either way.
+    bool register_io_buffer(void* base, size_t len) {
+        return ring_ && ring_->register_buffer(base, len);
+    }
+
+    // Sidecar statistics as JSON text.
+    std::string stats_json() const;
+    void flush_traces() { tracer_.flush(); }
+    uint64_t elapsed_ns() const { return loop_.now() - start_ns_; }
+
+    // ---- Buffered I/O (fio direct=0; seed 003): engine/core/buffered_io.h ----
+    // A buffered I/O through the page cache above the virtual device (the
+    // config's [page_cache]); like queue(), inside the task's plug, and it
+    // completes into task.completions. Op::Read or Op::Write, any alignment.
+    void queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
+                        uint64_t cookie);
+    // fsync(): completes (into task.completions) once every dirty page is
+    // written back to the members.
+    void fsync(TaskContext& task, uint64_t cookie);
+    // Writes back every dirty page and waits (job end: nothing written is
+    // lost). Runs the loop; call from the owning thread, not from a callback.
+    void sync_buffered();
+    // sync_buffered(), then drops clean cached pages (fio's invalidate).
+    void invalidate();
+    // The page cache and io_uring buffered-read emulation, created on first use.
+    BufferedIo& buffered();
+    bool has_buffered() const { return buffered_ != nullptr; }
+    // ---- end of buffered I/O ----
+
+private:
+    static void dio_endio(Bio* dio);
+    void complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid);
+
+    StackConfig config_;
+    EventLoop loop_;
+    Tracer tracer_;
+    std::unique_ptr<IoUringRing> ring_;
+    std::unique_ptr<BlockLayer> layer_;
+    std::vector<std::unique_ptr<MemberQueue>> members_;
+    std::unique_ptr<BlockDevice> top_;
+    std::vector<std::unique_ptr<TraceSink>> trace_sinks_;
+    std::unique_ptr<BioBuilder> builder_;
+    std::vector<BioPiece> pieces_;
+    SizeHistogram bio_sizes_;  // bios the bio builder made (seed 001)
+    uint64_t start_ns_ = 0;
+    uint64_t first_io_ns_ = 0;
+    bool have_first_io_ = false;
+    uint64_t io_errors_ = 0;
+
+    // Buffered I/O. Declared last: destroyed first (its worker threads stop
+    // before the loop and the block layer go).
+    void page_cache_json(JsonWriter& j) const;
+    std::unique_ptr<BufferedIo> buffered_;
+};
+
+}  // namespace mdsplit
