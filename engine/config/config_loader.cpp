@@ -16,6 +16,7 @@
 #include <sstream>
 #include <utility>
 
+#include "base/mountinfo.h"
 #include "base/units.h"
 #include "config/size_parse.h"
 #include "embedded_models.h"
@@ -391,30 +392,6 @@ struct PathFacts {
     struct stat status {};
 };
 
-// The file system type mounted at the longest mount point above `dir`
-// (canonical), from /proc/self/mountinfo: "devtmpfs" for /dev.
-std::string fs_type_of(const std::string& dir) {
-    std::ifstream mounts("/proc/self/mountinfo");
-    std::string line, best_point, best_type;
-    while (std::getline(mounts, line)) {
-        std::istringstream in(line);
-        std::string id, parent, dev, root, point, options, field;
-        if (!(in >> id >> parent >> dev >> root >> point >> options)) continue;
-        while (in >> field && field != "-") {
-        }
-        std::string type;
-        in >> type;
-        bool above =
-            dir == point || point == "/" ||
-            (dir.rfind(point, 0) == 0 && dir.size() > point.size() && dir[point.size()] == '/');
-        if (above && point.size() >= best_point.size()) {
-            best_point = point;
-            best_type = type;
-        }
-    }
-    return best_type;
-}
-
 // A missing member under /dev is a device that is not there (a typo, an
 // unplugged disk): creating a regular file in its place would write where
 // the user did not point.
@@ -426,7 +403,7 @@ void check_not_device_directory(const Reader& reader, const std::string& key,
     std::string d = dir.string();
     bool under_dev = d == "/dev" || d.rfind("/dev/", 0) == 0 ||
                      fs::path(path).lexically_normal().string().rfind("/dev/", 0) == 0;
-    if (under_dev || fs_type_of(d) == "devtmpfs")
+    if (under_dev || fs_type_of(d, read_mountinfo()) == "devtmpfs")
         reader.fail(key,
                     in_quotes(path) +
                         " does not exist, and no file is created in a device "

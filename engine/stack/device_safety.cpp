@@ -1,5 +1,7 @@
 #include "stack/device_safety.h"
 
+#include "base/mountinfo.h"
+
 #include <blkid/blkid.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -53,21 +55,6 @@ bool parse_devno(const std::string& text, dev_t& out) {
     if (sscanf(text.c_str(), "%u:%u%c", &ma, &mi, &extra) < 2) return false;
     out = makedev(ma, mi);
     return true;
-}
-
-// mountinfo escapes blanks as \040 and so on.
-std::string unescape_octal(const std::string& s) {
-    std::string out;
-    for (size_t i = 0; i < s.size(); i++) {
-        auto octal = [&](size_t k) { return s[k] >= '0' && s[k] <= '7'; };
-        if (s[i] == '\\' && i + 3 < s.size() && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
-            out += char((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-            i += 3;
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
 }
 
 // rdev itself, or a partition of it: how to name `d` relative to rdev.
@@ -142,21 +129,17 @@ dev_t partition_parent(dev_t rdev, const std::string& sysfs) {
 
 std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
     // Mounted: field 3 of mountinfo is the file system's st_dev.
-    std::ifstream mounts(o.mountinfo);
-    std::string line;
-    while (std::getline(mounts, line)) {
-        std::istringstream in(line);
-        std::string id, parent, dev, root, mountpoint;
-        if (!(in >> id >> parent >> dev >> root >> mountpoint)) continue;
+    for (const MountEntry& m : read_mountinfo(o.mountinfo)) {
         dev_t d;
-        if (!parse_devno(dev, d)) continue;
+        if (!parse_devno(m.dev, d)) continue;
         std::string rel = relation(d, rdev, o.sysfs_dev_block);
         if (rel.empty()) continue;
-        std::string where = "mounted at " + unescape_octal(mountpoint);
+        std::string where = "mounted at " + m.point;
         return rel == "it" ? where : where + " (" + rel + ")";
     }
     // Swap: /proc/swaps names the device by path.
     std::ifstream swaps(o.swaps);
+    std::string line;
     std::getline(swaps, line);  // header
     while (std::getline(swaps, line)) {
         std::istringstream in(line);
