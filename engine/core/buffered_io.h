@@ -317,7 +317,8 @@ private:
     bool writeback_done_through(uint64_t batch) const;
     void run_until(bool (*done)(BufferedIo*));
 
-    static constexpr size_t kBioMaxPages = 256;  // BIO_MAX_VECS
+    static constexpr size_t kBioMaxPages = 256;      // BIO_MAX_VECS
+    static constexpr size_t kWritebackChunk = 1024;  // MAX_WRITEBACK_PAGES
 
     EventLoop& loop_;
     BlockLayer& layer_;
