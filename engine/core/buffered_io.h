@@ -227,7 +227,11 @@ public:
 
 private:
     enum KFlags : uint32_t { kNowait = 1u << 0, kWaitq = 1u << 1 };
+    // generic_file_buffered_read()'s outcome (see read_attempt).
     enum class ReadResult { Done, Again, Queued, Block, Error };
+    // generic_perform_write()'s: everything copied, waiting on a page
+    // (its callback resumes the write), or a page that cannot be read.
+    enum class WriteResult { Done, Queued, Error };
     struct Request;
     struct PendingIo {
         Page* page;
@@ -307,11 +311,10 @@ private:
     void worker_read(Request& r, uint32_t id);
 
     // Writes.
-    ReadResult write_attempt(Request& r, Exec& x);
+    WriteResult write_attempt(Request& r, Exec& x);
     void io_write(Request& r, Exec& x);
     uint64_t start_writeback(size_t max_pages, bool sync);
     static void writeback_cb(void* arg, uint64_t);
-    void after_writeback();
     void check_throttled();
     void check_fsyncs();
     bool writeback_done_through(uint64_t batch) const;

@@ -265,12 +265,12 @@ void BufferedIo::arm_locked(Request& r, Page* page, uint32_t bit, void (*fn)(Pag
 // first if it is partly written and not up to date, wait while it is
 // locked or under write-back: stable pages), copy, mark up to date and
 // dirty, write_end.
-BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
+BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
     PageCache& pc = *cache_;
     Wakeups wake;
     std::unique_lock<std::mutex> lk(pc.mutex());
     RaControl ctl(*this, x, r);
-    ReadResult result = ReadResult::Done;
+    WriteResult result = WriteResult::Done;
     while (r.done < r.len) {
         const uint64_t pos = r.pos + r.done;
         const uint64_t index = pos >> kPageShift;
@@ -285,7 +285,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
             p = pc.add_locked(index);
             if (!p) {
                 r.error = -EIO;
-                result = ReadResult::Error;
+                result = WriteResult::Error;
                 break;
             }
             if (!full) {
@@ -295,7 +295,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
                 arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
                 pc.put(p);
                 r.path.waits++;
-                result = ReadResult::Queued;
+                result = WriteResult::Queued;
                 break;
             }
         } else {
@@ -308,7 +308,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
                 r.path.waits++;
                 arm_locked(r, p, busy, &BufferedIo::on_page_wake);
                 pc.put(p);
-                result = ReadResult::Queued;
+                result = WriteResult::Queued;
                 break;
             }
             if (!p->uptodate() && !full) {
@@ -316,7 +316,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
                     if (r.failed_index == index) {
                         pc.put(p);
                         r.error = -EIO;
-                        result = ReadResult::Error;
+                        result = WriteResult::Error;
                         break;
                     }
                     r.failed_index = index;
@@ -328,7 +328,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
                 arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
                 pc.put(p);
                 r.path.waits++;
-                result = ReadResult::Queued;
+                result = WriteResult::Queued;
                 break;
             }
             p->flags |= kPgLocked;  // write_begin returns the page locked

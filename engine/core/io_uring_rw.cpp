@@ -263,10 +263,10 @@ void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, cons
 }
 
 void BufferedIo::io_write(Request& r, Exec& x) {
-    ReadResult res = write_attempt(r, x);
+    WriteResult res = write_attempt(r, x);
     flush_reads(x);
-    if (res == ReadResult::Queued) return;  // resumes from the page's callback
-    if (res == ReadResult::Error) {
+    if (res == WriteResult::Queued) return;  // resumes from the page's callback
+    if (res == WriteResult::Error) {
         complete(r, x, r.error);
         return;
     }
