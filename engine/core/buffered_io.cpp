@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <mutex>
-#include <thread>
 
 #include "config/config_loader.h"
+#include "core/io_wq.h"
 #include "core/kiocb.h"
 
 namespace mdsplit {
@@ -35,7 +35,7 @@ BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
       config_(config),
       virtual_(loop.clock().is_virtual()) {
     cache_ = std::make_unique<PageCache>(config.size_bytes, top.capacity() << kSectorShift);
-    real_cpus_ = std::max(1u, std::thread::hardware_concurrency());
+    wq_ = make_io_wq(*this, virtual_);
     dirty_background_ = std::max<uint64_t>(cache_->capacity_pages() / 10, 8);
     dirty_limit_ = std::max<uint64_t>(cache_->capacity_pages() / 5, 16);
 }
@@ -46,12 +46,7 @@ BufferedIo::~BufferedIo() {
         stopping_ = true;
     }
     cache_->wake_all();
-    {
-        std::lock_guard<std::mutex> lock(wq_mutex_);
-        wq_stop_ = true;
-    }
-    wq_cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
+    wq_->stop();
 }
 
 std::vector<BufferedPath> BufferedIo::take_paths() {
@@ -66,8 +61,7 @@ BufferedStats BufferedIo::stats() const {
         std::lock_guard<std::mutex> lock(cache_->mutex());
         s = stats_;
     }
-    std::lock_guard<std::mutex> lock(wq_mutex_);
-    s.busy_worker_high_water = stats_busy_high_water_;
+    s.busy_worker_high_water = wq_->busy_high_water();
     return s;
 }
 

@@ -84,6 +84,7 @@
 namespace mdsplit {
 
 class MemberQueue;
+class IoWq;
 
 // Modelled CPU costs of each step, used only on the virtual clock. Real
 // runs pay what the steps really cost, and measure_buffered_costs()
@@ -241,6 +242,9 @@ private:
         BufferedWhere where = BufferedWhere::Submitter;
         uint64_t t = 0;  // virtual: the modelled time of this context
         uint32_t pid = 0;
+        // false: an io-wq thread (IoWqThreads); the reads it starts and its
+        // completion are posted to the loop thread.
+        bool on_loop = true;
         std::vector<PendingIo> reads;
     };
     class RaControl;
@@ -251,11 +255,6 @@ private:
     struct Wakeups {
         std::vector<PageWaiter*> waiters;
         std::vector<std::condition_variable*> sleepers;
-    };
-    struct VirtualWorker {
-        uint32_t id = 0;
-        bool busy = false;
-        uint64_t free_at = 0;
     };
     struct FsyncWaiter {
         TaskContext* task;
@@ -301,14 +300,14 @@ private:
     void deliver(Request& r);
     static void deliver_cb(void* arg, uint64_t);
 
-    // io-wq.
-    void wq_enqueue(Request& r, uint64_t t);
-    void vworker_dispatch(uint64_t t);
-    static void vworker_run_cb(void* arg, uint64_t);
-    void vworker_run(Request& r);
-    static void on_vworker_wake(PageWaiter* w);
-    void thread_main(uint32_t id);
-    void worker_read(Request& r, uint32_t id);
+    // io-wq (io_wq.h): what a worker runs, and how it waits for a page.
+    friend class IoWq;
+    friend class IoWqThreads;
+    friend class IoWqVirtual;
+    Page* io_wq_submit_work(Request& r, Exec& x);
+    bool wait_on_page_locked(Page* page);
+    void wait_on_page_locked_async(Request& r, Page* page, void (*fn)(PageWaiter*));
+    void drop_waiter_page(PageWaiter& w);
 
     // Writes.
     WriteResult write_attempt(Request& r, Exec& x);
@@ -332,7 +331,6 @@ private:
     std::unique_ptr<PageCache> cache_;
     BufferedCosts costs_;
     uint32_t iodepth_ = 0;  // 0: not set (4 x CPUs)
-    uint32_t real_cpus_;
     bool fadvise_random_ = false;
     bool used_ = false;
     bool record_paths_ = false;
@@ -352,19 +350,8 @@ private:
     std::deque<Request*> task_work_;
     bool task_work_timer_ = false;
 
-    // io-wq, virtual clock.
-    std::vector<VirtualWorker> vworkers_;
-    std::deque<Request*> vqueue_;
-    uint64_t vbusy_ = 0;
-    // io-wq, real clock.
-    mutable std::mutex wq_mutex_;
-    std::condition_variable wq_cv_;
-    std::deque<Request*> wq_;
-    std::vector<std::thread> threads_;
-    uint32_t wq_idle_ = 0;
-    uint32_t wq_busy_ = 0;
-    uint64_t stats_busy_high_water_ = 0;  // under wq_mutex_ (real) / loop thread (virtual)
-    bool wq_stop_ = false;
+    // io-wq: real threads or modelled CPUs, by the clock (io_wq.h).
+    std::unique_ptr<IoWq> wq_;
     bool stopping_ = false;  // under the cache mutex: sleeping workers give up
 
     // Write-back.

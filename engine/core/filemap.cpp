@@ -101,7 +101,6 @@ FileRaState* BufferedIo::ra_state(uint32_t pid) {
 // Reads it starts are left in x.reads for flush_reads().
 BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& block_page) {
     const bool worker = x.where == BufferedWhere::Worker;
-    const bool loop_thread = virtual_ || !worker;
     if (worker)
         r.path.worker_attempts++;
     else
@@ -247,7 +246,7 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
         r.ra->prev_pos = (index << kPageShift) | ((off + n) & (kCachePageSize - 1));
     }
     lk.unlock();
-    fire_waiters(wake, loop_thread);
+    fire_waiters(wake, x.on_loop);
     return result;
 }
 
@@ -259,6 +258,33 @@ void BufferedIo::arm_locked(Request& r, Page* page, uint32_t bit, void (*fn)(Pag
     r.waiter.page = page;
     r.waiter.next = page->waiters;
     page->waiters = &r.waiter;
+}
+
+// wait_on_page_locked_async() for a worker on modelled CPUs: `fn` runs
+// once the page (a reference the caller gives up) unlocks.
+void BufferedIo::wait_on_page_locked_async(Request& r, Page* page, void (*fn)(PageWaiter*)) {
+    std::lock_guard<std::mutex> lock(cache_->mutex());
+    arm_locked(r, page, kPgLocked, fn);
+    cache_->put(page);
+}
+
+// A page-wait callback ran: drop the reference arm_locked() took.
+void BufferedIo::drop_waiter_page(PageWaiter& w) {
+    std::lock_guard<std::mutex> lock(cache_->mutex());
+    cache_->put(w.page);
+    w.page = nullptr;
+}
+
+// wait_on_page_locked_killable() on a worker thread: sleeps until the page
+// (a reference the caller gives up) unlocks. False: the cache is shutting
+// down (the "fatal signal").
+bool BufferedIo::wait_on_page_locked(Page* page) {
+    std::unique_lock<std::mutex> lk(cache_->mutex());
+    page->sleepers++;
+    cache_->waitqueue(page).wait(lk, [&] { return !page->locked() || stopping_; });
+    page->sleepers--;
+    cache_->put(page);
+    return !stopping_;
 }
 
 // generic_perform_write(): write_begin (find or create the page, read it
@@ -359,7 +385,7 @@ BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
 // at their modelled time), from a worker thread by post().
 void BufferedIo::flush_reads(Exec& x) {
     if (x.reads.empty()) return;
-    if (x.where == BufferedWhere::Worker && !virtual_) {
+    if (!x.on_loop) {
         auto* b = new IoBatch{this, {}, x.pid};
         for (const PendingIo& io : x.reads) b->pages.push_back(io.page);
         x.reads.clear();
@@ -373,7 +399,7 @@ void BufferedIo::flush_reads(Exec& x) {
         uint64_t t = x.reads[i].t;
         pages.clear();
         for (; i < x.reads.size() && x.reads[i].t == t; i++) pages.push_back(x.reads[i].page);
-        if (!virtual_ || t <= now) {
+        if (t <= now) {  // (later only for a modelled CPU, virtual clock)
             submit_pages(pages, Op::Read, x.pid, true);
         } else {
             auto* b = new IoBatch{this, pages, x.pid};

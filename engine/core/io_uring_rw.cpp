@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <mutex>
 
+#include "core/io_wq.h"
 #include "core/kiocb.h"
 
 namespace mdsplit {
@@ -120,13 +121,8 @@ void BufferedIo::io_read(Request& r, Exec& x) {
 // writeback); queue task_work for the submitter. Reads and writes alike.
 void BufferedIo::on_page_wake(PageWaiter* w) {
     auto* r = static_cast<Request*>(w->ctx);
-    BufferedIo* self = r->self;
-    {
-        std::lock_guard<std::mutex> lock(self->cache_->mutex());
-        self->cache_->put(w->page);
-        w->page = nullptr;
-    }
-    self->queue_task_work(r);
+    r->self->drop_waiter_page(*w);
+    r->self->queue_task_work(r);
 }
 
 // task_work runs on the submitting task. On the virtual clock it queues for
@@ -179,7 +175,25 @@ void BufferedIo::punt(Request& r, Exec& x) {
     charge(x, costs_.punt_ns);
     r.path.punted = true;
     stats_.punts++;
-    wq_enqueue(r, x.t);
+    wq_->enqueue(r, x.t);
+}
+
+// io_wq_submit_work(): a worker's turn at r, a blocking read (no NOWAIT, no
+// WAITQ). Returns the page (referenced) the worker must sleep on until it
+// unlocks, then call again; nullptr once r has completed (r may be gone).
+// Which pool runs it, and how it sleeps, is the IoWq's (io_wq.h).
+Page* BufferedIo::io_wq_submit_work(Request& r, Exec& x) {
+    Page* page = nullptr;
+    ReadResult res = read_attempt(r, x, page);
+    flush_reads(x);
+    if (res == ReadResult::Block) {
+        std::lock_guard<std::mutex> lock(cache_->mutex());
+        stats_.worker_sleeps++;
+        r.path.worker_sleeps++;
+        return page;
+    }
+    complete(r, x, res == ReadResult::Error ? r.error : 0);
+    return nullptr;
 }
 
 void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
@@ -192,11 +206,11 @@ void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
     r.completed = true;
     r.error = error;
     r.path.completed_in = x.where;
-    if (x.where == BufferedWhere::Worker && !virtual_) {
+    if (!x.on_loop) {
         loop_.post(&BufferedIo::deliver_cb, &r);
         return;
     }
-    if (virtual_ && x.t > loop_.now()) {
+    if (x.t > loop_.now()) {  // a modelled CPU finishes later (virtual clock)
         loop_.schedule_at(x.t, &BufferedIo::deliver_cb, &r);
         return;
     }
