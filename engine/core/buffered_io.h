@@ -52,6 +52,15 @@
 // each step costs BufferedCosts' figure, and a worker's blocking is a
 // callback on the page, so a run is deterministic.
 //
+// Files, each after the kernel file it follows (its first comment says
+// which): io_uring_rw.cpp (io_uring/rw.c: the issue path above, task_work,
+// completion), io_wq.{h,cpp} + io_wq_threads.cpp / io_wq_virtual.cpp
+// (io_uring/io-wq.c: one interface, the real-thread and the modelled-CPU
+// pool, chosen by the clock), filemap.cpp (mm/filemap.c: the read and write
+// attempts, page wait queues, page I/O), page_writeback.cpp
+// (mm/page-writeback.c: write-back, throttling, fsync/sync), kiocb.h (the
+// request). This file and buffered_io.cpp: the owner and its statistics.
+//
 // What the real-clock emulation cannot move off the loop thread: the bio
 // submission for a page a worker wants read (the block layer is the loop's),
 // the delivery of completions, and the hand-offs themselves (mutex +
