@@ -323,6 +323,7 @@ private:
     void io_write(Request& r, Exec& x);
     uint64_t start_writeback(size_t max_pages, bool sync);
     static void writeback_cb(void* arg, uint64_t);
+    bool balance_dirty_pages(Request& r);
     void check_throttled();
     void check_fsyncs();
     bool writeback_done_through(uint64_t batch) const;

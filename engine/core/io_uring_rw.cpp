@@ -284,23 +284,7 @@ void BufferedIo::io_write(Request& r, Exec& x) {
         complete(r, x, r.error);
         return;
     }
-    // balance_dirty_pages()
-    size_t dirty, writeback;
-    bool wanted;
-    {
-        std::lock_guard<std::mutex> lock(cache_->mutex());
-        dirty = cache_->nr_dirty();
-        writeback = cache_->nr_writeback();
-        wanted = cache_->take_writeback_wanted();
-    }
-    if (dirty > dirty_background_ || wanted) start_writeback(kWritebackChunk, false);
-    if (dirty + writeback > dirty_limit_) {
-        // The writer waits for write-back to bring the cache under the limit.
-        stats_.throttled_writes++;
-        r.path.waits++;
-        throttled_.push_back(&r);
-        return;
-    }
+    if (balance_dirty_pages(r)) return;  // throttled: completes from write-back
     complete(r, x, 0);
 }
 

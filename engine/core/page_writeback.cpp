@@ -191,4 +191,27 @@ void BufferedIo::invalidate() {
     }
 }
 
+// balance_dirty_pages() after a write: above the background threshold
+// (10% of the cache) write-back starts; above the limit (20%) the writer
+// waits (true: r completes from check_throttled()).
+bool BufferedIo::balance_dirty_pages(Request& r) {
+    size_t dirty, writeback;
+    bool wanted;
+    {
+        std::lock_guard<std::mutex> lock(cache_->mutex());
+        dirty = cache_->nr_dirty();
+        writeback = cache_->nr_writeback();
+        wanted = cache_->take_writeback_wanted();
+    }
+    if (dirty > dirty_background_ || wanted) start_writeback(kWritebackChunk, false);
+    if (dirty + writeback > dirty_limit_) {
+        // The writer waits for write-back to bring the cache under the limit.
+        stats_.throttled_writes++;
+        r.path.waits++;
+        throttled_.push_back(&r);
+        return true;
+    }
+    return false;
+}
+
 }  // namespace mdsplit
