@@ -52,6 +52,15 @@
 // each step costs BufferedCosts' figure, and a worker's blocking is a
 // callback on the page, so a run is deterministic.
 //
+// Files, each after the kernel file it follows (its first comment says
+// which): io_uring_rw.cpp (io_uring/rw.c: the issue path above, task_work,
+// completion), io_wq.{h,cpp} + io_wq_threads.cpp / io_wq_virtual.cpp
+// (io_uring/io-wq.c: one interface, the real-thread and the modelled-CPU
+// pool, chosen by the clock), filemap.cpp (mm/filemap.c: the read and write
+// attempts, page wait queues, page I/O), page_writeback.cpp
+// (mm/page-writeback.c: write-back, throttling, fsync/sync), kiocb.h (the
+// request). This file and buffered_io.cpp: the owner and its statistics.
+//
 // What the real-clock emulation cannot move off the loop thread: the bio
 // submission for a page a worker wants read (the block layer is the loop's),
 // the delivery of completions, and the hand-offs themselves (mutex +
@@ -84,6 +93,7 @@
 namespace mdsplit {
 
 class MemberQueue;
+class IoWq;
 
 // Modelled CPU costs of each step, used only on the virtual clock. Real
 // runs pay what the steps really cost, and measure_buffered_costs()
@@ -227,7 +237,11 @@ public:
 
 private:
     enum KFlags : uint32_t { kNowait = 1u << 0, kWaitq = 1u << 1 };
+    // generic_file_buffered_read()'s outcome (see read_attempt).
     enum class ReadResult { Done, Again, Queued, Block, Error };
+    // generic_perform_write()'s: everything copied, waiting on a page
+    // (its callback resumes the write), or a page that cannot be read.
+    enum class WriteResult { Done, Queued, Error };
     struct Request;
     struct PendingIo {
         Page* page;
@@ -237,6 +251,9 @@ private:
         BufferedWhere where = BufferedWhere::Submitter;
         uint64_t t = 0;  // virtual: the modelled time of this context
         uint32_t pid = 0;
+        // false: an io-wq thread (IoWqThreads); the reads it starts and its
+        // completion are posted to the loop thread.
+        bool on_loop = true;
         std::vector<PendingIo> reads;
     };
     class RaControl;
@@ -247,11 +264,6 @@ private:
     struct Wakeups {
         std::vector<PageWaiter*> waiters;
         std::vector<std::condition_variable*> sleepers;
-    };
-    struct VirtualWorker {
-        uint32_t id = 0;
-        bool busy = false;
-        uint64_t free_at = 0;
     };
     struct FsyncWaiter {
         TaskContext* task;
@@ -297,27 +309,28 @@ private:
     void deliver(Request& r);
     static void deliver_cb(void* arg, uint64_t);
 
-    // io-wq.
-    void wq_enqueue(Request& r, uint64_t t);
-    void vworker_dispatch(uint64_t t);
-    static void vworker_run_cb(void* arg, uint64_t);
-    void vworker_run(Request& r);
-    static void on_vworker_wake(PageWaiter* w);
-    void thread_main(uint32_t id);
-    void worker_read(Request& r, uint32_t id);
+    // io-wq (io_wq.h): what a worker runs, and how it waits for a page.
+    friend class IoWq;
+    friend class IoWqThreads;
+    friend class IoWqVirtual;
+    Page* io_wq_submit_work(Request& r, Exec& x);
+    bool wait_on_page_locked(Page* page);
+    void wait_on_page_locked_async(Request& r, Page* page, void (*fn)(PageWaiter*));
+    void drop_waiter_page(PageWaiter& w);
 
     // Writes.
-    ReadResult write_attempt(Request& r, Exec& x);
+    WriteResult write_attempt(Request& r, Exec& x);
     void io_write(Request& r, Exec& x);
     uint64_t start_writeback(size_t max_pages, bool sync);
     static void writeback_cb(void* arg, uint64_t);
-    void after_writeback();
+    bool balance_dirty_pages(Request& r);
     void check_throttled();
     void check_fsyncs();
     bool writeback_done_through(uint64_t batch) const;
     void run_until(bool (*done)(BufferedIo*));
 
-    static constexpr size_t kBioMaxPages = 256;  // BIO_MAX_VECS
+    static constexpr size_t kBioMaxPages = 256;      // BIO_MAX_VECS
+    static constexpr size_t kWritebackChunk = 1024;  // MAX_WRITEBACK_PAGES
 
     EventLoop& loop_;
     BlockLayer& layer_;
@@ -328,7 +341,6 @@ private:
     std::unique_ptr<PageCache> cache_;
     BufferedCosts costs_;
     uint32_t iodepth_ = 0;  // 0: not set (4 x CPUs)
-    uint32_t real_cpus_;
     bool fadvise_random_ = false;
     bool used_ = false;
     bool record_paths_ = false;
@@ -348,19 +360,8 @@ private:
     std::deque<Request*> task_work_;
     bool task_work_timer_ = false;
 
-    // io-wq, virtual clock.
-    std::vector<VirtualWorker> vworkers_;
-    std::deque<Request*> vqueue_;
-    uint64_t vbusy_ = 0;
-    // io-wq, real clock.
-    mutable std::mutex wq_mutex_;
-    std::condition_variable wq_cv_;
-    std::deque<Request*> wq_;
-    std::vector<std::thread> threads_;
-    uint32_t wq_idle_ = 0;
-    uint32_t wq_busy_ = 0;
-    uint64_t stats_busy_high_water_ = 0;  // under wq_mutex_ (real) / loop thread (virtual)
-    bool wq_stop_ = false;
+    // io-wq: real threads or modelled CPUs, by the clock (io_wq.h).
+    std::unique_ptr<IoWq> wq_;
     bool stopping_ = false;  // under the cache mutex: sleeping workers give up
 
     // Write-back.

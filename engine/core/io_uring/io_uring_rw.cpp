@@ -1,0 +1,291 @@
+// Follows io_uring/rw.c (fs/io_uring.c in 5.9, the seed's kernel): the
+// buffered read/write issue path of one request. io_read(): the attempt with
+// IOCB_NOWAIT from the submitter; on -EAGAIN with FMODE_BUF_RASYNC,
+// io_rw_should_retry() arms the page-wait callback (IOCB_WAITQ) and tries
+// again; io_async_buf_func() queues task_work that retries on the
+// submitter; still -EAGAIN: io_queue_async_work() punts to io-wq. Then the
+// completion (io_cqring_add_event()).
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+
+#include "core/io_uring/io_wq.h"
+#include "core/io_uring/kiocb.h"
+
+namespace mdsplit {
+
+BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t offset,
+                                             uint64_t length, void* buffer, uint64_t cookie) {
+    Request* r = requests_.get();
+    *r = Request{};
+    r->self = this;
+    r->task = &task;
+    r->cookie = cookie;
+    r->op = op;
+    r->pos = offset;
+    r->len = length;
+    r->buf = static_cast<uint8_t*>(buffer);
+    r->path.cookie = cookie;
+    r->path.op = op;
+    if (record_paths_) r->path.submit_ns = loop_.now();
+    if (op == Op::Read) {
+        uint64_t size = cache_->file_bytes();
+        uint64_t fit = offset >= size ? 0 : std::min(length, size - offset);
+        r->path.resid = length - fit;  // a read past the end is short
+        r->len = fit;
+        std::lock_guard<std::mutex> lock(cache_->mutex());
+        r->ra = ra_state(task.pid);
+    }
+    task.in_flight++;
+    live_requests_++;
+    used_ = true;
+    return r;
+}
+
+BufferedIo::Exec BufferedIo::submitter_exec(uint32_t pid) {
+    Exec x;
+    x.where = BufferedWhere::Submitter;
+    x.pid = pid;
+    if (virtual_) x.t = std::max(loop_.now(), submitter_busy_);
+    return x;
+}
+
+void BufferedIo::submitter_done(const Exec& x) {
+    if (virtual_) submitter_busy_ = std::max(submitter_busy_, x.t);
+}
+
+void BufferedIo::charge_submitter(uint64_t ns) {
+    if (!virtual_) return;
+    submitter_busy_ = std::max(submitter_busy_, loop_.now()) + ns;
+}
+
+void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void* buffer,
+                      uint64_t cookie) {
+    Request* r = new_request(task, Op::Read, offset, length, buffer, cookie);
+    stats_.reads++;
+    stats_.read_bytes += r->len;
+    Exec x = submitter_exec(task.pid);
+    if (r->len == 0) {
+        complete(*r, x, 0);
+    } else {
+        r->kflags = kNowait;  // io_prep_rw(force_nonblock)
+        io_read(*r, x);
+    }
+    submitter_done(x);
+}
+
+// io_read(): an attempt; on -EAGAIN with FMODE_BUF_RASYNC, arm the page-wait
+// callback and try again; still -EAGAIN: punt to io-wq. Runs at submission
+// and again from task_work when an armed callback fires.
+void BufferedIo::io_read(Request& r, Exec& x) {
+    Page* blocked = nullptr;
+    ReadResult res = read_attempt(r, x, blocked);
+    flush_reads(x);
+    if (res == ReadResult::Again && config_.rasync) {
+        // io_rw_should_retry()
+        charge(x, costs_.arm_ns);
+        r.kflags |= kWaitq;
+        // c8d317aa: "kiocb->ki_flags &= ~IOCB_NOWAIT;" (324bcf54 took it out again)
+        if (config_.variant == BufferedVariant::C8d317aa) r.kflags &= ~kNowait;
+        res = read_attempt(r, x, blocked);
+        flush_reads(x);
+    }
+    switch (res) {
+        case ReadResult::Done:
+            complete(r, x, 0);
+            break;
+        case ReadResult::Error:
+            complete(r, x, r.error);
+            break;
+        case ReadResult::Queued:
+            break;  // the callback resumes it
+        case ReadResult::Again:
+            r.kflags = 0;  // the worker's read may block
+            punt(r, x);
+            break;
+        case ReadResult::Block:
+            break;  // not returned outside a worker (see read_attempt)
+    }
+    bool wb;
+    {
+        std::lock_guard<std::mutex> lock(cache_->mutex());
+        wb = cache_->take_writeback_wanted();
+    }
+    if (wb && !writeback_scheduled_) {
+        writeback_scheduled_ = true;
+        loop_.defer(&BufferedIo::writeback_cb, this);
+    }
+}
+
+// io_async_buf_func(): the page the request waits on was unlocked (or left
+// writeback); queue task_work for the submitter. Reads and writes alike.
+void BufferedIo::on_page_wake(PageWaiter* w) {
+    auto* r = static_cast<Request*>(w->ctx);
+    r->self->drop_waiter_page(*w);
+    r->self->queue_task_work(r);
+}
+
+// task_work runs on the submitting task. On the virtual clock it queues for
+// the submitter's modelled CPU, one item per turn.
+void BufferedIo::queue_task_work(Request* r) {
+    if (!virtual_) {
+        run_task_work(*r);
+        return;
+    }
+    task_work_.push_back(r);
+    if (!task_work_timer_) {
+        task_work_timer_ = true;
+        loop_.schedule_at(std::max(loop_.now(), submitter_busy_), &BufferedIo::task_work_timer,
+                          this);
+    }
+}
+
+void BufferedIo::task_work_timer(void* arg, uint64_t) {
+    auto* self = static_cast<BufferedIo*>(arg);
+    self->task_work_timer_ = false;
+    if (self->task_work_.empty()) return;
+    uint64_t now = self->loop_.now();
+    if (self->submitter_busy_ <= now) {
+        Request* r = self->task_work_.front();
+        self->task_work_.pop_front();
+        self->run_task_work(*r);
+    }
+    if (!self->task_work_.empty()) {
+        self->task_work_timer_ = true;
+        self->loop_.schedule_at(std::max(self->loop_.now(), self->submitter_busy_),
+                                &BufferedIo::task_work_timer, self);
+    }
+}
+
+void BufferedIo::run_task_work(Request& r) {
+    Exec x = submitter_exec(r.task->pid);
+    x.where = BufferedWhere::TaskWork;
+    charge(x, costs_.task_work_ns);
+    stats_.task_work_runs++;
+    r.path.task_work_runs++;
+    if (r.op == Op::Read)
+        io_read(r, x);
+    else
+        io_write(r, x);
+    submitter_done(x);
+}
+
+// io_queue_async_work()
+void BufferedIo::punt(Request& r, Exec& x) {
+    charge(x, costs_.punt_ns);
+    r.path.punted = true;
+    stats_.punts++;
+    wq_->enqueue(r, x.t);
+}
+
+// io_wq_submit_work(): a worker's turn at r, a blocking read (no NOWAIT, no
+// WAITQ). Returns the page (referenced) the worker must sleep on until it
+// unlocks, then call again; nullptr once r has completed (r may be gone).
+// Which pool runs it, and how it sleeps, is the IoWq's (io_wq.h).
+Page* BufferedIo::io_wq_submit_work(Request& r, Exec& x) {
+    Page* page = nullptr;
+    ReadResult res = read_attempt(r, x, page);
+    flush_reads(x);
+    if (res == ReadResult::Block) {
+        std::lock_guard<std::mutex> lock(cache_->mutex());
+        stats_.worker_sleeps++;
+        r.path.worker_sleeps++;
+        return page;
+    }
+    complete(r, x, res == ReadResult::Error ? r.error : 0);
+    return nullptr;
+}
+
+void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
+    charge(x, costs_.cqe_ns);
+    if (r.completed) {  // never expected: counted, not delivered twice
+        std::lock_guard<std::mutex> lock(cache_->mutex());
+        stats_.double_completions++;
+        return;
+    }
+    r.completed = true;
+    r.error = error;
+    r.path.completed_in = x.where;
+    if (!x.on_loop) {
+        loop_.post(&BufferedIo::deliver_cb, &r);
+        return;
+    }
+    if (x.t > loop_.now()) {  // a modelled CPU finishes later (virtual clock)
+        loop_.schedule_at(x.t, &BufferedIo::deliver_cb, &r);
+        return;
+    }
+    deliver(r);
+}
+
+void BufferedIo::deliver_cb(void* arg, uint64_t) {
+    auto* r = static_cast<Request*>(arg);
+    r->self->deliver(*r);
+}
+
+// io_cqring_add_event() as the task sees it: the completion appears in
+// task.completions (loop thread).
+void BufferedIo::deliver(Request& r) {
+    BufferedPath& p = r.path;
+    p.completions++;
+    p.error = r.error;
+    if (r.error) p.resid += r.len - r.done;
+    if (record_paths_) p.complete_ns = loop_.now();
+    p.issued_by = p.worker_reads      ? BufferedWhere::Worker
+                  : p.submitter_reads ? BufferedWhere::Submitter
+                                      : BufferedWhere::None;
+    switch (p.completed_in) {
+        case BufferedWhere::Submitter:
+            stats_.inline_completions++;
+            break;
+        case BufferedWhere::TaskWork:
+            stats_.task_work_completions++;
+            break;
+        case BufferedWhere::Worker:
+            stats_.worker_completions++;
+            break;
+        case BufferedWhere::None:
+            break;
+    }
+    if (r.error) stats_.errors++;
+    if (r.remote) loop_.expect_remote(-1);
+    r.task->completions.push_back(IoCompletion{r.cookie, r.error, p.resid});
+    r.task->in_flight--;
+    if (record_paths_) paths_.push_back(p);
+    live_requests_--;
+    requests_.put(&r);
+}
+
+void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, const void* buffer,
+                       uint64_t cookie) {
+    uint64_t size = cache_->file_bytes();
+    Request* r = new_request(task, Op::Write, offset, length, const_cast<void*>(buffer), cookie);
+    Exec x = submitter_exec(task.pid);
+    if (offset > size || length > size - offset) {
+        r->len = 0;
+        r->path.resid = length;
+        complete(*r, x, -ENOSPC);
+        submitter_done(x);
+        return;
+    }
+    stats_.writes++;
+    stats_.write_bytes += length;
+    if (length == 0)
+        complete(*r, x, 0);
+    else
+        io_write(*r, x);
+    submitter_done(x);
+}
+
+void BufferedIo::io_write(Request& r, Exec& x) {
+    WriteResult res = write_attempt(r, x);
+    flush_reads(x);
+    if (res == WriteResult::Queued) return;  // resumes from the page's callback
+    if (res == WriteResult::Error) {
+        complete(r, x, r.error);
+        return;
+    }
+    if (balance_dirty_pages(r)) return;  // throttled: completes from write-back
+    complete(r, x, 0);
+}
+
+}  // namespace mdsplit
