@@ -659,8 +659,14 @@ void BufferedIo::on_vworker_wake(PageWaiter* w) {
         self->cache_->put(w->page);
         w->page = nullptr;
     }
-    self->loop_.schedule_at(self->loop_.now() + self->costs_.wakeup_ns, &BufferedIo::vworker_run_cb,
-                            r);
+    // The page's read completes on the CPU that issued it (nvme's per-CPU
+    // queues; QUEUE_FLAG_SAME_COMP, blk_mq_complete_request(), 5.9): a
+    // worker that read the page itself is woken by the interrupt on its own
+    // CPU (ttwu on the local runqueue, nothing to add); a worker sleeping
+    // on a page the submitter read (forced-ra) is woken from the
+    // submitter's CPU, a cross-CPU wake-up (try_to_wake_up() -> IPI).
+    uint64_t wake = r->path.worker_reads ? 0 : self->costs_.wakeup_ns;
+    self->loop_.schedule_at(self->loop_.now() + wake, &BufferedIo::vworker_run_cb, r);
 }
 
 // ---------------------------------------------------------------- page I/O
@@ -874,8 +880,14 @@ void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
         loop_.post(&BufferedIo::deliver_cb, &r);
         return;
     }
-    if (virtual_ && x.t > loop_.now()) {
-        loop_.schedule_at(x.t, &BufferedIo::deliver_cb, &r);
+    uint64_t at = x.t;
+    // A worker's CQE wakes the task sleeping in io_cqring_wait() on another
+    // CPU (io_cqring_ev_posted() -> wake_up(&ctx->wait)); a busy submitter
+    // sees it without one.
+    if (virtual_ && x.where == BufferedWhere::Worker && submitter_busy_ <= x.t)
+        at += costs_.wakeup_ns;
+    if (virtual_ && at > loop_.now()) {
+        loop_.schedule_at(at, &BufferedIo::deliver_cb, &r);
         return;
     }
     deliver(r);
