@@ -196,6 +196,8 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
         std::lock_guard<std::mutex> lock(cache_->mutex());
         r->ra = ra_state(task.pid);
     }
+    TaskContext& io = io_task_for(task.pid);  // the reader's / writer's cgroup
+    io.sched = task.sched;
     task.in_flight++;
     live_requests_++;
     used_ = true;
@@ -710,10 +712,10 @@ void BufferedIo::submit_batch_cb(void* arg, uint64_t) {
 void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bool sync) {
     if (pages.empty()) return;
     TaskContext* prev = layer_.current();
-    io_task_.pid = pid;
-    layer_.set_current(&io_task_);
-    bool own_plug = !io_task_.plug.active;
-    if (own_plug) layer_.start_plug(io_task_);
+    TaskContext& io = io_task_for(pid);
+    layer_.set_current(&io);
+    bool own_plug = !io.plug.active;
+    if (own_plug) layer_.start_plug(io);
     size_t i = 0;
     while (i < pages.size()) {
         Page* first = pages[i];
@@ -745,10 +747,16 @@ void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bo
         i = j;
     }
     if (own_plug) {
-        layer_.finish_plug(io_task_);
+        layer_.finish_plug(io);
         kick();
     }
     layer_.set_current(prev);
+}
+
+TaskContext& BufferedIo::io_task_for(uint32_t pid) {
+    auto [it, added] = io_tasks_.try_emplace(pid);
+    if (added) it->second.pid = pid;
+    return it->second;
 }
 
 void BufferedIo::kick() {
@@ -1066,6 +1074,7 @@ BufferedIo::ReadResult BufferedIo::write_attempt(Request& r, Exec& x) {
         p->flags &= ~kPgError;
         if (!p->dirty()) stats_.pages_dirtied++;
         pc.set_dirty(p);
+        p->memcg_owner = r.task->pid;  // account_page_dirtied(): the dirtier's memcg
         unlock_page_locked(p, wake);
         pc.mark_accessed(p);
         pc.put(p);
@@ -1108,9 +1117,22 @@ uint64_t BufferedIo::start_writeback(size_t max_pages, bool sync) {
         wb_outstanding_[batch] += pages.size();
         stats_.writeback_pages += pages.size();
     }
-    std::sort(pages.begin(), pages.end(),
-              [](const Page* a, const Page* b) { return a->index < b->index; });
-    submit_pages(pages, Op::Write, io_task_.pid, sync);
+    // Each owner's pages in bios of their own, charged to its cgroup
+    // (wbc_init_bio() -> bio_associate_blkg_from_css(wbc->wb->blkcg_css),
+    // fs/fs-writeback.c, 5.9): the owner is the page's, where the kernel
+    // charges the inode's wb and moves it to the cgroup owning most of its
+    // pages (wbc_account_cgroup_owner() -> inode_switch_wbs()).
+    std::stable_sort(pages.begin(), pages.end(), [](const Page* a, const Page* b) {
+        return a->memcg_owner != b->memcg_owner ? a->memcg_owner < b->memcg_owner
+                                                : a->index < b->index;
+    });
+    for (size_t i = 0; i < pages.size();) {
+        size_t j = i;
+        while (j < pages.size() && pages[j]->memcg_owner == pages[i]->memcg_owner) j++;
+        std::vector<Page*> own(pages.begin() + i, pages.begin() + j);
+        submit_pages(own, Op::Write, own.front()->memcg_owner, sync);
+        i = j;
+    }
     return batch;
 }
 

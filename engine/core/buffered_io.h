@@ -340,8 +340,13 @@ private:
     uint64_t dirty_limit_;
 
     std::unordered_map<uint32_t, FileRaState>
-        ra_states_;        // per fio job (pid), under the cache mutex
-    TaskContext io_task_;  // context for page I/O the loop submits on its own
+        ra_states_;  // per fio job (pid), under the cache mutex
+    // The context page I/O is submitted in, per fio job (pid): its blkcg
+    // (mdsplit_group), so bfq charges a job's buffered reads, and the
+    // write-back of the pages it dirtied, to its group. Node-based: the
+    // requests' sched_data pointers stay valid.
+    std::unordered_map<uint32_t, TaskContext> io_tasks_;
+    TaskContext& io_task_for(uint32_t pid);
 
     // Virtual clock: the submitter's CPU and its task_work queue.
     uint64_t submitter_busy_ = 0;
