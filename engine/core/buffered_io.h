@@ -87,9 +87,9 @@ class MemberQueue;
 
 // Modelled CPU costs of each step, used only on the virtual clock. Real
 // runs pay what the steps really cost, and measure_buffered_costs()
-// measures them for the virtual clock. The defaults (deterministic, for the
-// tests; jobs/machines.toml [machines.seed003.costs] repeats them with their
-// origins) are fitted to the seed-003 table (Hao Xu, 5.9-rc8, ext4 on NVMe,
+// measures them for the virtual clock. The defaults (deterministic; the one
+// statement of seed 003's host, [machines.seed003] in jobs/machines.toml
+// points here and says where each comes from) are fitted to the seed-003 table (Hao Xu, 5.9-rc8, ext4 on NVMe,
 // 4k randread, readahead off), where the submitting thread is the bottleneck at depth >= 32:
 //   c8d317aa, no rasync (315k): fio 1.0 + lookup 0.1 + alloc 0.3 + punt 1.9       = 3.3 us
 //   c8d317aa, rasync    (195k): fio 1.0 + 0.1 + 0.3 + arm 0.1 + 0.1 + readpage 3.0

@@ -22,7 +22,7 @@ from harness.fio_runner import FioError, fio_environment, run_fio
 from harness.paths import import_mdsplit
 
 NAME = "buffered"
-TITLE = "io_uring buffered 4k randread, readahead off, QD 1..128 (virtual clock, nvme)"
+TITLE = "io_uring buffered 4k randread, readahead off, QD 1..128 (virtual clock, seed003 machine)"
 SEEDS = ["003_9641b861c116c450.txt"]
 VARIANTS = ["pre-c8d317aa", "c8d317aa", "forced-ra"]
 DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -34,32 +34,31 @@ THREAD = {
     ("c8d317aa", True): [10.9, 21.6, 41.0, 79.7, 141, 169, 190, 195],
     ("c8d317aa", False): [10.2, 20.2, 39.9, 75.9, 138, 237, 316, 315],
 }
-# The thread's machine (jobs/machines.toml, where each number's origin and
-# the fit are stated).
+# The thread's machine ([machines.seed003] in jobs/machines.toml, where each
+# number's origin and the fit are stated): the CPU costs are BufferedCosts'
+# defaults, the drive the stack files' timing model (jobs/models.toml).
 MACHINE = "seed003"
-DEVICE_MODEL = "seed003-nvme"
 
 
 def thread_machine(jobs_dir: Path) -> dict:
-    """[machines.seed003] of jobs/machines.toml: costs, cpus, device."""
+    """[machines.seed003]: its description, its CPU costs (the engine's
+    BufferedCosts defaults) and its drive (the preset it names in
+    jobs/models.toml), each read from the one place it is stated."""
     with open(jobs_dir / "machines.toml", "rb") as f:
-        machines = tomllib.load(f)["machines"]
-    return machines[MACHINE]
+        machine = dict(tomllib.load(f)["machines"][MACHINE])
+    with open(jobs_dir / "models.toml", "rb") as f:
+        machine["device"] = tomllib.load(f)["models"][machine["model"]]
+    machine["costs"] = import_mdsplit().buffered_default_costs()
+    return machine
 
 
-def toml_value(v) -> str:
-    return json.dumps(v) if isinstance(v, str) else str(v)
-
-
-def stack_text(jobs_dir: Path, variant: str, device: dict = None) -> str:
-    """The variant's stack file on the null backend (virtual clock), its
-    member on `device` (a timing model table) when given."""
+def stack_text(jobs_dir: Path, variant: str) -> str:
+    """The variant's stack file (its member on the thread's drive) on the
+    null backend (virtual clock)."""
     text = (jobs_dir / f"buffered-{variant}.toml").read_text()
-    if device is None:
-        return text.replace('model = "nvme"', 'model = "nvme"\nbackend = "null"')
-    text = text.replace('model = "nvme"', f'model = "{DEVICE_MODEL}"\nbackend = "null"')
-    return text + f"\n[models.{DEVICE_MODEL}]\n" + "".join(
-        f"{k} = {toml_value(v)}\n" for k, v in device.items())
+    return text.replace('model = "seed003-nvme"', 'model = "seed003-nvme"\nbackend = "null"')
+
+
 IOS_PER_POINT = 20000
 # The real-clock points run with fio (2 s each).
 REAL_VARIANTS = ["c8d317aa", "forced-ra"]
@@ -135,15 +134,13 @@ def measured_costs(jobs_dir: Path, progress, rounds: int = COST_ROUNDS) -> dict:
     return costs
 
 
-def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS,
-          device: dict = None) -> dict:
-    """kIOPS per (variant, rasync, iodepth) on the virtual clock, with
-    `costs` (BufferedCosts' defaults when None) and the member on `device`
-    (the stack file's nvme preset when None)."""
+def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS) -> dict:
+    """kIOPS per (variant, rasync, iodepth) on the virtual clock, on the
+    thread's drive, with `costs` (BufferedCosts' defaults when None)."""
     mdsplit = import_mdsplit()
     results = {}
     for v in VARIANTS:
-        text = stack_text(jobs_dir, v, device)
+        text = stack_text(jobs_dir, v)
         for rasync in (True, False):
             progress(f"{v} rasync={'on' if rasync else 'off'}")
             for qd in depths:
@@ -197,7 +194,8 @@ def thread_machine_table(machine: dict) -> str:
     costs, dev = machine["costs"], machine["device"]
     steps = ", ".join(f"{k[:-3]} {v}" for k, v in costs.items() if k.endswith("_ns"))
     return ("The thread's machine, modelled ([machines.seed003] in jobs/machines.toml: the "
-            "origin of each number and the fit; 7 thread figures fitted, 25 predicted): "
+            "origin of each number and the fit; 7 thread figures fitted, 25 predicted; costs "
+            "= BufferedCosts' defaults, drive = jobs/models.toml " + machine["model"] + "): "
             f"{machine['description']}\n  CPU cost per step (ns): {steps}; io-wq on "
             f"{costs['cpus']} CPUs\n  drive: {dev['description']} (command {dev['command']}, "
             f"{dev['parallelism']} dies striped by {dev['die_stripe']})")
@@ -217,7 +215,7 @@ def this_machine(jobs_dir: Path, out_dir: Path, progress, result: ExperimentResu
             lines.append(f"{k[:-3]:<18}{v:>10}{fitted.get(k, 0):>10}")
             result.metrics[f"machine.cost.{k}"] = v
     result.tables.append("\n".join(lines))
-    ours = sweep(jobs_dir, progress, costs, device=machine["device"])
+    ours = sweep(jobs_dir, progress, costs)
     for (v, r, qd), k in ours.items():
         result.metrics[f"machine.measured.{column_name(v, r)}.qd{qd}_kIOPS"] = k
     result.tables.append(sweep_table(
@@ -273,7 +271,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     machine = thread_machine(jobs_dir)
     result.tables.append(thread_machine_table(machine))
     progress("the thread's machine (seed003) on the virtual clock")
-    ours = sweep(jobs_dir, progress, machine["costs"], device=machine["device"])
+    ours = sweep(jobs_dir, progress)
     for (v, r, qd), k in ours.items():
         result.metrics[f"{column_name(v, r)}.qd{qd}_kIOPS"] = k
     result.tables.append(sweep_table(
