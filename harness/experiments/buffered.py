@@ -234,7 +234,7 @@ def this_machine(jobs_dir: Path, out_dir: Path, progress, result: ExperimentResu
         f" us on the thread's bare-metal host (a wake-up costs {costs['wakeup_ns'] / 1000:.1f} us"
         f" here); the submitter's punt rate caps every worker column at ~"
         f"{1e6 / (costs['fio_submit_ns'] + costs['fio_complete_ns'] + costs['punt_ns']):.0f}k. "
-        + kernel_qd1_note())
+        + "The kernel's own io-wq vs inline gap here: the kernel reference below.")
     return costs
 
 
@@ -253,6 +253,28 @@ def real_clock_table(jobs_dir: Path, progress, result: ExperimentResult) -> None
         for v, r in rcols:
             result.metrics[f"machine.real.{column_name(v, r)}.qd{qd}_kIOPS"] = real[(v, r, qd)]
     result.tables.append("\n".join(lines))
+
+
+def kernel_reference_table(progress, result: ExperimentResult) -> None:
+    """The kernel itself on this machine (`harness reference buffered`, in
+    small): fio's io_uring engine, buffered 4k randread with readahead off, at
+    REAL_DEPTHS, inline / page-wait and with every read punted to io-wq
+    (force_async=1). Information (machine.kernel*), never checked."""
+    from harness import reference
+    progress(f"kernel reference: fio io_uring buffered randread at QD {REAL_DEPTHS} (real clock)")
+    try:
+        sweep = reference.buffered_sweep(REAL_DEPTHS, runtime_s=1, size=1 << 30, target="auto",
+                                         progress=progress)
+    except (reference.ReferenceUnavailable, FioError, OSError) as e:
+        result.tables.append(f"THIS MACHINE: kernel reference not run: {e}")
+        return
+    for d, iops in sweep.iops.items():
+        result.metrics[f"machine.kernel.qd{d}_kIOPS"] = iops / 1000
+    for d, iops in sweep.iops_iowq.items():
+        result.metrics[f"machine.kernel_iowq.qd{d}_kIOPS"] = iops / 1000
+    result.tables.append("THIS MACHINE (information, not checked): the kernel's own buffered "
+                         "reads here (harness reference buffered)\n"
+                         + "\n".join(reference.format_buffered(sweep)))
 
 
 def plot(out_dir: Path, result: ExperimentResult, ours: dict) -> None:
@@ -286,6 +308,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     plot(out_dir, result, ours)
     this_machine(jobs_dir, out_dir, progress, result, machine)
     real_clock_table(jobs_dir, progress, result)
+    kernel_reference_table(progress, result)
     return result
 
 
