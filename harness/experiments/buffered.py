@@ -13,6 +13,8 @@ real-clock job jobs/uring-buffered-ra.fio at a few depths: on a 2-CPU VM the
 workers share the submitter's two CPUs and a wake-up costs 3-4 x a bare-metal
 one, which is not what the thread measured."""
 import json
+import os
+import re
 import subprocess
 import tomllib
 from pathlib import Path
@@ -22,7 +24,7 @@ from harness.fio_runner import FioError, fio_environment, run_fio
 from harness.paths import import_mdsplit
 
 NAME = "buffered"
-TITLE = "io_uring buffered 4k randread, readahead off, QD 1..128 (virtual clock, nvme)"
+TITLE = "io_uring buffered 4k randread, readahead off, QD 1..128 (virtual clock, seed003 machine)"
 SEEDS = ["003_9641b861c116c450.txt"]
 VARIANTS = ["pre-c8d317aa", "c8d317aa", "forced-ra"]
 DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -34,32 +36,31 @@ THREAD = {
     ("c8d317aa", True): [10.9, 21.6, 41.0, 79.7, 141, 169, 190, 195],
     ("c8d317aa", False): [10.2, 20.2, 39.9, 75.9, 138, 237, 316, 315],
 }
-# The thread's machine (jobs/machines.toml, where each number's origin and
-# the fit are stated).
+# The thread's machine ([machines.seed003] in jobs/machines.toml, where each
+# number's origin and the fit are stated): the CPU costs are BufferedCosts'
+# defaults, the drive the stack files' timing model (jobs/models.toml).
 MACHINE = "seed003"
-DEVICE_MODEL = "seed003-nvme"
 
 
 def thread_machine(jobs_dir: Path) -> dict:
-    """[machines.seed003] of jobs/machines.toml: costs, cpus, device."""
+    """[machines.seed003]: its description, its CPU costs (the engine's
+    BufferedCosts defaults) and its drive (the preset it names in
+    jobs/models.toml), each read from the one place it is stated."""
     with open(jobs_dir / "machines.toml", "rb") as f:
-        machines = tomllib.load(f)["machines"]
-    return machines[MACHINE]
+        machine = dict(tomllib.load(f)["machines"][MACHINE])
+    with open(jobs_dir / "models.toml", "rb") as f:
+        machine["device"] = tomllib.load(f)["models"][machine["model"]]
+    machine["costs"] = import_mdsplit().buffered_default_costs()
+    return machine
 
 
-def toml_value(v) -> str:
-    return json.dumps(v) if isinstance(v, str) else str(v)
-
-
-def stack_text(jobs_dir: Path, variant: str, device: dict = None) -> str:
-    """The variant's stack file on the null backend (virtual clock), its
-    member on `device` (a timing model table) when given."""
+def stack_text(jobs_dir: Path, variant: str) -> str:
+    """The variant's stack file (its member on the thread's drive) on the
+    null backend (virtual clock)."""
     text = (jobs_dir / f"buffered-{variant}.toml").read_text()
-    if device is None:
-        return text.replace('model = "nvme"', 'model = "nvme"\nbackend = "null"')
-    text = text.replace('model = "nvme"', f'model = "{DEVICE_MODEL}"\nbackend = "null"')
-    return text + f"\n[models.{DEVICE_MODEL}]\n" + "".join(
-        f"{k} = {toml_value(v)}\n" for k, v in device.items())
+    return text.replace('model = "seed003-nvme"', 'model = "seed003-nvme"\nbackend = "null"')
+
+
 IOS_PER_POINT = 20000
 # The real-clock points run with fio (2 s each).
 REAL_VARIANTS = ["c8d317aa", "forced-ra"]
@@ -135,15 +136,13 @@ def measured_costs(jobs_dir: Path, progress, rounds: int = COST_ROUNDS) -> dict:
     return costs
 
 
-def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS,
-          device: dict = None) -> dict:
-    """kIOPS per (variant, rasync, iodepth) on the virtual clock, with
-    `costs` (BufferedCosts' defaults when None) and the member on `device`
-    (the stack file's nvme preset when None)."""
+def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS) -> dict:
+    """kIOPS per (variant, rasync, iodepth) on the virtual clock, on the
+    thread's drive, with `costs` (BufferedCosts' defaults when None)."""
     mdsplit = import_mdsplit()
     results = {}
     for v in VARIANTS:
-        text = stack_text(jobs_dir, v, device)
+        text = stack_text(jobs_dir, v)
         for rasync in (True, False):
             progress(f"{v} rasync={'on' if rasync else 'off'}")
             for qd in depths:
@@ -161,7 +160,11 @@ def real_clock(jobs_dir: Path, progress) -> dict:
     names = [f"{v}-{'rasync' if r else 'norasync'}-qd{qd}"
              for v in REAL_VARIANTS for r in (True, False) for qd in REAL_DEPTHS]
     progress(f"fio uring-buffered-ra.fio, {len(names)} of its runs (real clock)")
-    fio = run_fio(jobs_dir / "uring-buffered-ra.fio", args=[f"--section={n}" for n in names])
+    job = jobs_dir / "uring-buffered-ra.fio"
+    if os.environ.get("MDSPLIT_ENGINE"):  # the engine under test (jobs_dir is reproduce's copy)
+        job.write_text(re.sub(r"(?m)^ioengine=external:.*$",
+                              f"ioengine=external:{os.environ['MDSPLIT_ENGINE']}", job.read_text()))
+    fio = run_fio(job, args=[f"--section={n}" for n in names])
     out = {}
     for v in REAL_VARIANTS:
         for r in (True, False):
@@ -197,7 +200,8 @@ def thread_machine_table(machine: dict) -> str:
     costs, dev = machine["costs"], machine["device"]
     steps = ", ".join(f"{k[:-3]} {v}" for k, v in costs.items() if k.endswith("_ns"))
     return ("The thread's machine, modelled ([machines.seed003] in jobs/machines.toml: the "
-            "origin of each number and the fit; 7 thread figures fitted, 25 predicted): "
+            "origin of each number and the fit; 7 thread figures fitted, 25 predicted; costs "
+            "= BufferedCosts' defaults, drive = jobs/models.toml " + machine["model"] + "): "
             f"{machine['description']}\n  CPU cost per step (ns): {steps}; io-wq on "
             f"{costs['cpus']} CPUs\n  drive: {dev['description']} (command {dev['command']}, "
             f"{dev['parallelism']} dies striped by {dev['die_stripe']})")
@@ -217,7 +221,7 @@ def this_machine(jobs_dir: Path, out_dir: Path, progress, result: ExperimentResu
             lines.append(f"{k[:-3]:<18}{v:>10}{fitted.get(k, 0):>10}")
             result.metrics[f"machine.cost.{k}"] = v
     result.tables.append("\n".join(lines))
-    ours = sweep(jobs_dir, progress, costs, device=machine["device"])
+    ours = sweep(jobs_dir, progress, costs)
     for (v, r, qd), k in ours.items():
         result.metrics[f"machine.measured.{column_name(v, r)}.qd{qd}_kIOPS"] = k
     result.tables.append(sweep_table(
@@ -230,7 +234,7 @@ def this_machine(jobs_dir: Path, out_dir: Path, progress, result: ExperimentResu
         f" us on the thread's bare-metal host (a wake-up costs {costs['wakeup_ns'] / 1000:.1f} us"
         f" here); the submitter's punt rate caps every worker column at ~"
         f"{1e6 / (costs['fio_submit_ns'] + costs['fio_complete_ns'] + costs['punt_ns']):.0f}k. "
-        + kernel_qd1_note())
+        + "The kernel's own io-wq vs inline gap here: the kernel reference below.")
     return costs
 
 
@@ -249,6 +253,28 @@ def real_clock_table(jobs_dir: Path, progress, result: ExperimentResult) -> None
         for v, r in rcols:
             result.metrics[f"machine.real.{column_name(v, r)}.qd{qd}_kIOPS"] = real[(v, r, qd)]
     result.tables.append("\n".join(lines))
+
+
+def kernel_reference_table(progress, result: ExperimentResult) -> None:
+    """The kernel itself on this machine (`harness reference buffered`, in
+    small): fio's io_uring engine, buffered 4k randread with readahead off, at
+    REAL_DEPTHS, inline / page-wait and with every read punted to io-wq
+    (force_async=1). Information (machine.kernel*), never checked."""
+    from harness import reference
+    progress(f"kernel reference: fio io_uring buffered randread at QD {REAL_DEPTHS} (real clock)")
+    try:
+        sweep = reference.buffered_sweep(REAL_DEPTHS, runtime_s=1, size=1 << 30, target="auto",
+                                         progress=progress)
+    except (reference.ReferenceUnavailable, FioError, OSError) as e:
+        result.tables.append(f"THIS MACHINE: kernel reference not run: {e}")
+        return
+    for d, iops in sweep.iops.items():
+        result.metrics[f"machine.kernel.qd{d}_kIOPS"] = iops / 1000
+    for d, iops in sweep.iops_iowq.items():
+        result.metrics[f"machine.kernel_iowq.qd{d}_kIOPS"] = iops / 1000
+    result.tables.append("THIS MACHINE (information, not checked): the kernel's own buffered "
+                         "reads here (harness reference buffered)\n"
+                         + "\n".join(reference.format_buffered(sweep)))
 
 
 def plot(out_dir: Path, result: ExperimentResult, ours: dict) -> None:
@@ -273,7 +299,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     machine = thread_machine(jobs_dir)
     result.tables.append(thread_machine_table(machine))
     progress("the thread's machine (seed003) on the virtual clock")
-    ours = sweep(jobs_dir, progress, machine["costs"], device=machine["device"])
+    ours = sweep(jobs_dir, progress)
     for (v, r, qd), k in ours.items():
         result.metrics[f"{column_name(v, r)}.qd{qd}_kIOPS"] = k
     result.tables.append(sweep_table(
@@ -282,6 +308,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     plot(out_dir, result, ours)
     this_machine(jobs_dir, out_dir, progress, result, machine)
     real_clock_table(jobs_dir, progress, result)
+    kernel_reference_table(progress, result)
     return result
 
 

@@ -97,10 +97,11 @@ class IoWq;
 
 // Modelled CPU costs of each step, used only on the virtual clock. Real
 // runs pay what the steps really cost, and measure_buffered_costs()
-// measures them for the virtual clock. The defaults (deterministic, for the
-// tests; jobs/machines.toml [machines.seed003.costs] repeats them with their
-// origins) are fitted to the seed-003 table (Hao Xu, 5.9-rc8, ext4 on NVMe,
-// 4k randread, readahead off), where the submitting thread is the bottleneck at depth >= 32:
+// measures them for the virtual clock. The defaults (deterministic; the one
+// statement of seed 003's host, [machines.seed003] in jobs/machines.toml
+// points here and says where each comes from) are fitted to the seed-003 table (Hao Xu, 5.9-rc8,
+// ext4 on NVMe, 4k randread, readahead off), where the submitting thread is the bottleneck at depth
+// >= 32:
 //   c8d317aa, no rasync (315k): fio 1.0 + lookup 0.1 + alloc 0.3 + punt 1.9       = 3.3 us
 //   c8d317aa, rasync    (195k): fio 1.0 + 0.1 + 0.3 + arm 0.1 + 0.1 + readpage 3.0
 //                               + task_work 0.2 + 0.1 + copy 0.3 + cqe 0.1        = 5.3 us
@@ -352,8 +353,13 @@ private:
     uint64_t dirty_limit_;
 
     std::unordered_map<uint32_t, FileRaState>
-        ra_states_;        // per fio job (pid), under the cache mutex
-    TaskContext io_task_;  // context for page I/O the loop submits on its own
+        ra_states_;  // per fio job (pid), under the cache mutex
+    // The context page I/O is submitted in, per fio job (pid): its blkcg
+    // (mdsplit_group), so bfq charges a job's buffered reads, and the
+    // write-back of the pages it dirtied, to its group. Node-based: the
+    // requests' sched_data pointers stay valid.
+    std::unordered_map<uint32_t, TaskContext> io_tasks_;
+    TaskContext& io_task_for(uint32_t pid);
 
     // Virtual clock: the submitter's CPU and its task_work queue.
     uint64_t submitter_busy_ = 0;

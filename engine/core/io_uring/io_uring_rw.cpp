@@ -36,6 +36,8 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
         std::lock_guard<std::mutex> lock(cache_->mutex());
         r->ra = ra_state(task.pid);
     }
+    TaskContext& io = io_task_for(task.pid);  // the reader's / writer's cgroup
+    io.sched = task.sched;
     task.in_flight++;
     live_requests_++;
     used_ = true;
@@ -210,8 +212,14 @@ void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
         loop_.post(&BufferedIo::deliver_cb, &r);
         return;
     }
-    if (x.t > loop_.now()) {  // a modelled CPU finishes later (virtual clock)
-        loop_.schedule_at(x.t, &BufferedIo::deliver_cb, &r);
+    uint64_t at = x.t;
+    // A worker's CQE wakes the task sleeping in io_cqring_wait() on another
+    // CPU (io_cqring_ev_posted() -> wake_up(&ctx->wait)); a busy submitter
+    // sees it without one.
+    if (virtual_ && x.where == BufferedWhere::Worker && submitter_busy_ <= x.t)
+        at += costs_.wakeup_ns;
+    if (at > loop_.now()) {  // a modelled CPU finishes later (virtual clock)
+        loop_.schedule_at(at, &BufferedIo::deliver_cb, &r);
         return;
     }
     deliver(r);

@@ -88,7 +88,14 @@ void IoWqVirtual::on_page_wake(PageWaiter* w) {
     auto* r = static_cast<BufferedIo::Request*>(w->ctx);
     BufferedIo& io = *r->self;
     io.drop_waiter_page(*w);
-    io.loop_.schedule_at(io.loop_.now() + io.costs_.wakeup_ns, &IoWqVirtual::run_cb, r);
+    // The page's read completes on the CPU that issued it (nvme's per-CPU
+    // queues; QUEUE_FLAG_SAME_COMP, blk_mq_complete_request(), 5.9): a
+    // worker that read the page itself is woken by the interrupt on its own
+    // CPU (ttwu on the local runqueue, nothing to add); a worker sleeping
+    // on a page the submitter read (forced-ra) is woken from the
+    // submitter's CPU, a cross-CPU wake-up (try_to_wake_up() -> IPI).
+    uint64_t wake = r->path.worker_reads ? 0 : io.costs_.wakeup_ns;
+    io.loop_.schedule_at(io.loop_.now() + wake, &IoWqVirtual::run_cb, r);
 }
 
 }  // namespace mdsplit

@@ -371,6 +371,7 @@ BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
         p->flags &= ~kPgError;
         if (!p->dirty()) stats_.pages_dirtied++;
         pc.set_dirty(p);
+        p->memcg_owner = r.task->pid;  // account_page_dirtied(): the dirtier's memcg
         unlock_page_locked(p, wake);
         pc.mark_accessed(p);
         pc.put(p);
@@ -420,10 +421,10 @@ void BufferedIo::submit_batch_cb(void* arg, uint64_t) {
 void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bool sync) {
     if (pages.empty()) return;
     TaskContext* prev = layer_.current();
-    io_task_.pid = pid;
-    layer_.set_current(&io_task_);
-    bool own_plug = !io_task_.plug.active;
-    if (own_plug) layer_.start_plug(io_task_);
+    TaskContext& io = io_task_for(pid);
+    layer_.set_current(&io);
+    bool own_plug = !io.plug.active;
+    if (own_plug) layer_.start_plug(io);
     size_t i = 0;
     while (i < pages.size()) {
         Page* first = pages[i];
@@ -455,10 +456,16 @@ void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bo
         i = j;
     }
     if (own_plug) {
-        layer_.finish_plug(io_task_);
+        layer_.finish_plug(io);
         kick();
     }
     layer_.set_current(prev);
+}
+
+TaskContext& BufferedIo::io_task_for(uint32_t pid) {
+    auto [it, added] = io_tasks_.try_emplace(pid);
+    if (added) it->second.pid = pid;
+    return it->second;
 }
 
 void BufferedIo::kick() {

@@ -60,10 +60,12 @@ struct PageWaiter {
 struct Page {
     uint64_t index = 0;  // page offset in the file
     uint32_t flags = 0;
-    uint32_t refcount = 0;     // pins: the I/O, a reader copying, a waiter
-    uint32_t sleepers = 0;     // threads sleeping on this page
-    uint8_t* data = nullptr;   // 4 KiB, page aligned
-    uint64_t wb_batch = 0;     // the write-back batch it is in (fsync)
+    uint32_t refcount = 0;    // pins: the I/O, a reader copying, a waiter
+    uint32_t sleepers = 0;    // threads sleeping on this page
+    uint8_t* data = nullptr;  // 4 KiB, page aligned
+    uint64_t wb_batch = 0;    // the write-back batch it is in (fsync)
+    uint32_t memcg_owner =
+        0;  // pid of the task that dirtied it last (its cgroup owns the write-back)
     Page* lru_prev = nullptr;  // LRU: head = most recently used
     Page* lru_next = nullptr;
     Page* io_next = nullptr;  // the next page of the same bio while under I/O

@@ -77,9 +77,22 @@ uint64_t BufferedIo::start_writeback(size_t max_pages, bool sync) {
         wb_outstanding_[batch] += pages.size();
         stats_.writeback_pages += pages.size();
     }
-    std::sort(pages.begin(), pages.end(),
-              [](const Page* a, const Page* b) { return a->index < b->index; });
-    submit_pages(pages, Op::Write, io_task_.pid, sync);
+    // Each owner's pages in bios of their own, charged to its cgroup
+    // (wbc_init_bio() -> bio_associate_blkg_from_css(wbc->wb->blkcg_css),
+    // fs/fs-writeback.c, 5.9): the owner is the page's, where the kernel
+    // charges the inode's wb and moves it to the cgroup owning most of its
+    // pages (wbc_account_cgroup_owner() -> inode_switch_wbs()).
+    std::stable_sort(pages.begin(), pages.end(), [](const Page* a, const Page* b) {
+        return a->memcg_owner != b->memcg_owner ? a->memcg_owner < b->memcg_owner
+                                                : a->index < b->index;
+    });
+    for (size_t i = 0; i < pages.size();) {
+        size_t j = i;
+        while (j < pages.size() && pages[j]->memcg_owner == pages[i]->memcg_owner) j++;
+        std::vector<Page*> own(pages.begin() + i, pages.begin() + j);
+        submit_pages(own, Op::Write, own.front()->memcg_owner, sync);
+        i = j;
+    }
     return batch;
 }
 
