@@ -326,6 +326,13 @@ std::string Stack::stats_json() const {
     o << "{\"version\": 1, \"elapsed_ns\": " << elapsed
       << ", \"time_scale\": " << config_.device.time_scale << ", \"devices\": [";
     json_device(o, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
+    // md's stripe cache and write path (drivers/md/raid5.c) of a RAID5 device.
+    if (auto* md = dynamic_cast<const Raid5Device*>(top_.get())) {
+        o.seekp(-1, std::ios_base::cur);  // inside the device's object
+        o << ", \"raid5\": ";
+        md->write_json(o);
+        o << "}";
+    }
     for (auto& m : members_) {
         o << ", ";
         json_device(o, *m, "member", now, elapsed, m.get(), nullptr);
