@@ -349,9 +349,10 @@ std::map<std::string, TimingModelConfig> read_models(const Reader& reader,
 
 void read_device(const Reader& reader, const toml::table& table, DeviceConfig& device) {
     const std::string path = "device";
-    reader.check_keys(table, path,
-                      {"kind", "chunk", "layout", "max_sectors", "split_order", "plug_order",
-                       "scheduler", "time_scale", "devices_handle_discard_safely"});
+    reader.check_keys(
+        table, path,
+        {"kind", "chunk", "layout", "max_sectors", "split_order", "plug_order", "scheduler",
+         "time_scale", "devices_handle_discard_safely", "stripe_cache_size"});
     device.kind = reader.enumeration(table, "kind", path, "a device kind", kDeviceKinds)
                       .value_or(device.kind);
     if (auto chunk = reader.size(table, "chunk", path)) {
@@ -382,6 +383,9 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
     device.devices_handle_discard_safely =
         reader.boolean(table, "devices_handle_discard_safely", path)
             .value_or(device.devices_handle_discard_safely);
+    // raid5_set_cache_size(): md refuses fewer than 17 or more than 32768.
+    device.stripe_cache_size = uint32_t(reader.integer(table, "stripe_cache_size", path, 17, 32768)
+                                            .value_or(device.stripe_cache_size));
     device.scheduler = reader.enumeration(table, "scheduler", path, "a scheduler", kSchedulers)
                            .value_or(device.scheduler);
 }

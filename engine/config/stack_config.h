@@ -99,6 +99,9 @@ struct DeviceConfig {
     // on every member (make_discard_request), trusting discarded chunks to
     // read back as zeroes so that parity stays right.
     bool devices_handle_discard_safely = false;
+    // raid5: /sys/block/mdX/md/stripe_cache_size, the number of 4 KiB stripe
+    // heads md keeps (NR_STRIPES = 256; raid5_set_cache_size() takes 17..32768).
+    uint32_t stripe_cache_size = 256;
 };
 
 struct BioConfig {

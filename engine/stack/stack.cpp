@@ -314,6 +314,11 @@ void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t
         j.key(member->scheduler()->name());
         member->scheduler()->write_json(j);
     }
+    // md's stripe cache and write path (drivers/md/raid5.c) of a RAID5 device.
+    if (auto* md = dynamic_cast<const Raid5Device*>(&d)) {
+        j.key("raid5");
+        md->write_json(j);
+    }
     j.end_object();
 }
 }  // namespace

@@ -423,3 +423,28 @@ def test_raid5_stacks_carry_the_fitted_preset_unchanged():
         stack = tomllib.loads((jobs / f"raid5-{v}.toml").read_text())
         assert stack["models"]["sas-ssd-seed000"] == preset, v
         assert {m["model"] for m in stack["members"]} == {"sas-ssd-seed000"}, v
+
+
+def test_fio_randwrite_verify_parity_with_a_small_stripe_cache(engine, workdir):
+    """md's stripe cache at its smallest (17 heads): evictions and waits for
+    free heads, and still every write verifies, parity holds, and with a
+    member failed fio reads back what it wrote."""
+    (workdir / "stack.toml").write_text(
+        fio_stack().replace('split_order = "fixed"\n', 'split_order = "fixed"\nstripe_cache_size = 17\n'))
+    result = run_fio(write_job(workdir, "write.fio", verify_job(engine, "write", "stack.toml")))
+    j = result.job("write")
+    assert j["error"] == 0 and j["read"]["io_bytes"] == 64 * MiB
+    r5 = result.sidecars["stats/write.json"].device("md0")["raid5"]
+    assert r5["stripe_cache_size"] == 17
+    assert r5["stripe_cache_misses"] > 17 and r5["stripe_cache_waits"] > 0
+    assert r5["rmw"] + r5["rcw"] > 0
+    members, chunk, layout, failed = load_stack(workdir / "stack.toml")
+    assert check_parity(members, chunk, layout) == []
+
+    (workdir / "degraded.toml").write_text(
+        fio_stack(failed=6).replace('split_order = "fixed"\n',
+                                    'split_order = "fixed"\nstripe_cache_size = 17\n'))
+    result = run_fio(write_job(workdir, "dverify.fio",
+                               verify_job(engine, "dverify", "degraded.toml", "verify_only=1")))
+    assert result.job("dverify")["error"] == 0
+    assert result.job("dverify")["read"]["io_bytes"] == 64 * MiB

@@ -25,43 +25,6 @@ void xor_page(uint8_t* dst, const uint8_t* src) {
 
 }  // namespace
 
-// One piece of a bio in one stripe head: at most one 4 KiB unit of a member
-// (the bio list hanging off sh->dev[i].toread / towrite).
-struct Raid5Device::StripeEntry {
-    Bio* bio = nullptr;   // the md-accounted bio, holding one reference per entry
-    uint32_t disk = 0;    // member the piece lives on
-    uint32_t offset = 0;  // sectors into the member's unit
-    uint32_t sectors = 0;
-    uint8_t* data = nullptr;  // the piece in the bio's buffer (null: no data)
-};
-
-// struct stripe_head: one 4 KiB row across all members. It handles one
-// generation of requests at a time; requests that arrive meanwhile wait for
-// the next one, which serializes writes per stripe.
-struct Raid5Device::StripeHead {
-    enum class Phase { Idle, DegradedRead, PreRead, Write };
-    // How handle_stripe_dirtying() chose to compute the new parity.
-    enum class Mode { Rcw, Rmw, NoParity, RebuildFailed };
-
-    sector_t sector = 0;  // member sector of the row (multiple of 8)
-    uint32_t pd_idx = 0;
-    uint8_t* pages = nullptr;                   // one page per member (sh->dev[i].page)
-    std::vector<StripeEntry> toread, towrite;   // waiting for the next generation
-    std::vector<StripeEntry> reading, writing;  // the generation being handled
-    Phase phase = Phase::Idle;
-    Mode mode = Mode::Rcw;
-    uint64_t written = 0;     // members with a piece to write in this generation
-    uint64_t write_mask = 0;  // members written after the pre-reads
-    uint32_t pending = 0;     // member bios in flight
-    uint64_t skip = 0;        // members Faulty when this generation started (not read)
-    int32_t error = 0;
-    bool on_list = false;   // on the handle list
-    bool handling = false;  // inside handle_stripe()
-    Raid5Device* conf = nullptr;
-
-    uint8_t* page(uint32_t i) { return pages + size_t(i) * kRaid5StripeBytes; }
-};
-
 Raid5Device::Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
                          std::vector<MemberQueue*> members, const std::vector<bool>& failed,
                          const DeviceConfig& config)
@@ -69,7 +32,8 @@ Raid5Device::Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
       layer_(layer),
       members_(std::move(members)),
       geometry_(uint32_t(members_.size()), uint32_t(config.chunk_bytes >> kSectorShift),
-                config.layout) {
+                config.layout),
+      cache_(this, uint32_t(members_.size()), config.stripe_cache_size) {
     if (members_.size() > 64)
         throw std::invalid_argument("mdsplit: raid5 takes at most 64 members");
     std::vector<sector_t> sizes;
@@ -87,12 +51,19 @@ Raid5Device::Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
     discard_safely_ = config.devices_handle_discard_safely;
 }
 
-Raid5Device::~Raid5Device() {
-    for (auto& [sector, sh] : stripes_) free_stripes_.push_back(sh);
-    for (StripeHead* sh : free_stripes_) {
-        free(sh->pages);
-        delete sh;
-    }
+Raid5Device::~Raid5Device() = default;
+
+void Raid5Device::write_json(JsonWriter& j) const {
+    const Counters& c = counters_;
+    const Raid5StripeCache::Counters& k = cache_.counters;
+    j.begin_object().field("stripe_cache_size", cache_.size());
+    j.field("stripe_cache_hits", k.hits).field("stripe_cache_misses", k.misses);
+    j.field("stripe_cache_waits", k.waits).field("rmw", c.rmw).field("rcw", c.rcw);
+    j.field("full_stripe_writes", c.full_stripe_writes).field("preread_reads", c.preread_reads);
+    j.field("delayed_stripes", c.delayed_stripes).field("degraded_reads", c.degraded_reads);
+    j.field("degraded_writes", c.degraded_writes).field("aligned_reads", c.aligned_reads);
+    j.field("discarded_stripes", c.discarded_stripes).field("member_errors", c.member_errors);
+    j.field("members_failed", c.members_failed).end_object();
 }
 
 void Raid5Device::trace_bio_complete(const Bio* bio) {
@@ -164,6 +135,9 @@ void Raid5Device::make_discard_request(Bio* bio) {
         return;
     }
     counters_.discarded_stripes += last - first;
+    // The discarded rows no longer hold what the cache holds: handle_stripe_clean_event()
+    // drops R5_UPTODATE of R5_Discard pages.
+    cache_.forget_pages(first * geometry_.chunk_sectors(), last * geometry_.chunk_sectors());
     Bio* ab = account_bio(bio);
     uint64_t now = layer_.loop().now();
     for (uint32_t d = 0; d < members_.size(); d++) {
@@ -269,67 +243,91 @@ void Raid5Device::stripe_bio_endio(Bio* ab) {
 void Raid5Device::make_stripe_request(Bio* bio) {
     Bio* ab = account_bio(bio);
     bool write = bio->op == Op::Write;
+    bool sync = bio->flags & kBioSync;
     sector_t end = bio->end_sector();
     for (sector_t s = bio->sector; s < end;) {
         sector_t unit_end = std::min<sector_t>(end, (s | (kRaid5StripeSectors - 1)) + 1);
         Raid5Location loc = geometry_.compute_sector(s);
-        sector_t row = loc.member_sector & ~sector_t(kRaid5StripeSectors - 1);
-        StripeHead* sh = get_active_stripe(row, loc.pd_idx);
-        StripeEntry e;
-        e.bio = ab;
-        e.disk = loc.dd_idx;
-        e.offset = uint32_t(loc.member_sector - row);
-        e.sectors = uint32_t(unit_end - s);
-        e.data = bio->data ? bio->data + ((s - bio->sector) << kSectorShift) : nullptr;
-        (write ? sh->towrite : sh->toread).push_back(e);
+        WaitingPiece piece;
+        piece.row = loc.member_sector & ~sector_t(kRaid5StripeSectors - 1);
+        piece.pd_idx = loc.pd_idx;
+        piece.write = write;
+        piece.sync = sync;
+        piece.entry.bio = ab;
+        piece.entry.disk = loc.dd_idx;
+        piece.entry.offset = uint32_t(loc.member_sector - piece.row);
+        piece.entry.sectors = uint32_t(unit_end - s);
+        piece.entry.data = bio->data ? bio->data + ((s - bio->sector) << kSectorShift) : nullptr;
         ab->remaining++;
-        queue_stripe(sh);
+        add_stripe_piece(piece);
         s = unit_end;
     }
     bio_endio(ab);  // drop the submission's reference
 }
 
-// raid5_get_active_stripe(): the stripe head of a row, from the inactive
-// list when none is active.
-Raid5Device::StripeHead* Raid5Device::get_active_stripe(sector_t sector, uint32_t pd_idx) {
-    auto it = stripes_.find(sector);
-    if (it != stripes_.end()) return it->second;
-    StripeHead* sh;
-    if (!free_stripes_.empty()) {
-        sh = free_stripes_.back();
-        free_stripes_.pop_back();
-    } else {
-        sh = new StripeHead;
-        sh->conf = this;
-        void* p = nullptr;
-        if (posix_memalign(&p, 4096, members_.size() * kRaid5StripeBytes)) {
-            delete sh;
-            throw std::bad_alloc();
-        }
-        memset(p, 0, members_.size() * kRaid5StripeBytes);
-        sh->pages = static_cast<uint8_t*>(p);
-    }
-    sh->sector = sector;
-    sh->pd_idx = pd_idx;
-    sh->phase = StripeHead::Phase::Idle;
-    sh->pending = 0;
-    sh->error = 0;
-    sh->on_list = sh->handling = false;
-    stripes_.emplace(sector, sh);
-    return sh;
+// raid5_get_active_stripe(): a blocked submitter waits, in order, so once a
+// piece waits every later one does too.
+void Raid5Device::add_stripe_piece(const WaitingPiece& piece) {
+    if (waiting_.empty() && add_stripe_piece_now(piece)) return;
+    cache_.counters.waits++;
+    cache_.set_blocked(true);  // R5_INACTIVE_BLOCKED
+    waiting_.push_back(piece);
 }
 
-// An idle stripe head with nothing queued goes back to the inactive list.
+// find_get_stripe() or get_free_stripe(), then add_stripe_bio(); a REQ_SYNC
+// bio makes the stripe STRIPE_PREREAD_ACTIVE (make_stripe_request), so its
+// pre-reads are not delayed. False when no head is free.
+bool Raid5Device::add_stripe_piece_now(const WaitingPiece& piece) {
+    StripeHead* sh = cache_.find_get_stripe(piece.row);
+    if (!sh) {
+        if (!cache_.can_get_free_stripe(piece.row)) return false;
+        sh = cache_.get_free_stripe(piece.row, piece.pd_idx);
+    }
+    (piece.write ? sh->towrite : sh->toread).push_back(piece.entry);
+    sh->delayed = false;  // clear_bit(STRIPE_DELAYED)
+    if (piece.sync && !sh->preread_active) {
+        sh->preread_active = true;
+        cache_.preread_active++;
+    }
+    queue_stripe(sh);
+    return true;
+}
+
+// wake_up(&conf->wait_for_stripe): the blocked submitter goes on.
+void Raid5Device::wake_stripe_waiters() {
+    while (!waiting_.empty() && add_stripe_piece_now(waiting_.front())) waiting_.pop_front();
+    if (waiting_.empty()) cache_.set_blocked(false);
+}
+
+// The STRIPE_PREREAD_ACTIVE count drops (handle_stripe's dec_preread_active,
+// do_release_stripe); below IO_THRESHOLD raid5d activates the delayed stripes.
+void Raid5Device::clear_preread_active(StripeHead* sh) {
+    if (!sh->preread_active) return;
+    sh->preread_active = false;
+    if (--cache_.preread_active < Raid5StripeCache::kIoThreshold && cache_.has_delayed())
+        wake_raid5d();
+}
+
+// do_release_stripe(): delayed, or idle on the inactive list, pages kept.
 void Raid5Device::release_stripe(StripeHead* sh) {
-    stripes_.erase(sh->sector);
-    free_stripes_.push_back(sh);
+    if (sh->forget_when_idle) {
+        sh->uptodate = 0;
+        sh->forget_when_idle = false;
+    }
+    if (sh->delayed && !sh->preread_active) {
+        cache_.queue_delayed(sh);
+        wake_raid5d();
+        return;
+    }
+    clear_preread_active(sh);
+    cache_.release_inactive(sh);
+    wake_stripe_waiters();
 }
 
 // raid5_release_stripe() with STRIPE_HANDLE: onto the handle list.
 void Raid5Device::queue_stripe(StripeHead* sh) {
-    if (sh->on_list || sh->handling) return;
-    sh->on_list = true;
-    handle_list_.push_back(sh);
+    if (sh->handling) return;
+    cache_.queue_handle(sh);
     wake_raid5d();
 }
 
@@ -342,17 +340,18 @@ void Raid5Device::wake_raid5d() {
 
 void Raid5Device::raid5d_callback(void* arg, uint64_t) { static_cast<Raid5Device*>(arg)->raid5d(); }
 
-// raid5d(): handles the queued stripes inside its own plug, so the 4 KiB
+// raid5d(): raid5_activate_delayed(), then handle_active_stripes() in
+// __get_priority_stripe() order, inside raid5d's own plug, so the 4 KiB
 // member bios of neighbouring stripes merge into larger requests.
 void Raid5Device::raid5d() {
     raid5d_scheduled_ = false;
     TaskContext* saved = layer_.current();
     layer_.set_current(&raid5d_task_);
     layer_.start_plug(raid5d_task_);
-    while (!handle_list_.empty()) {
-        StripeHead* sh = handle_list_.front();
-        handle_list_.pop_front();
-        sh->on_list = false;
+    for (;;) {
+        cache_.activate_delayed();
+        StripeHead* sh = cache_.get_priority_stripe();
+        if (!sh) break;
         handle_stripe(sh);
     }
     layer_.finish_plug(raid5d_task_);
@@ -405,18 +404,20 @@ void Raid5Device::handle_stripe(StripeHead* sh) {
         } else if (!sh->toread.empty()) {
             start_degraded_read(sh);
         } else if (!sh->towrite.empty()) {
-            handle_stripe_dirtying(sh);
+            if (!handle_stripe_dirtying(sh)) break;  // STRIPE_DELAYED
         } else {
             break;
         }
     }
     sh->handling = false;
-    if (!sh->pending && !sh->on_list && sh->phase == Phase::Idle) release_stripe(sh);
+    if (!sh->pending && sh->list == StripeHead::List::None && sh->phase == Phase::Idle)
+        release_stripe(sh);
 }
 
 // handle_failed_stripe(): more members Faulty than the array survives;
-// every request waiting on the stripe fails.
+// every request waiting on the stripe fails, and the cached pages go.
 void Raid5Device::fail_stripe_requests(StripeHead* sh) {
+    sh->uptodate = 0;
     for (auto* list : {&sh->toread, &sh->towrite}) {
         std::vector<StripeEntry> entries;
         entries.swap(*list);
@@ -427,26 +428,38 @@ void Raid5Device::fail_stripe_requests(StripeHead* sh) {
     }
 }
 
-// handle_stripe_fill() -> fetch_block() for a unit of the failed member:
-// read every other member of the row, the missing unit is their XOR.
+// handle_stripe_fill() -> fetch_block(): a wanted unit not R5_UPTODATE is
+// read from its member; one on the failed member is computed from all the
+// others (ops_run_compute5), reading those not up to date.
 void Raid5Device::start_degraded_read(StripeHead* sh) {
     sh->reading.swap(sh->toread);
     sh->toread.clear();
     sh->phase = StripeHead::Phase::DegradedRead;
     sh->skip = failed_mask_;
-    counters_.degraded_reads++;
     uint64_t all = members_.size() == 64 ? ~uint64_t(0) : bit(uint32_t(members_.size())) - 1;
-    submit_member_io(sh, Op::Read, all & ~sh->skip);
+    uint64_t wanted = 0;
+    for (const StripeEntry& e : sh->reading) wanted |= bit(e.disk);
+    wanted &= ~sh->uptodate;
+    uint64_t reads = wanted & ~failed_mask_;
+    if (wanted & failed_mask_) {
+        counters_.degraded_reads++;
+        reads |= all & ~failed_mask_ & ~sh->uptodate;
+    }
+    if (reads) submit_member_io(sh, Op::Read, reads);
 }
 
 // ops_run_compute5() + ops_complete_biofill(): copy the pieces out.
 void Raid5Device::end_degraded_read(StripeHead* sh) {
-    if (!sh->error && sh->skip) {
-        uint32_t skipped = uint32_t(std::countr_zero(sh->skip));
-        uint8_t* missing = sh->page(skipped);
-        memset(missing, 0, kRaid5StripeBytes);
-        for (uint32_t i = 0; i < members_.size(); i++)
-            if (i != skipped) xor_page(missing, sh->page(i));
+    if (!sh->error) {
+        for (const StripeEntry& e : sh->reading) {
+            if (sh->uptodate & bit(e.disk)) continue;
+            // The failed member's unit: the XOR of the others (all up to date now).
+            uint8_t* missing = sh->page(e.disk);
+            memset(missing, 0, kRaid5StripeBytes);
+            for (uint32_t i = 0; i < members_.size(); i++)
+                if (i != e.disk) xor_page(missing, sh->page(i));
+            sh->uptodate |= bit(e.disk);
+        }
     }
     for (StripeEntry& e : sh->reading) {
         if (sh->error) {
@@ -462,68 +475,94 @@ void Raid5Device::end_degraded_read(StripeHead* sh) {
 }
 
 // handle_stripe_dirtying(): count the units a read-modify-write and a
-// reconstruct-write would read; a unit on the failed member cannot be read.
-// md prefers reconstruct-write on a tie (rmw_level = PARITY_ENABLE_RMW).
-void Raid5Device::handle_stripe_dirtying(StripeHead* sh) {
+// reconstruct-write would read, not counting R5_UPTODATE pages (they are in
+// the cache); a unit on the failed member cannot be read (2 * disks). md
+// prefers reconstruct-write on a tie (rmw_level = PARITY_ENABLE_RMW). A
+// stripe that must read but is not STRIPE_PREREAD_ACTIVE is STRIPE_DELAYED
+// instead (returns false; its writes stay queued).
+bool Raid5Device::handle_stripe_dirtying(StripeHead* sh) {
     using Mode = StripeHead::Mode;
-    sh->writing.swap(sh->towrite);
-    sh->towrite.clear();
-    sh->phase = StripeHead::Phase::PreRead;
-
     uint32_t n = uint32_t(members_.size());
     std::vector<uint8_t> cover(n, 0);
-    for (const StripeEntry& e : sh->writing)
+    for (const StripeEntry& e : sh->towrite)
         cover[e.disk] |= uint8_t(((1u << e.sectors) - 1) << e.offset);
     uint64_t written = 0, overwritten = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (cover[i]) written |= bit(i);
-        if (cover[i] == kFullUnit) overwritten |= bit(i);
+        if (cover[i] == kFullUnit) overwritten |= bit(i);  // R5_OVERWRITE
     }
     uint64_t all = n == 64 ? ~uint64_t(0) : bit(n) - 1;
     uint64_t parity = bit(sh->pd_idx);
     uint64_t data = all & ~parity;
     uint64_t failed = failed_mask_;  // one member at most: a failed array never gets here
-    sh->skip = failed;
 
-    uint64_t rmw_reads = written | parity;
-    uint64_t rcw_reads = data & ~overwritten;
-    bool rmw_ok = !(rmw_reads & failed);
-    bool rcw_ok = !(rcw_reads & failed);
-    int rmw = std::popcount(rmw_reads), rcw = std::popcount(rcw_reads);
+    uint64_t rmw_reads = (written | parity) & ~sh->uptodate;
+    uint64_t rcw_reads = data & ~overwritten & ~sh->uptodate;
+    auto cost = [&](uint64_t reads) {
+        return std::popcount(reads & ~failed) + 2 * int(n) * std::popcount(reads & failed);
+    };
+    int rmw = cost(rmw_reads), rcw = cost(rcw_reads);
+    Mode mode;
     uint64_t reads;
-    if (failed & parity) {
-        // The parity member is gone: only partly written units need reading.
-        sh->mode = Mode::NoParity;
-        reads = written & ~overwritten;
-    } else if (rmw_ok && (!rcw_ok || rmw < rcw)) {
-        sh->mode = Mode::Rmw;
+    if (rmw == 0 || rcw == 0) {
+        // schedule_reconstruction(sh, s, rcw == 0, 0): nothing to read.
+        mode = rcw == 0 ? Mode::Rcw : Mode::Rmw;
+        reads = 0;
+    } else if (rmw < rcw) {
+        mode = Mode::Rmw;
         reads = rmw_reads;
-        counters_.rmw++;
-    } else if (rcw_ok) {
-        sh->mode = Mode::Rcw;
-        reads = rcw_reads;
-        if (reads)
-            counters_.rcw++;
-        else
-            counters_.full_stripe_writes++;
+        if (rmw_reads & failed) mode = Mode::RebuildFailed;
     } else {
-        // A partly written unit of the failed member: rebuild its old
-        // content from every other member first.
-        sh->mode = Mode::RebuildFailed;
-        reads = all & ~failed;
+        mode = Mode::Rcw;
+        reads = rcw_reads;
+        if (rcw_reads & failed) mode = Mode::RebuildFailed;
+    }
+    if (mode == Mode::RebuildFailed) {
+        // A partly written unit of the failed member, not cached: rebuild
+        // its old content from every other member first (fetch_block).
+        reads = all & ~failed & ~sh->uptodate;
+    }
+    if (reads && !sh->preread_active) {
+        if (!sh->delayed) counters_.delayed_stripes++;
+        sh->delayed = true;
+        return false;
+    }
+    sh->delayed = false;
+    sh->writing.swap(sh->towrite);
+    sh->towrite.clear();
+    sh->phase = StripeHead::Phase::PreRead;
+    sh->mode = mode;
+    sh->skip = failed;
+    if (mode == Mode::Rmw) {
+        counters_.rmw++;
+    } else if (mode == Mode::Rcw) {
+        if ((data & ~overwritten) == 0) {
+            // STRIPE_FULL_WRITE: every data unit overwritten.
+            counters_.full_stripe_writes++;
+            sh->full_write = true;
+            cache_.pending_full_writes++;
+        } else {
+            counters_.rcw++;
+        }
     }
     if (failed) counters_.degraded_writes++;
     sh->written = written;
     sh->write_mask = (written | parity) & ~failed;
-    if (reads) submit_member_io(sh, Op::Read, reads);
+    if (reads) {
+        counters_.preread_reads += uint64_t(std::popcount(reads));
+        submit_member_io(sh, Op::Read, reads);
+    }
+    return true;
 }
 
 // ops_run_prexor5() / ops_run_biodrain() / ops_run_reconstruct5(), then
-// ops_run_io() for the data and parity units.
+// ops_run_io() for the data and parity units. Every page of the stripe is
+// up to date afterwards (a read-modify-write: the units it touched).
 void Raid5Device::reconstruct_and_write(StripeHead* sh) {
     using Mode = StripeHead::Mode;
     uint32_t n = uint32_t(members_.size());
     uint8_t* p = sh->page(sh->pd_idx);
+    uint64_t all = n == 64 ? ~uint64_t(0) : bit(n) - 1;
     auto biodrain = [&] {
         for (const StripeEntry& e : sh->writing) {
             uint8_t* dst = sh->page(e.disk) + (uint64_t(e.offset) << kSectorShift);
@@ -547,13 +586,12 @@ void Raid5Device::reconstruct_and_write(StripeHead* sh) {
             biodrain();
             for (uint32_t i = 0; i < n; i++)
                 if (sh->written & bit(i)) xor_page(p, sh->page(i));  // put the new data in
+            sh->uptodate |= sh->written | bit(sh->pd_idx);
             break;
         case Mode::Rcw:
             biodrain();
             xor_data();
-            break;
-        case Mode::NoParity:
-            biodrain();
+            sh->uptodate = all;
             break;
         case Mode::RebuildFailed: {
             uint32_t skipped = uint32_t(std::countr_zero(sh->skip));
@@ -563,6 +601,7 @@ void Raid5Device::reconstruct_and_write(StripeHead* sh) {
                 if (i != skipped) xor_page(missing, sh->page(i));
             biodrain();
             xor_data();
+            sh->uptodate = all;
             break;
         }
     }
@@ -572,14 +611,20 @@ void Raid5Device::reconstruct_and_write(StripeHead* sh) {
 }
 
 // handle_stripe_clean_event(): the written bios complete (with the error of
-// a failed member bio, if any).
+// a failed member bio, if any); a failed array keeps nothing cached.
 void Raid5Device::end_writes(StripeHead* sh) {
+    if (sh->error) sh->uptodate = 0;
     for (StripeEntry& e : sh->writing) {
         if (sh->error && !e.bio->error) e.bio->error = sh->error;
         bio_endio(e.bio);
     }
     sh->writing.clear();
     sh->error = 0;
+    if (sh->full_write) {
+        sh->full_write = false;
+        if (--cache_.pending_full_writes == 0) wake_raid5d();
+    }
+    clear_preread_active(sh);
 }
 
 // ops_run_io(): one 4 KiB bio per member in the mask, traced as a remap
@@ -588,6 +633,8 @@ void Raid5Device::submit_member_io(StripeHead* sh, Op op, uint64_t member_mask) 
     const std::vector<StripeEntry>& reqs = sh->writing.empty() ? sh->reading : sh->writing;
     uint32_t pid = reqs.empty() ? 0 : reqs.front().bio->pid;
     sh->pending += uint32_t(std::popcount(member_mask));  // before any can complete
+    sh->io_started = true;
+    if (op == Op::Read) sh->uptodate &= ~member_mask;  // R5_Wantread: being read
     for (uint32_t i = 0; i < members_.size(); i++) {
         if (!(member_mask & bit(i))) continue;
         Bio* b = layer_.bios().alloc();
@@ -606,15 +653,19 @@ void Raid5Device::submit_member_io(StripeHead* sh, Op op, uint64_t member_mask) 
     }
 }
 
-// raid5_end_read_request() / raid5_end_write_request()
+// raid5_end_read_request() / raid5_end_write_request(): a page read well is
+// R5_UPTODATE; a failed read leaves it not up to date.
 void Raid5Device::stripe_io_endio(Bio* bio) {
     auto* sh = static_cast<StripeHead*>(bio->private_data);
     Raid5Device* self = sh->conf;
     int32_t error = bio->error ? bio->error : bio->resid ? -EIO : 0;
+    uint32_t member = self->member_index(bio->dev);
     if (error) {
         self->counters_.member_errors++;
-        self->md_error(self->member_index(bio->dev));
+        self->md_error(member);
         if (!sh->error) sh->error = error;
+    } else if (bio->op == Op::Read) {
+        sh->uptodate |= bit(member);
     }
     self->layer_.bios().put(bio);
     if (--sh->pending == 0) self->queue_stripe(sh);

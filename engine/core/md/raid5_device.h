@@ -26,10 +26,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/json_writer.h"
 #include "config/stack_config.h"
 #include "core/block/block_layer.h"
 #include "core/block/member_queue.h"
 #include "core/md/raid5_layout.h"
+#include "core/md/raid5_stripe_cache.h"
 
 namespace mdsplit {
 
@@ -48,6 +50,8 @@ public:
         uint64_t members_failed = 0;      // members marked Faulty while running (md_error)
         uint64_t read_retries = 0;        // aligned reads retried through the stripe cache
         uint64_t stripe_retries = 0;      // stripe generations redone without a failed member
+        uint64_t preread_reads = 0;       // member reads handle_stripe_dirtying() issued
+        uint64_t delayed_stripes = 0;     // stripes put on the delayed list (STRIPE_DELAYED)
     };
 
     // `failed[i]`: member i is failed from the start (at most one); it is
@@ -72,12 +76,23 @@ public:
     // md_error(): marks member i Faulty (idempotent).
     void md_error(uint32_t member);
     const Counters& counters() const { return counters_; }
+    const Raid5StripeCache::Counters& cache_counters() const { return cache_.counters; }
     // Stripe heads holding requests or I/O (0 once everything completed).
-    size_t active_stripes() const { return stripes_.size(); }
+    size_t active_stripes() const { return cache_.active(); }
+    // The counters as a JSON object (the sidecar's "raid5" of the md device).
+    void write_json(JsonWriter& j) const;
 
 private:
-    struct StripeEntry;
-    struct StripeHead;
+    using StripeEntry = Raid5StripeEntry;
+    using StripeHead = Raid5StripeHead;
+    // A piece waiting for a free stripe head (raid5_get_active_stripe blocked).
+    struct WaitingPiece {
+        sector_t row;
+        uint32_t pd_idx;
+        bool write;
+        bool sync;
+        StripeEntry entry;
+    };
 
     Bio* chunk_aligned_read(Bio* bio);
     bool raid5_read_one_chunk(Bio* bio);
@@ -85,15 +100,18 @@ private:
     void make_stripe_request(Bio* bio);
     Bio* account_bio(Bio* bio);
 
-    StripeHead* get_active_stripe(sector_t sector, uint32_t pd_idx);
+    void add_stripe_piece(const WaitingPiece& piece);
+    bool add_stripe_piece_now(const WaitingPiece& piece);
+    void wake_stripe_waiters();
     void release_stripe(StripeHead* sh);
+    void clear_preread_active(StripeHead* sh);
     void queue_stripe(StripeHead* sh);
     void wake_raid5d();
     void raid5d();
     void handle_stripe(StripeHead* sh);
     void start_degraded_read(StripeHead* sh);
     void end_degraded_read(StripeHead* sh);
-    void handle_stripe_dirtying(StripeHead* sh);
+    bool handle_stripe_dirtying(StripeHead* sh);
     void reconstruct_and_write(StripeHead* sh);
     void end_writes(StripeHead* sh);
     void submit_member_io(StripeHead* sh, Op op, uint64_t member_mask);
@@ -112,9 +130,8 @@ private:
     uint64_t failed_mask_ = 0;     // Faulty members
     bool discard_safely_ = false;  // DeviceConfig::devices_handle_discard_safely
     Counters counters_;
-    std::unordered_map<sector_t, StripeHead*> stripes_;  // by member sector of the row
-    std::vector<StripeHead*> free_stripes_;
-    std::deque<StripeHead*> handle_list_;
+    Raid5StripeCache cache_;
+    std::deque<WaitingPiece> waiting_;  // submitters blocked on the stripe cache, in order
     bool raid5d_scheduled_ = false;
     TaskContext raid5d_task_;  // raid5d's own context and plug
 };
