@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths, reference as R
+from harness import kernel_fixtures as K, paths, reference as R
 from harness.fio_runner import run_fio
 
 FULL = 1024          # sectors in a 512 KiB request
@@ -37,7 +37,7 @@ TRACE = """\
 
 
 def test_parse_trace_keeps_one_device_and_reads_each_event():
-    ev = R.parse_trace(TRACE, (7, 0))
+    ev = K.parse_trace(TRACE, (7, 0))
     assert all((e.major, e.minor) == (7, 0) for e in ev)
     assert [e.event for e in ev].count("block_bio_queue") == 2
     split = next(e for e in ev if e.event == "block_split")
@@ -45,18 +45,18 @@ def test_parse_trace_keeps_one_device_and_reads_each_event():
     issue = [e for e in ev if e.event == "block_rq_issue"]
     assert (issue[2].sector, issue[2].nr_sectors) == (2048, 1024)  # without the ioprio field
     assert issue[-1].rwbs == "WS"
-    assert len(R.parse_trace(TRACE)) == len(ev) + 1              # unfiltered: the 253,0 bio too
+    assert len(K.parse_trace(TRACE)) == len(ev) + 1              # unfiltered: the 253,0 bio too
 
 
 def test_distributions_per_direction_order_and_tails():
-    d = R.distributions(R.parse_trace(TRACE, (7, 0)), "read")
+    d = K.distributions(K.parse_trace(TRACE, (7, 0)), "read")
     assert d.bios == Counter({4072: 1, 4080: 1})
     assert d.splits == Counter({1024: 4})
     assert d.requests == Counter({1024: 5, 1000: 1})
     # 0, 1024, 2048, 3072+1000, 5096 (out of order), 4072: two breaks of five.
     assert d.out_of_order == 1
     assert d.sequential_pct == pytest.approx(100 * 3 / 5)
-    w = R.distributions(R.parse_trace(TRACE, (7, 0)), "write")
+    w = K.distributions(K.parse_trace(TRACE, (7, 0)), "write")
     assert w.requests == Counter({8: 1}) and not w.bios
 
 
@@ -64,14 +64,14 @@ def test_a_bio_queued_twice_is_io_urings_nowait_retry():
     text = ("fio-1 [001] ..... 10.000001: block_bio_queue: 7,3 R 0 + 131072 [fio]\n"
             "iou-wrk-1-2 [000] ..... 10.000300: block_bio_queue: 7,3 R 0 + 131072 [iou-wrk-1]\n"
             "iou-wrk-1-2 [000] ..... 10.000310: block_split: 7,3 R 0 / 1024 [iou-wrk-1]\n")
-    d = R.distributions(R.parse_trace(text, (7, 3)), "read")
+    d = K.distributions(K.parse_trace(text, (7, 3)), "read")
     assert d.bios == Counter({131072: 1}) and d.retried == 1
 
 
 def test_format_counts_and_means():
-    assert R.format_counts({"1024": 3, 8: 1}) == "1024 x 3, 8 x 1"
-    assert R.mean_size({"1024": 3, "8": 1}) == pytest.approx((3 * 1024 + 8) / 4)
-    assert "6.6" in R.plug_note() and "lifo" in R.plug_note()
+    assert K.format_counts({"1024": 3, 8: 1}) == "1024 x 3, 8 x 1"
+    assert K.mean_size({"1024": 3, "8": 1}) == pytest.approx((3 * 1024 + 8) / 4)
+    assert "6.6" in K.plug_note() and "lifo" in K.plug_note()
 
 
 # --- on this machine ------------------------------------------------------------
@@ -81,9 +81,9 @@ def _unavailable(*requirements) -> str:
     otherwise), else the first one's reason; by default the bio-size and
     buffered references' (fio, losetup, tracefs)."""
     try:
-        for require in requirements or (R.require_fio, R.require_losetup, R.tracefs):
+        for require in requirements or (K.require_fio, K.require_losetup, K.tracefs):
             require()
-    except R.ReferenceUnavailable as e:
+    except K.ReferenceUnavailable as e:
         return str(e)
     return ""
 
@@ -101,12 +101,12 @@ def _ours_left() -> list:
     r = subprocess.run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"],
                        capture_output=True, text=True)
     for d in (json.loads(r.stdout).get("loopdevices", []) if r.stdout.strip() else []):
-        if f"/{R.PREFIX}{os.getpid()}-" in (d.get("back-file") or ""):
+        if f"/{K.PREFIX}{os.getpid()}-" in (d.get("back-file") or ""):
             left.append(d["name"])
-    left += [str(p) for p in (R.tracefs() / "instances").glob(f"{R.PREFIX}{os.getpid()}-*")]
-    left += [str(p) for p in Path("/tmp").glob(f"{R.PREFIX}{os.getpid()}-*")]
-    for root in R._cgroup_roots():
-        left += [str(p) for p in root.glob(f"{R.PREFIX}{os.getpid()}-*")]
+    left += [str(p) for p in (K.tracefs() / "instances").glob(f"{K.PREFIX}{os.getpid()}-*")]
+    left += [str(p) for p in Path("/tmp").glob(f"{K.PREFIX}{os.getpid()}-*")]
+    for root in K._cgroup_roots():
+        left += [str(p) for p in root.glob(f"{K.PREFIX}{os.getpid()}-*")]
     return left
 
 
@@ -167,7 +167,7 @@ def test_kernel_buffered_sweep(needs_machine):
 
 
 def test_kernel_buffered_sweep_api_and_bad_depths():
-    if not R.shutil.which("fio"):
+    if not K.shutil.which("fio"):
         pytest.skip("fio is not installed")
     with pytest.raises(ValueError):
         R.kernel_buffered_sweep(depths=(0,), runtime_s=1, size=1 << 20)
@@ -227,7 +227,7 @@ def _emulator(tmp_path, rw):
     (tmp_path / "stack.toml").write_text(STACK)
     job = tmp_path / f"{rw}.fio"
     job.write_text(JOB.format(engine=engine, rw=rw))
-    with R.hugepages(40) as reason:
+    with K.hugepages(40) as reason:
         if reason:
             pytest.skip(f"no huge pages: {reason}")
         res = run_fio(job)
@@ -287,7 +287,7 @@ def test_bfq_kernel_job_keeps_the_emulators_workload():
                    for _, opts in sections for k, _ in opts)
     assert [n for n, _ in sections[1:]] == [f"test{i}" for i in range(1, 9)]
     assert job.jobs == 8 and job.delays_ms == [250.0 * i for i in range(8)]
-    assert job.span == 8 * 256 * R.MiB and job.runtime_s == 8
+    assert job.span == 8 * 256 * K.MiB and job.runtime_s == 8
     assert job.tunables == {"slice_idle": 8, "low_latency": 0}       # bfq-fixed.toml's [bfq]
     short = R.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.5)
     assert short.runtime_s == 2 and short.delays_ms[-1] == 875
@@ -307,7 +307,7 @@ def test_read_fio_job_bare_options_and_comments():
 
 @pytest.fixture
 def needs_bfq_machine():
-    reason = _unavailable(R.require_fio, R.require_losetup, R.io_cgroups)
+    reason = _unavailable(K.require_fio, K.require_losetup, K.io_cgroups)
     if reason:
         pytest.skip(f"kernel bfq reference unavailable: {reason}")
 
@@ -315,7 +315,7 @@ def needs_bfq_machine():
 def test_kernel_bfq_root_and_child_cgroup(needs_bfq_machine, tmp_path):
     try:
         ref = R.bfq_reference(runtime_s=2, delay_scale=0.25, warmup=False, keep_dir=tmp_path)
-    except R.ReferenceUnavailable as e:       # e.g. no bfq in this kernel
+    except K.ReferenceUnavailable as e:       # e.g. no bfq in this kernel
         pytest.skip(f"kernel bfq reference unavailable: {e}")
     print("\n\n".join(R.format_bfq(ref)))
     print(f"kernel non-root/root {ref.ratio:.3f} (informative only: real-clock figures)")
@@ -345,10 +345,10 @@ def test_kernel_bfq_cleanup_after_a_failure(needs_bfq_machine, monkeypatch):
     try:
         with pytest.raises(KeyboardInterrupt):
             R.bfq_reference(runtime_s=1, delay_scale=0.1, warmup=False)
-    except R.ReferenceUnavailable as e:
+    except K.ReferenceUnavailable as e:
         pytest.skip(f"kernel bfq reference unavailable: {e}")
     assert any("/dev/loop" in x for x in seen["left"])
-    assert any(f"{R.PREFIX}{os.getpid()}-bfq" in x and "cgroup" in x for x in seen["left"])
+    assert any(f"{K.PREFIX}{os.getpid()}-bfq" in x and "cgroup" in x for x in seen["left"])
     assert _ours_left() == []
 
 
