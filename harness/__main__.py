@@ -222,11 +222,12 @@ def cmd_reference(args) -> int:
             tables = reference.format_bfq(ref, emu, where)
             metrics = ref.metrics("kernel.")
         else:
-            sweep = reference.buffered_sweep(args.depths, args.runtime or 3, args.size,
+            from harness.experiments import buffered
+            sweep = buffered.buffered_sweep(args.depths, args.runtime or 3, args.size,
                                              target=args.target, keep_dir=args.keep,
                                              progress=progress)
             emu, where = _emulator_buffered(args.emulator)
-            tables = reference.format_buffered(sweep, emu)
+            tables = buffered.format_buffered(sweep, emu)
             tables.append(f"emulator columns (forced-ra, the variant merged upstream, and "
                           f"pre-c8d317aa with rasync off as 'io-wq': every read punted): {where}. "
                           "'emulator' = the virtual-clock sweep with this machine's measured "

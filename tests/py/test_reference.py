@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import kernel_fixtures as K, paths, reference as R
+from harness.experiments import buffered as B
 from harness.fio_runner import run_fio
 
 FULL = 1024          # sectors in a 512 KiB request
@@ -156,8 +157,8 @@ def test_cleanup_after_a_failure_inside_the_run(needs_machine, monkeypatch):
 
 
 def test_kernel_buffered_sweep(needs_machine):
-    sweep = R.buffered_sweep(depths=(1, 4), runtime_s=1, size=256 << 20)
-    print("\n".join(R.format_buffered(sweep)))
+    sweep = B.buffered_sweep(depths=(1, 4), runtime_s=1, size=256 << 20)
+    print("\n".join(B.format_buffered(sweep)))
     assert set(sweep.iops) == {1, 4}
     assert all(v > 0 for v in sweep.iops.values())
     assert set(sweep.iops_iowq) == {1, 4}  # the same depths with every read punted
@@ -170,7 +171,7 @@ def test_kernel_buffered_sweep_api_and_bad_depths():
     if not K.shutil.which("fio"):
         pytest.skip("fio is not installed")
     with pytest.raises(ValueError):
-        R.kernel_buffered_sweep(depths=(0,), runtime_s=1, size=1 << 20)
+        B.kernel_buffered_sweep(depths=(0,), runtime_s=1, size=1 << 20)
 
 
 def test_cli_reference_bio_size(needs_machine):
@@ -377,13 +378,13 @@ def test_buffered_reference_reads_the_emulators_forced_ra_columns(tmp_path):
     assert M._emulator_buffered("none") == ({}, "not asked for (--emulator none)")
     cols, why = M._emulator_buffered(str(tmp_path / "missing"))
     assert cols == {} and "no report at" in why
-    sweep = R.BufferedSweep("6.18", "/dev/loop0", 4 << 30, 3, {1: 22200.0, 32: 42900.0}, "note")
-    table = R.format_buffered(sweep, {"emulator ra": {1: 13300.0}})[0].splitlines()
+    sweep = B.BufferedSweep("6.18", "/dev/loop0", 4 << 30, 3, {1: 22200.0, 32: 42900.0}, "note")
+    table = B.format_buffered(sweep, {"emulator ra": {1: 13300.0}})[0].splitlines()
     assert table[0].split() == ["iodepth", "kernel", "kIOPS", "emulator", "ra"]
     assert table[1].split() == ["1", "22.2", "13.3"] and table[2].split() == ["32", "42.9", "-"]
     # With the kernel's io-wq runs: their column first, and the QD1 comparison.
     sweep.iops_iowq = {1: 14800.0, 32: 43000.0}
-    out = R.format_buffered(sweep, {"emulator ra": {1: 13300.0}, "emulator io-wq": {1: 10500.0}})
+    out = B.format_buffered(sweep, {"emulator ra": {1: 13300.0}, "emulator io-wq": {1: 10500.0}})
     table = out[0].splitlines()
     assert table[0].split()[3:5] == ["kernel", "io-wq"]
     assert table[1].split() == ["1", "22.2", "14.8", "13.3", "10.5"]
