@@ -44,3 +44,20 @@ def simulate_copy(jobs_dir: Path, job: str, out_dir: Path):
         if p.is_file() and p.suffix in (".fio", ".toml"):
             shutil.copy(p, copy / p.name)
     return run_simulated(copy / job)
+
+
+def find_report(spec, experiment):
+    """An experiment's result.json in a report: spec is a report directory,
+    the experiment's directory in one, or the file itself (default
+    reports/latest/<experiment>). Returns (where it was looked for, the file
+    or None, its parsed JSON or None when the file is not JSON)."""
+    import json
+    from harness import paths
+    p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / experiment
+    for f in (p, p / "result.json", p / experiment / "result.json"):
+        if f.is_file():
+            try:
+                return p, f, json.loads(f.read_text())
+            except ValueError:
+                return p, f, None
+    return p, None, None

@@ -8,7 +8,19 @@ jobs/models.toml); the real-clock fio run of jobs/bfq-groups.fio (slow
 motion, shortened schedule) is printed beside them as "this machine"."""
 from pathlib import Path
 
-from harness.experiment import ExperimentResult
+import json
+import re
+import shutil
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+from harness.experiment import ExperimentResult, find_report
+from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
+                                     cgroup_written_bytes, child_cgroup, cleanup_stale,
+                                     in_cgroup, io_cgroups, kernel_release, loop_device,
+                                     require_bfq, require_fio, require_losetup,
+                                     sigterm_as_interrupt, workdir, wrap)
+from harness.paths import ROOT
 from harness.fio_runner import run_fio
 
 NAME = "bfq"
@@ -222,7 +234,6 @@ def run_place(jobs_dir: Path, place: str, variant: str):
     sections) as a fio of its own: fio counts startdelay from its own start,
     so every run is staggered as the first one of a whole-file run is.
     Returns (fio result, each job's startdelay in seconds)."""
-    from harness.reference import fio_duration_ms, read_fio_job
     job = jobs_dir / "bfq-groups.fio"
     sections = [(n, dict(o)) for n, o in read_fio_job(job.read_text())
                 if n.startswith(f"{place}-{variant}-")]
@@ -287,3 +298,385 @@ def _bandwidth_over_time(jobs_dir: Path, delays_s: list, scale: float,
                 key = round((t + delay) / interval_s)
                 total[key] = total.get(key, 0.0) + v
     return [(k * interval_s / scale, v * scale) for k, v in sorted(total.items())]
+
+
+# --- kernel reference (`python3 -m harness reference bfq`) ----------------------
+
+BFQ_JOB = ROOT / "jobs" / "bfq-groups.fio"
+# Options of the emulator's job file that do not carry over to fio's psync
+# engine on a loop device (the engine, its device and its sidecars, the logs).
+_EMULATOR_ONLY = ("ioengine", "filename", "write_bw_log", "write_lat_log", "write_iops_log",
+                  "log_avg_msec")
+
+
+def read_fio_job(text: str) -> list:
+    """A fio job file as [(section, [(key, value or None)])], in file order
+    (comments dropped, bare options such as `stonewall` with value None)."""
+    sections, cur = [], None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            cur = (line[1:-1].strip(), [])
+            sections.append(cur)
+            continue
+        if cur is None:
+            raise ValueError(f"option outside a section: {line!r}")
+        key, eq, value = line.partition("=")
+        cur[1].append((key.strip(), value.strip() if eq else None))
+    return sections
+
+
+def write_fio_job(sections, header: str = "") -> str:
+    lines = [f"; {h}" for h in header.splitlines()] if header else []
+    for name, opts in sections:
+        lines.append(f"[{name}]")
+        lines += [k if v is None else f"{k}={v}" for k, v in opts]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def fio_duration_ms(text: str) -> float:
+    """fio's time values: a number with us, ms, s, m (default seconds)."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*(us|usec|ms|msec|s|sec|m|min)?\s*", text.lower())
+    if not m:
+        raise ValueError(f"bad fio time {text!r}")
+    unit = {"us": 1e-3, "usec": 1e-3, "ms": 1, "msec": 1, "s": 1000, "sec": 1000,
+            "m": 60000, "min": 60000}[m.group(2) or "s"]
+    return float(m.group(1)) * unit
+
+
+def _size_bytes(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", text.lower())
+    if not m:
+        raise ValueError(f"bad fio size {text!r}")
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+
+
+@dataclass
+class BfqKernelJob:
+    text: str                 # the job file for fio's psync engine
+    jobs: int                 # writers
+    span: int                 # bytes the writers cover (offset_increment x jobs)
+    runtime_s: float
+    delays_ms: list           # startdelay of each writer
+    tunables: dict            # bfq iosched tunables from the emulator's TOML
+
+
+def _fio_duration(ms: float) -> str:
+    """A duration as fio parses it: fio takes a number with a fraction as
+    seconds whatever its suffix ("62.5ms" is 62.5 s, "62ms" 62 ms), so a
+    fractional millisecond count is written in whole microseconds."""
+    if ms == int(ms):
+        return f"{int(ms)}ms" if ms % 1000 else f"{int(ms) // 1000}"
+    return f"{round(ms * 1000)}us"
+
+
+def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
+                   runtime_s: float = None, delay_scale: float = 1.0) -> BfqKernelJob:
+    """The kernel's job, generated from the emulator's bfq-groups.fio: its
+    [global] and the 8 writers of the root/<variant> run, with fio's psync
+    engine on `device` instead of the emulator (mdsplit_* options, the
+    engine's filename and the bandwidth logs dropped). runtime_s replaces
+    the runtime; delay_scale multiplies each startdelay (for short runs).
+    The bfq tunables (slice_idle, low_latency) come from the TOML the
+    writers' mdsplit_config names."""
+    sections = read_fio_job(Path(src).read_text())
+    glob = next((o for n, o in sections if n == "global"), [])
+    writers = [(n, o) for n, o in sections if n.startswith(f"root-{variant}-")]
+    if not writers:
+        raise ValueError(f"{src}: no [root-{variant}-*] jobs")
+    configs = {v for _, o in writers for k, v in o if k == "mdsplit_config"}
+    g = [(k, v) for k, v in glob if k not in _EMULATOR_ONLY and not k.startswith("mdsplit_")]
+    opts = dict(g)
+    if runtime_s is not None:
+        g = [(k, v) for k, v in g if k != "runtime"] + [("runtime", _fio_duration(runtime_s * 1000))]
+    runtime = fio_duration_ms(dict(g).get("runtime", "0")) / 1000
+    g = [("ioengine", "psync"), ("filename", device)] + g
+    jobs, delays = [], []
+    for i, (name, o) in enumerate(writers):
+        keep = []
+        for k, v in o:
+            if k.startswith("mdsplit_") or k in _EMULATOR_ONLY:
+                continue
+            if k == "startdelay":
+                ms = fio_duration_ms(v) * delay_scale
+                delays.append(ms)
+                v = _fio_duration(ms)
+            keep.append((k, v))
+        if not any(k == "startdelay" for k, _ in o):
+            delays.append(0.0)
+        jobs.append((name.split("-")[-1] if name.count("-") >= 2 else name, keep))
+    inc = _size_bytes(opts.get("offset_increment", "0"))
+    size = _size_bytes(opts.get("size", "0"))
+    span = inc * (len(jobs) - 1) + max(size, inc)
+    tunables = {}
+    for c in sorted(configs):
+        cfg = Path(src).parent / c
+        try:
+            import tomllib
+            bfq = tomllib.loads(cfg.read_text()).get("bfq", {})
+        except (ImportError, OSError, ValueError):
+            continue
+        if "slice_idle" in bfq:
+            tunables["slice_idle"] = int(round(fio_duration_ms(str(bfq["slice_idle"]))))
+        if "low_latency" in bfq:
+            tunables["low_latency"] = int(bool(bfq["low_latency"]))
+    header = (f"kernel reference for seed 004, generated from {Path(src).name} "
+              f"([global] and [root-{variant}-*]):\nfio's psync engine on {device} under "
+              f"the kernel's bfq; run once in the root cgroup and once in a child cgroup")
+    return BfqKernelJob(write_fio_job([("global", g)] + jobs, header), len(jobs), span,
+                        runtime, delays, tunables)
+
+
+# --- the run ----------------------------------------------------------------------
+
+@dataclass
+class BfqPlace:
+    place: str                # root | nonroot
+    cgroup: str               # the cgroup fio ran in
+    MiBps: list = field(default_factory=list)       # per round: sum of the writers' MiB/s
+    per_job: list = field(default_factory=list)     # per round: [MiB/s of each writer]
+    written: list = field(default_factory=list)     # per round: bytes fio wrote
+    charged: list = field(default_factory=list)     # per round: bytes the cgroup was charged
+
+    @property
+    def median(self) -> float:
+        v = sorted(self.MiBps)
+        if not v:
+            return 0.0
+        n = len(v)
+        return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+@dataclass
+class BfqReference:
+    kernel: str
+    device: str
+    cgroups: str
+    scheduler: str
+    job: BfqKernelJob
+    root: BfqPlace
+    nonroot: BfqPlace
+    weight: str = ""
+    settings: dict = field(default_factory=dict)     # queue / iosched attributes set
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        """non-root / root MiB/s (medians over the rounds)."""
+        return self.nonroot.median / self.root.median if self.root.median else float("nan")
+
+    def metrics(self, prefix: str = "kernel.") -> dict:
+        return {f"{prefix}root_MiBps": self.root.median,
+                f"{prefix}nonroot_MiBps": self.nonroot.median,
+                f"{prefix}nonroot_over_root": self.ratio}
+
+    def as_dict(self) -> dict:
+        return {"kernel": self.kernel, "device": self.device, "cgroups": self.cgroups,
+                "scheduler": self.scheduler, "weight": self.weight, "settings": self.settings,
+                "ratio": self.ratio, "job": self.job.text, "note": self.note,
+                **{p.place: {"cgroup": p.cgroup, "MiBps": p.MiBps, "per_job": p.per_job,
+                             "written": p.written, "charged": p.charged}
+                   for p in (self.root, self.nonroot)}}
+
+
+def bfq_reference(*, src: Path = BFQ_JOB, variant: str = "fixed", runtime_s: float = None,
+                  delay_scale: float = 1.0, rounds: int = 1, warmup: bool = True,
+                  rotational: int = 0,
+                  fio: str = "fio", keep_dir: Path = None, timeout: float = None,
+                  progress=None) -> BfqReference:
+    """Seed 004 on this kernel: jobs/bfq-groups.fio's 8 writers with fio's
+    psync engine on a loop device (direct-io, sparse backing file) under
+    bfq (the TOML's slice_idle and low_latency, rotational 0 like the
+    thread's NVMe drive), with fio in the root cgroup, then in a child
+    cgroup; `rounds` alternations (root first, then non-root first, ...),
+    medians reported. fio writes the same random offsets each run
+    (randrepeat); with `warmup`, an unmeasured run first allocates the
+    sparse file's blocks, so that the first measured run does not pay for
+    the allocation alone. Raises ReferenceUnavailable where the machine
+    cannot."""
+    require_fio(fio)
+    require_losetup()
+    cg = io_cgroups()
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1: {rounds}")
+    cleanup_stale()
+    with ExitStack() as stack:
+        stack.enter_context(sigterm_as_interrupt())
+        wd = stack.enter_context(workdir())
+        probe = bfq_kernel_job("/dev/null", src, variant=variant, runtime_s=runtime_s,
+                               delay_scale=delay_scale)
+        dev = stack.enter_context(loop_device(wd / "bfq.img", probe.span))
+        sched = require_bfq(dev)
+        job = bfq_kernel_job(dev.path, src, variant=variant, runtime_s=runtime_s,
+                             delay_scale=delay_scale)
+        settings = {}
+        for attr, value in [("rotational", rotational)] + \
+                [(f"iosched/{k}", v) for k, v in job.tunables.items()]:
+            if value is None:
+                continue
+            try:
+                dev.set_queue(attr, value)
+                settings[attr] = dev.queue(attr)
+            except OSError as e:
+                settings[attr] = f"not set ({e.strerror})"
+        path = wd / "bfq-kernel.fio"
+        path.write_text(job.text)
+        child = stack.enter_context(child_cgroup(cg))
+        weight = ""
+        try:
+            weight = " ".join(_read(child / cg.weight_file).split())
+        except OSError:
+            pass
+        places = {"root": BfqPlace("root", f"{cg.root} (root)"),
+                  "nonroot": BfqPlace("nonroot", str(child))}
+        where = {"root": cg.root, "nonroot": child}
+        limit = timeout or (job.runtime_s + max(job.delays_ms or [0]) / 1000 + 60)
+        if warmup:
+            if progress:
+                progress(f"kernel reference: warm-up run (allocates the blocks of {dev.path}'s "
+                         f"sparse file that the writers touch), not measured")
+            try:
+                run_fio(path, fio=fio, timeout=limit, prefix=in_cgroup(cg.root / "cgroup.procs"), sidecars=False)
+            except RuntimeError as e:
+                raise ReferenceUnavailable(f"fio (warm-up): {e}")
+        for rnd in range(rounds):
+            for place in ("root", "nonroot") if rnd % 2 == 0 else ("nonroot", "root"):
+                p = places[place]
+                if progress:
+                    progress(f"kernel reference: {job.jobs} psync 4k randwrite jobs on {dev.path} "
+                             f"(bfq), fio in the {'root' if place == 'root' else 'child'} cgroup"
+                             + (f", round {rnd + 1}/{rounds}" if rounds > 1 else ""))
+                before = cgroup_written_bytes(cg, where[place], dev)
+                try:
+                    data = run_fio(path, fio=fio, timeout=limit, sidecars=False,
+                                   prefix=in_cgroup(where[place] / "cgroup.procs")).fio
+                except RuntimeError as e:
+                    raise ReferenceUnavailable(f"fio in the {place} cgroup: {e}")
+                after = cgroup_written_bytes(cg, where[place], dev)
+                jobs = data.get("jobs", [])
+                per = [j["write"]["bw_bytes"] / MiB for j in jobs]
+                p.per_job.append(per)
+                p.MiBps.append(sum(per))
+                p.written.append(sum(j["write"]["io_bytes"] for j in jobs))
+                p.charged.append(after - before if before >= 0 and after >= 0 else -1)
+                if keep_dir is not None:
+                    keep = Path(keep_dir)
+                    keep.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(path, keep / path.name)
+                    (keep / f"bfq-{place}-{rnd + 1}.json").write_text(json.dumps(data, indent=1))
+        ref = BfqReference(kernel_release(), dev.path, cg.label, sched, job,
+                           places["root"], places["nonroot"], weight, settings)
+        delays = ", ".join(f"{d:g}" for d in job.delays_ms)
+        ref.note = (f"Kernel reference: fio's psync engine on Linux {ref.kernel}, {dev.path} "
+                    f"(loop, direct-io={'on' if dev.direct_io else 'OFF'}, sparse backing file "
+                    f"of {job.span >> 20} MiB) with bfq; "
+                    + ", ".join(f"{k} {v}" for k, v in settings.items())
+                    + f". {job.jobs} writers, startdelay {delays} ms, {job.runtime_s:g} s each "
+                    f"(from {Path(src).name}); fio in the root cgroup, then in the child cgroup "
+                    f"{child.name} of {cg.label}"
+                    + (f" (bfq weight {weight})" if weight else "")
+                    + (", after an unmeasured warm-up run" if warmup else "")
+                    + (f", {rounds} alternations, medians" if rounds > 1 else "")
+                    + ". MiB/s = the sum of the writers' averages, as the emulator's table. "
+                    "A loop device on a file of this machine's disk, not the thread's NVMe: "
+                    "compare ratios, not MiB/s.")
+    return ref
+
+
+def format_bfq(ref: BfqReference, emulator: dict = None, emulator_label: str = "",
+               tolerance: float = 0.15, thread: tuple = (550, 550)) -> list:
+    """The kernel's root / non-root MiB/s and ratio beside the emulator's
+    fixed figures (emulator = {"root": MiB/s, "nonroot": MiB/s}) and the
+    thread's; the verdict: the emulator's ratio within `tolerance` of the
+    kernel's."""
+    w = 34
+    lines = [f"{'':<{w}}{'root MiB/s':>12}{'non-root MiB/s':>16}{'non-root/root':>15}"]
+
+    def row(label, r, n):
+        ratio = n / r if r else float("nan")
+        lines.append(f"  {label:<{w - 2}}{r:>12.1f}{n:>16.1f}{ratio:>15.3f}")
+        return ratio
+    k = row(f"kernel {ref.kernel.split('-')[0]} (bfq, loop)", ref.root.median, ref.nonroot.median)
+    if len(ref.root.MiBps) > 1:
+        lines.append(f"  {'  rounds':<{w - 2}}"
+                     f"{'/'.join(f'{v:.0f}' for v in ref.root.MiBps):>12}"
+                     f"{'/'.join(f'{v:.0f}' for v in ref.nonroot.MiBps):>16}")
+    e = None
+    if emulator:
+        e = row("emulator fixed", emulator["root"], emulator["nonroot"])
+        rounds = emulator.get("rounds") or {}
+        if len(rounds.get("root", [])) > 1:
+            lines.append(f"  {'  rounds':<{w - 2}}"
+                         f"{'/'.join(f'{v:.0f}' for v in rounds['root']):>12}"
+                         f"{'/'.join(f'{v:.0f}' for v in rounds['nonroot']):>16}")
+    row("thread v5.18-rc1-patched", *thread)
+    out = ["\n".join(lines)]
+    verdict = []
+    if emulator_label:
+        verdict.append(f"emulator figures: {emulator_label}.")
+    if e is not None and k == k and k > 0:
+        dev = e / k - 1
+        verdict.append(f"emulator fixed non-root/root {e:.3f} vs kernel {k:.3f}: "
+                       f"{dev * 100:+.1f}%, {'within' if abs(dev) <= tolerance else 'NOT within'} "
+                       f"{tolerance * 100:.0f}%.")
+    elif e is None:
+        verdict.append("no emulator figures to compare with.")
+    charged = ref.nonroot.charged[-1] if ref.nonroot.charged else -1
+    verdict.append(f"child cgroup charged with {charged / MiB:.0f} MiB of writes to {ref.device} "
+                   f"(fio wrote {ref.nonroot.written[-1] / MiB:.0f} MiB)" if charged >= 0 else
+                   "the child cgroup's I/O statistics were not readable")
+    out.append("\n".join(wrap(" ".join(verdict))))
+    out.append("\n".join(wrap(ref.note)))
+    return out
+
+
+def reference(args, progress) -> ExperimentResult:
+    """`python3 -m harness reference bfq`: the kernel's root / non-root run
+    on this machine beside the emulator's fixed figures. Metrics "kernel.*"."""
+    ref = bfq_reference(runtime_s=args.runtime, delay_scale=args.delay_scale,
+                        rounds=args.rounds, warmup=not args.no_warmup,
+                        keep_dir=args.keep, progress=progress)
+    emu, where = emulator_bfq(args.emulator, args.db, progress, args.rounds)
+    return ExperimentResult(f"kernel-{NAME}", tables=format_bfq(ref, emu, where),
+                            metrics=ref.metrics("kernel."), raw={"kernel": ref.as_dict()})
+
+
+def emulator_bfq(spec, db, progress, rounds=1):
+    """The emulator's fixed root / non-root MiB/s for `reference bfq`:
+    ({"root": .., "nonroot": ..}, where from) or (None, reason). spec: a
+    report (dir or result.json), "run" (run the fixed parts now), "none";
+    default reports/latest/bfq, else the newest bfq run in the history,
+    else run (`rounds` times, medians)."""
+    keys = {"root": "root.after_MiBps", "nonroot": "nonroot.after_MiBps"}
+    if spec == "none":
+        return None, "not asked for (--emulator none)"
+    if spec != "run":
+        p, f, result = find_report(spec, "bfq")
+        if f:
+            m = (result or {}).get("metrics", {})
+            if all(k in m for k in keys.values()):
+                return {k: m[v] for k, v in keys.items()}, f"report {f}"
+            if spec:
+                return None, f"{f} has no {', '.join(keys.values())}"
+        if spec:
+            return None, f"no report at {p}"
+        from harness.history import History, HistoryError, db_path
+        if db_path(db).exists():
+            try:
+                with History(db) as h:
+                    for r in h.runs("bfq", source="mdsplit", limit=20):
+                        if all(k in r.metrics for k in keys.values()):
+                            return ({k: r.metrics[v] for k, v in keys.items()},
+                                    f"history run {r.run_id} ({r.time}, commit {r.git_commit[:10]})")
+            except HistoryError:
+                pass
+    from harness.fio_runner import FioError
+    try:
+        return run_variant("fixed", progress, rounds), \
+            ("the emulator's fixed root and non-root runs of jobs/bfq-groups.fio, run now"
+             + (f" {rounds} times, medians" if rounds > 1 else ""))
+    except (FioError, OSError) as e:
+        return None, f"the emulator's run failed: {e}"

@@ -452,3 +452,52 @@ def qd1_comparison(sweep: BufferedSweep, emulator: dict = None) -> str:
                  f"({ew / 1000:.1f} vs {e / 1000:.1f} kIOPS, virtual clock with this machine's "
                  f"measured step costs)")
     return text + "."
+
+
+def reference(args, progress) -> ExperimentResult:
+    """`python3 -m harness reference buffered`: the kernel's sweep on this
+    machine beside the emulator's forced-ra columns (from a report).
+    Metrics "kernel.*" and "kernel_iowq.*"."""
+    sweep = buffered_sweep(args.depths, args.runtime or 3, args.size, target=args.target,
+                           keep_dir=args.keep, progress=progress)
+    emu, where = emulator_buffered(args.emulator)
+    tables = format_buffered(sweep, emu)
+    tables.append(f"emulator columns (forced-ra, the variant merged upstream, and "
+                  f"pre-c8d317aa with rasync off as 'io-wq': every read punted): {where}. "
+                  "'emulator' = the virtual-clock sweep with this machine's measured "
+                  "step costs; 'real-clock' = the engine in fio on this machine.")
+    metrics = {f"kernel.qd{d}_iops": v for d, v in sweep.iops.items()}
+    metrics.update({f"kernel_iowq.qd{d}_iops": v for d, v in sweep.iops_iowq.items()})
+    return ExperimentResult(f"kernel-{NAME}", tables=tables, metrics=metrics)
+
+
+from harness.experiment import find_report  # noqa: E402
+
+
+def emulator_buffered(spec):
+    """The emulator's forced-ra columns (what was merged upstream) and its
+    always-punted one (pre-c8d317aa, rasync off: beside the kernel's io-wq) for
+    `reference buffered`, from a report's buffered metrics: ({column:
+    {depth: IOPS}}, where from), or ({}, reason). spec: a report (dir or
+    result.json), "none"; default reports/latest/buffered."""
+    if spec == "none":
+        return {}, "not asked for (--emulator none)"
+    p, f, result = find_report(spec, "buffered")
+    if not f:
+        return {}, f"no report at {p} (run ./mdsplit reproduce buffered)"
+    if result is None:
+        return {}, f"{f} is not a result.json"
+    m = result.get("metrics", {})
+    cols = {}
+    for label, prefix in (("emulator ra", "forced-ra.rasync_on"),
+                          ("emulator nora", "forced-ra.rasync_off"),
+                          ("emulator io-wq", "pre-c8d317aa.rasync_off"),
+                          ("real-clock ra", "real.forced-ra.rasync_on"),
+                          ("real-clock nora", "real.forced-ra.rasync_off")):
+        col = {}
+        for k, v in m.items():
+            if k.startswith(prefix + ".qd") and k.endswith("_kIOPS"):
+                col[int(k[len(prefix) + 3:-len("_kIOPS")])] = v * 1000
+        if col:
+            cols[label] = col
+    return (cols, f"report {f}") if cols else ({}, f"{f} has no forced-ra figures")

@@ -1,4 +1,4 @@
-"""Kernel reference runs (harness/reference.py): the trace parser and the
+"""Kernel reference runs (harness/kernel_fixtures.py and each experiment's reference()): the trace parser and the
 bfq job generation everywhere; the real runs where root, a loop device and
 tracefs (bfq: the kernel's bfq and a blkio / io cgroup hierarchy) are
 available (skipped with the reason elsewhere)."""
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import kernel_fixtures as K, paths, reference as R
+from harness import kernel_fixtures as K, paths
+from harness.experiments import bfq as Q, bio_size as D
 from harness.experiments import buffered as B
 from harness.fio_runner import run_fio
 
@@ -113,9 +114,9 @@ def _ours_left() -> list:
 
 def test_kernel_bio_size_reference(needs_machine, tmp_path):
     hp_before = Path("/proc/sys/vm/nr_hugepages").read_text()
-    ref = R.bio_size_reference(engines=("psync",), rws=("read",), mems=("malloc", "mmaphuge"),
+    ref = D.bio_size_reference(engines=("psync",), rws=("read",), mems=("malloc", "mmaphuge"),
                                keep_dir=tmp_path)
-    tables = R.format_bio_size(ref)
+    tables = D.format_bio_size(ref)
     print("\n\n".join(tables))
     row = ref.row("psync", "malloc", "read")
     assert row is not None, ref.rows[0].skipped
@@ -145,13 +146,13 @@ def test_kernel_bio_size_reference(needs_machine, tmp_path):
 def test_cleanup_after_a_failure_inside_the_run(needs_machine, monkeypatch):
     seen = {}
 
-    def boom(job, fio, timeout):
+    def boom(job, **kw):
         seen["left"] = _ours_left()
         raise KeyboardInterrupt("interrupted in the middle")
 
-    monkeypatch.setattr(R, "_run_fio_job", boom)
+    monkeypatch.setattr(D, "run_fio", boom)
     with pytest.raises(KeyboardInterrupt):
-        R.bio_size_reference(engines=("psync",), rws=("read",), mems=("malloc",))
+        D.bio_size_reference(engines=("psync",), rws=("read",), mems=("malloc",))
     assert seen["left"], "the loop device and instance existed during the run"
     assert _ours_left() == []
 
@@ -242,8 +243,8 @@ def _emulator(tmp_path, rw):
 
 def _compare(tmp_path, rw):
     emu = _emulator(tmp_path, rw)
-    ref = R.bio_size_reference(engines=("psync",), rws=(rw,), mems=("malloc", "mmaphuge"))
-    print("\n\n".join(R.format_bio_size(ref, {f"pagemap/{m}": v for m, v in emu.items()},
+    ref = D.bio_size_reference(engines=("psync",), rws=(rw,), mems=("malloc", "mmaphuge"))
+    print("\n\n".join(D.format_bio_size(ref, {f"pagemap/{m}": v for m, v in emu.items()},
                                          "emulator, contiguity = pagemap")))
     for mem in ("malloc", "mmaphuge"):
         k = ref.row("psync", mem, rw)
@@ -275,10 +276,10 @@ def test_pagemap_emulator_beside_kernel_read(needs_machine, tmp_path):
 # --- seed 004: bfq, root vs non-root cgroup --------------------------------------
 
 def test_bfq_kernel_job_keeps_the_emulators_workload():
-    job = R.bfq_kernel_job("/dev/loop7")
-    sections = R.read_fio_job(job.text)
+    job = Q.bfq_kernel_job("/dev/loop7")
+    sections = Q.read_fio_job(job.text)
     glob = dict(sections[0][1])
-    emu = dict(R.read_fio_job(R.BFQ_JOB.read_text())[0][1])
+    emu = dict(Q.read_fio_job(Q.BFQ_JOB.read_text())[0][1])
     assert sections[0][0] == "global"
     assert glob["ioengine"] == "psync" and glob["filename"] == "/dev/loop7"
     for k in ("thread", "direct", "iodepth", "rw", "bs", "offset_increment", "size",
@@ -290,20 +291,20 @@ def test_bfq_kernel_job_keeps_the_emulators_workload():
     assert job.jobs == 8 and job.delays_ms == [250.0 * i for i in range(8)]
     assert job.span == 8 * 256 * K.MiB and job.runtime_s == 8
     assert job.tunables == {"slice_idle": 8, "low_latency": 0}       # bfq-fixed.toml's [bfq]
-    short = R.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.5)
+    short = Q.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.5)
     assert short.runtime_s == 2 and short.delays_ms[-1] == 875
     assert "runtime=2\n" in short.text and "startdelay=875ms" in short.text
     # fio reads "62.5ms" as 62.5 s: fractional delays are written in us.
-    quarter = R.bfq_kernel_job("/dev/loop7", runtime_s=2.5, delay_scale=0.25)
+    quarter = Q.bfq_kernel_job("/dev/loop7", runtime_s=2.5, delay_scale=0.25)
     assert quarter.delays_ms[1] == 62.5
     assert "startdelay=62500us" in quarter.text and "runtime=2500ms\n" in quarter.text
 
 
 def test_read_fio_job_bare_options_and_comments():
-    s = R.read_fio_job("; c\n[global]\nbs=4k\n# c\n[a]\nstonewall\nstartdelay = 1s\n")
+    s = Q.read_fio_job("; c\n[global]\nbs=4k\n# c\n[a]\nstonewall\nstartdelay = 1s\n")
     assert s == [("global", [("bs", "4k")]), ("a", [("stonewall", None), ("startdelay", "1s")])]
-    assert R.fio_duration_ms("1s") == 1000 and R.fio_duration_ms("500ms") == 500
-    assert R.fio_duration_ms("2") == 2000
+    assert Q.fio_duration_ms("1s") == 1000 and Q.fio_duration_ms("500ms") == 500
+    assert Q.fio_duration_ms("2") == 2000
 
 
 @pytest.fixture
@@ -315,10 +316,10 @@ def needs_bfq_machine():
 
 def test_kernel_bfq_root_and_child_cgroup(needs_bfq_machine, tmp_path):
     try:
-        ref = R.bfq_reference(runtime_s=2, delay_scale=0.25, warmup=False, keep_dir=tmp_path)
+        ref = Q.bfq_reference(runtime_s=2, delay_scale=0.25, warmup=False, keep_dir=tmp_path)
     except K.ReferenceUnavailable as e:       # e.g. no bfq in this kernel
         pytest.skip(f"kernel bfq reference unavailable: {e}")
-    print("\n\n".join(R.format_bfq(ref)))
+    print("\n\n".join(Q.format_bfq(ref)))
     print(f"kernel non-root/root {ref.ratio:.3f} (informative only: real-clock figures)")
     for p in (ref.root, ref.nonroot):
         assert len(p.MiBps) == 1 and p.MiBps[0] > 0, p.place
@@ -338,14 +339,14 @@ def test_kernel_bfq_root_and_child_cgroup(needs_bfq_machine, tmp_path):
 def test_kernel_bfq_cleanup_after_a_failure(needs_bfq_machine, monkeypatch):
     seen = {}
 
-    def boom(job, fio, timeout, prefix=()):
+    def boom(job, **kw):
         seen["left"] = _ours_left()
         raise KeyboardInterrupt("interrupted in the middle")
 
-    monkeypatch.setattr(R, "_run_fio_job", boom)
+    monkeypatch.setattr(Q, "run_fio", boom)
     try:
         with pytest.raises(KeyboardInterrupt):
-            R.bfq_reference(runtime_s=1, delay_scale=0.1, warmup=False)
+            Q.bfq_reference(runtime_s=1, delay_scale=0.1, warmup=False)
     except K.ReferenceUnavailable as e:
         pytest.skip(f"kernel bfq reference unavailable: {e}")
     assert any("/dev/loop" in x for x in seen["left"])
@@ -366,17 +367,16 @@ def test_cli_reference_bfq(needs_bfq_machine):
 
 
 def test_buffered_reference_reads_the_emulators_forced_ra_columns(tmp_path):
-    from harness import __main__ as M
     metrics = {"forced-ra.rasync_on.qd1_kIOPS": 13.3, "forced-ra.rasync_on.qd32_kIOPS": 246.1,
                "forced-ra.rasync_off.qd1_kIOPS": 11.9, "c8d317aa.rasync_on.qd1_kIOPS": 99.0,
                "real.forced-ra.rasync_on.qd32_kIOPS": 133.0}
     (tmp_path / "result.json").write_text(json.dumps({"metrics": metrics}))
-    cols, where = M._emulator_buffered(str(tmp_path))
+    cols, where = B.emulator_buffered(str(tmp_path))
     assert where == f"report {tmp_path / 'result.json'}"
     assert cols == {"emulator ra": {1: 13300.0, 32: 246100.0}, "emulator nora": {1: 11900.0},
                     "real-clock ra": {32: 133000.0}}
-    assert M._emulator_buffered("none") == ({}, "not asked for (--emulator none)")
-    cols, why = M._emulator_buffered(str(tmp_path / "missing"))
+    assert B.emulator_buffered("none") == ({}, "not asked for (--emulator none)")
+    cols, why = B.emulator_buffered(str(tmp_path / "missing"))
     assert cols == {} and "no report at" in why
     sweep = B.BufferedSweep("6.18", "/dev/loop0", 4 << 30, 3, {1: 22200.0, 32: 42900.0}, "note")
     table = B.format_buffered(sweep, {"emulator ra": {1: 13300.0}})[0].splitlines()
