@@ -14,6 +14,7 @@ import shutil
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from harness.device_time import DeviceTime
 from harness.experiment import ExperimentResult, find_report
 from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
                                      cgroup_written_bytes, child_cgroup, cleanup_stale,
@@ -203,7 +204,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
             result.metrics[f"machine.{place}.{when}_MiBps"] = mibps
             result.metrics[f"machine.{place}.{when}_idle_periods"] = idles
             # The run's bandwidth logs, before the next run's fio rewrites them.
-            series[f"{place} {when}"] = _bandwidth_over_time(jobs_dir, delays, sidecar.time_scale)
+            series[f"{place} {when}"] = _bandwidth_over_time(jobs_dir, delays, DeviceTime.of(sidecar))
     result.tables.append("\n".join(lines))
     m = {k[len("machine."):]: v for k, v in result.metrics.items() if k.startswith("machine.")}
     result.tables.append(
@@ -247,8 +248,8 @@ def place_MiBps(fio, place: str, variant: str) -> float:
     """The total MiB/s of one run's 8 writers in device time (fio's figure
     x the stack's time_scale)."""
     jobs = [j for j in fio.jobs if j["jobname"].startswith(f"{place}-{variant}-")]
-    scale = fio.sidecars[f"stats/bfq-{place}-{variant}.json"].time_scale
-    return sum(j["write"]["bw_bytes"] for j in jobs) / 2**20 * scale
+    dt = DeviceTime.of(fio.sidecars[f"stats/bfq-{place}-{variant}.json"])
+    return dt.rate(sum(j["write"]["bw_bytes"] for j in jobs)) / 2**20
 
 
 def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
@@ -283,11 +284,11 @@ def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
     return out
 
 
-def _bandwidth_over_time(jobs_dir: Path, delays_s: list, scale: float,
+def _bandwidth_over_time(jobs_dir: Path, delays_s: list, dt: DeviceTime,
                          interval_s: float = 0.25) -> list:
     """Sum of one run's bandwidth logs (write_bw_log=logs/bfq gives
-    logs/bfq_bw.<job number>.log, log_avg_msec=250), in device time: t /
-    scale, MiB/s x scale. A job's log times count from its own start, so each
+    logs/bfq_bw.<job number>.log, log_avg_msec=250), in device time
+    (harness/device_time.py). A job's log times count from its own start, so each
     is shifted by the job's startdelay and binned by the log interval."""
     from harness import plots
     total = {}
@@ -297,7 +298,7 @@ def _bandwidth_over_time(jobs_dir: Path, delays_s: list, scale: float,
             for t, v in plots.bw_log_series(log, ddir=1):
                 key = round((t + delay) / interval_s)
                 total[key] = total.get(key, 0.0) + v
-    return [(k * interval_s / scale, v * scale) for k, v in sorted(total.items())]
+    return [(dt.duration(k * interval_s), dt.rate(v)) for k, v in sorted(total.items())]
 
 
 # --- kernel reference (`python3 -m harness reference bfq`) ----------------------

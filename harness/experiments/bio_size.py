@@ -8,7 +8,6 @@ every machine); fio with the engine on this machine's storage runs beside
 them as "this machine"."""
 import os
 import re
-import tomllib
 from pathlib import Path
 
 import json
@@ -17,6 +16,7 @@ import shutil
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from harness.device_time import DeviceTime
 from harness.experiment import ExperimentResult, find_report
 from harness.kernel_fixtures import (MiB, Distributions, ReferenceUnavailable, cleanup_stale,
                                      distributions, format_counts, hugepages, kernel_release,
@@ -76,12 +76,12 @@ def virtual_run(jobs_dir: Path) -> dict:
     out = {}
     for p in POLICIES:
         text = stack_text(jobs_dir, p)
-        scale = tomllib.loads(text).get("device", {}).get("time_scale", 1)
+        dt = DeviceTime.of_stack(text)
         figures = {}
         for rw in ("read", "write"):
             sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
             r = sim.run_workload(rw, IO, iodepth=1, size=IO, total=ROUNDS * IO)
-            figures[f"{rw}_MBps"] = r["bandwidth_bps"] * scale / 1e6
+            figures[f"{rw}_MBps"] = dt.rate(r["bandwidth_bps"]) / 1e6
         sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
         sim.submit("read", 0, IO)
         sim.run()
@@ -163,8 +163,8 @@ def real_clock_run(jobs_dir: Path, progress) -> tuple:
     machine = {}
     for rw in ("read", "write"):
         # In device time: the stacks run in slow motion (time_scale in the TOML).
-        machine[rw] = {p: fio.job(f"{rw}-{p}")[rw]["bw_bytes"] / 1e6 *
-                       fio.sidecars[f"stats/bio-{rw}-{p}.json"].time_scale for p in POLICIES}
+        machine[rw] = {p: DeviceTime.of(fio.sidecars[f"stats/bio-{rw}-{p}.json"]).rate(
+            fio.job(f"{rw}-{p}")[rw]["bw_bytes"]) / 1e6 for p in POLICIES}
     sizes = {}
     for p in POLICIES:
         sidecar = fio.sidecars[f"stats/bio-read-{p}.json"]
