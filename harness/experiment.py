@@ -29,6 +29,15 @@ class ExperimentResult:
     raw: dict = field(default_factory=dict)
     # The experiment's own verdicts on expectations: [(description, passed: bool, detail)]
     checks: list = field(default_factory=list)
+    # The virtual-clock run the checked figures come from: its seed and the
+    # engine's version (recorded in the history row).
+    seed: int | None = None
+    engine_version: str | None = None
+
+    def from_simulation(self, fio) -> None:
+        """Takes the seed and engine version of a `harness simulate` run."""
+        self.seed = fio.fio.get("seed")
+        self.engine_version = fio.fio.get("mdsplit-version")
 
 
 def simulate_copy(jobs_dir: Path, job: str, out_dir: Path):

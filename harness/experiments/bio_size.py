@@ -2,22 +2,24 @@
 direct read and write (dd bs=64m), five rounds, on a UFS member with
 max_sectors 512 KiB, for the original / align / max_sectors bio policies.
 
-The checked figures come from the virtual clock (`virtual_run`: the stacks of
-jobs/bio-*.toml on the pybind11 module, the ufs-seed001 model, the same on
-every machine); fio with the engine on this machine's storage runs beside
-them as "this machine"."""
+The checked figures come from the virtual clock (`virtual_run`: `harness
+simulate` of the shipped jobs/bio-align.fio, the ufs-seed001 model, the
+same on every machine); the real-clock fio run of the same job file runs
+beside them as "this machine" (machine.* metrics, not checked)."""
 import os
 import re
 from pathlib import Path
 
 import json
+from collections import Counter
 import math
 import shutil
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from harness.device_time import DeviceTime
-from harness.experiment import ExperimentResult, find_report
+from harness.blktrace import read_trace_dir
+from harness.experiment import ExperimentResult, find_report, simulate_copy
 from harness.kernel_fixtures import (MiB, Distributions, ReferenceUnavailable, cleanup_stale,
                                      distributions, format_counts, hugepages, kernel_release,
                                      loop_device, mean_size, parse_trace, plug_note,
@@ -66,34 +68,46 @@ def split_per_bio(bios: list, requests: list) -> list:
     return out
 
 
-def virtual_run(jobs_dir: Path) -> dict:
-    """The checked figures, on the virtual clock: for each policy, fio's
-    bio-align.fio job (bs=64m, size=64m, loops=5, iodepth=1) as
-    Simulation.run_workload, MB/s in device time (x the stack's time_scale);
-    and one 64 MiB read's bios, requests and per-bio splits. One function so
-    that `harness simulate bio-align.fio` can replace it."""
-    mdsplit = import_mdsplit()
+def virtual_run(jobs_dir: Path, out_dir: Path = None) -> tuple:
+    """The checked figures, on the virtual clock: `harness simulate` of the
+    shipped bio-align.fio (bs=64m, size=64m, loops=5, iodepth=1), run from a
+    copy under out_dir/virtual-jobs (a scratch directory when None). For
+    each policy: MB/s in device time (harness/device_time.py), and the
+    first 64 MiB read's bios (md0 Q), requests (m0 D) and per-bio splits
+    from the job's blktrace files. Returns (figures, the simulate run)."""
+    import tempfile
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="mdsplit-bio-size-") as tmp:
+            return virtual_run(jobs_dir, Path(tmp))
+    fio = simulate_copy(jobs_dir, "bio-align.fio", out_dir)
+    traces = Path(fio.job_file).parent / "traces"
     out = {}
     for p in POLICIES:
-        text = stack_text(jobs_dir, p)
-        dt = DeviceTime.of_stack(text)
         figures = {}
         for rw in ("read", "write"):
-            sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
-            r = sim.run_workload(rw, IO, iodepth=1, size=IO, total=ROUNDS * IO)
-            figures[f"{rw}_MBps"] = dt.rate(r["bandwidth_bps"]) / 1e6
-        sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
-        sim.submit("read", 0, IO)
-        sim.run()
-        bios = [(e["sector"], e["nr_sectors"]) for e in sim.events(device="md0", actions="Q")]
-        reqs = [(e["sector"], e["nr_sectors"]) for e in sim.events(device="m0", actions="D")]
-        stats = sim.stats()["devices"]
-        figures["bios"] = {int(k): v for k, v in stats[0]["bio_sizes"].items()}
-        figures["requests"] = {int(k): v for k, v in stats[1]["request_sizes"].items()}
+            sidecar = fio.sidecars[f"stats/bio-{rw}-{p}.json"]
+            figures[f"{rw}_MBps"] = DeviceTime.of(sidecar).rate(
+                fio.job(f"{rw}-{p}")[rw]["bw_bytes"]) / 1e6
+        records = read_trace_dir(traces / f"bio-read-{p}")
+        bios = first_read(records["md0"], "Q")
+        reqs = first_read(records["m0"], "D")
+        figures["bios"] = dict(Counter(n for _, n in bios))
+        figures["requests"] = dict(Counter(n for _, n in reqs))
         figures["splits"] = split_per_bio(bios, reqs)
         starts = [s for s, _ in reqs]
         figures["out_of_order"] = sum(1 for a, b in zip(starts, starts[1:]) if b < a)
         out[p] = figures
+    return out, fio
+
+
+def first_read(records: list, action: str) -> list:
+    """[(sector, sectors)] of one device's `action` events of the first of
+    the job's loops: in trace order, until they cover the 64 MiB read."""
+    out, covered = [], 0
+    for r in records:
+        if r.action == action and covered < IO // 512:
+            out.append((r.sector, r.nr_sectors))
+            covered += r.nr_sectors
     return out
 
 
@@ -132,7 +146,7 @@ def add_checked_metrics(result: ExperimentResult, virt: dict) -> None:
 
 
 def figures_table(rw: str, virt: dict, machine: dict) -> str:
-    lines = [f"Sequential {rw.capitalize()} (average of {ROUNDS} rounds), MB/s: ours (virtual "
+    lines = [f"Sequential {rw.capitalize()} (average of {ROUNDS} rounds), MB/s: ours (simulate bio-align.fio, virtual "
              f"clock, checked) vs the thread; this machine (real clock) for information",
              f"{'':<26}{'ours':>9}{'thread':>9}{'ours/orig':>11}{'thread/orig':>13}"
              f"{'this machine':>14}"]
@@ -176,9 +190,11 @@ def real_clock_run(jobs_dir: Path, progress) -> tuple:
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
-    progress("virtual clock: bio-{original,max_sectors,align}.toml, 64 MiB x 5 read and write")
-    virt = virtual_run(jobs_dir)
+    progress("simulate bio-align.fio (virtual clock: the checked figures)")
+    virt, simulated = virtual_run(jobs_dir, out_dir)
+    result.raw["simulate"] = simulated.fio
     add_checked_metrics(result, virt)
+    result.from_simulation(simulated)
     machine, machine_sizes, error, fio = real_clock_run(jobs_dir, progress)
     if fio is not None:
         result.raw["fio"] = fio.fio
@@ -490,6 +506,6 @@ def emulator_sizes(spec):
         return sizes, str(f)
     # No report: the virtual-clock run of jobs/bio-*.toml, now (about a second).
     from harness.paths import ROOT
-    virt = virtual_run(ROOT / "jobs")
+    virt, _ = virtual_run(ROOT / "jobs")
     return ({p: {"bios": v["bios"], "requests": v["requests"]} for p, v in virt.items()},
             "virtual clock, jobs/bio-*.toml")

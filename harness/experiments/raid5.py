@@ -164,6 +164,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     fio = run_fio(jobs_dir / "raid5-split-order.fio")
     result.raw["fio"] = fio.fio
     result.raw["simulate"] = virtual.fio
+    result.from_simulation(virtual)
     seeks = {}
     for v in VARIANTS:
         md0, sd, (buckets, count, zero), metrics, sidecar = variant_figures(virtual, v)
