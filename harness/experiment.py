@@ -40,19 +40,20 @@ class ExperimentResult:
         self.engine_version = fio.fio.get("mdsplit-version")
 
 
-def simulate_copy(jobs_dir: Path, job: str, out_dir: Path):
+def simulate_copy(jobs_dir: Path, job: str, out_dir: Path, sections=None):
     """The job file on the virtual clock (`harness simulate`), run from a
     copy of jobs_dir's job and stack files under out_dir/virtual-jobs, so
     that its sidecars and member files never mix with the real-clock run's.
-    Returns a FioResult like run_fio's. Deterministic: the figures an
-    experiment checks against a thread come from here."""
+    Returns a FioResult like run_fio's; sections as fio's --section.
+    Deterministic: the figures an experiment checks against a thread come
+    from here."""
     from harness.fio_runner import run_simulated
     copy = out_dir / "virtual-jobs"
     copy.mkdir(parents=True, exist_ok=True)
     for p in Path(jobs_dir).iterdir():
         if p.is_file() and p.suffix in (".fio", ".toml"):
             shutil.copy(p, copy / p.name)
-    return run_simulated(copy / job)
+    return run_simulated(copy / job, sections=sections)
 
 
 def find_report(spec, experiment):

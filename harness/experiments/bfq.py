@@ -2,20 +2,21 @@
 writers on an NVMe drive, root vs non-root group, legacy vs fixed counting;
 and the thread's null_blk service-guarantee check.
 
-The checked figures come from the virtual clock (simulate(): the mdsplit
-module, the thread's job as the thread ran it, the `thread-nvme` model of
-jobs/models.toml); the real-clock fio run of jobs/bfq-groups.fio (slow
-motion, shortened schedule) is printed beside them as "this machine"."""
-from pathlib import Path
-
+The checked figures come from the virtual clock: `harness simulate` of the
+shipped jobs/bfq-groups.fio (each of its four runs, the `thread-nvme` model
+of jobs/models.toml), the same on every machine; the real-clock fio run of
+the same job file (slow motion) is printed beside them as "this machine"
+(machine.* metrics, not checked). The null_blk guarantee test runs on the
+bindings (simulate() below)."""
 import json
 import re
 import shutil
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.device_time import DeviceTime
-from harness.experiment import ExperimentResult, find_report
+from harness.experiment import ExperimentResult, find_report, simulate_copy
 from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
                                      cgroup_written_bytes, child_cgroup, cleanup_stale,
                                      in_cgroup, io_cgroups, kernel_release, loop_device,
@@ -33,19 +34,12 @@ VARIANTS = [("legacy", "before", "v5.18-rc1"), ("fixed", "after", "v5.18-rc1-pat
 THREAD = {("root", "legacy"): 550, ("root", "fixed"): 550,
           ("nonroot", "legacy"): 349, ("nonroot", "fixed"): 550}
 
-# --- the virtual-clock run: the thread's job as the thread ran it -----------
-# [global] rw=randwrite bs=4k ioengine=psync direct=1 offset_increment=10g,
-# eight jobs test1..test8 with startdelay=0..7 (s), no runtime: the thread's
-# jobs ran until each had written its size (hours at ~70 MiB/s each), so its
-# figure is the rate with all eight running. Ours: the eight start 1 s apart,
-# all run until END_S, and the figure is the bytes completed in WINDOW_S
-# (all eight running, from 0.5 s after the last start) over its length.
+# --- the virtual-clock run: `harness simulate` of jobs/bfq-groups.fio -------
 THREAD_MODEL = "thread-nvme"            # jobs/models.toml
-STEP_S = 1.0                            # the seed's startdelay steps
-WINDOW_S = (7.5, 9.0)
 # The writers' think time: from a completion to the same writer's next
 # request reaching bfq (return from pwrite, fio's loop, the next pwrite down
-# to bfq_insert_request), on the thread's host. A host figure, not the
+# to bfq_insert_request), on the thread's host; bfq-groups.fio's thinktime
+# is this x its time_scale (a test keeps the two equal). A host figure, not the
 # drive's, and not given by the thread: 2 us is a bare-metal psync cycle. It
 # decides how much bfq injects under the legacy counting (see README "BFQ"):
 # the non-root "before" figure is a prediction given this value.
@@ -83,40 +77,14 @@ queue_depth = {queue_depth}
 
 def simulate(stack: str, tasks: list):
     """Runs closed-loop tasks on a stack on the virtual clock: (one result
-    dict per task, the member's "bfq" statistics). The one place the
-    virtual run happens (to be replaced by `harness simulate JOB.fio`)."""
+    dict per task, the member's "bfq" statistics). For the null_blk
+    guarantee test, which has no job file of the thread's and no thread
+    figure (only "guarantees preserved")."""
     from harness.paths import import_mdsplit
     sim = import_mdsplit().Simulation(stack)
     results = sim.run_workloads(tasks)
     (member,) = [d for d in sim.stats()["devices"] if d["role"] == "member"]
     return results, member.get("bfq", {})
-
-
-def thread_job_tasks(place: str, end_s: float, think_ns: int = THINK_NS) -> list:
-    """The seed's eight writers, in the root group or all in one group."""
-    tasks = []
-    for i in range(8):
-        start = int(i * STEP_S * 1e9)
-        t = {"name": f"test{i + 1}", "rw": "randwrite", "bs": 4096, "iodepth": 1,
-             "start_ns": start, "runtime_ns": int(end_s * 1e9) - start,
-             "offset": i * (10 << 30), "size": 10 << 30, "think_ns": think_ns}
-        if place == "nonroot":
-            t["group"] = "fio"
-        tasks.append(t)
-    return tasks
-
-
-def virtual_place(place: str, variant: str, think_ns: int = THINK_NS) -> dict:
-    """The thread's job on the virtual clock: MiB/s over WINDOW_S (the
-    bytes of a run to its end minus those of a run to its start: the two
-    runs are identical up to the start), and the bfq statistics."""
-    stack = stack_text(variant, THREAD_MODEL)
-    t0, t1 = WINDOW_S
-    early, _ = simulate(stack, thread_job_tasks(place, t0, think_ns))
-    late, bfq = simulate(stack, thread_job_tasks(place, t1, think_ns))
-    window = sum(r["bytes"] for r in late) - sum(r["bytes"] for r in early)
-    return {"MiBps": window / (t1 - t0) / 2**20, "idle_periods": bfq.get("idle_periods", 0),
-            "injected": bfq.get("injected", 0)}
 
 
 def guarantee_test(variant: str) -> dict:
@@ -140,28 +108,36 @@ def guarantee_test(variant: str) -> dict:
     return {g: (service.get(g, 0) / total_s, w / total_w) for g, w in weights.items()}
 
 
-def run_virtual(result: ExperimentResult, progress) -> None:
-    """The checked figures: the thread's table and the guarantee test on
-    the virtual clock."""
+def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progress) -> None:
+    """The checked figures: `harness simulate` of the shipped
+    bfq-groups.fio, each of its four runs on its own (as run_place runs
+    them in fio), and the guarantee test, on the virtual clock."""
     m = result.metrics
-    lines = [f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
+    lines = ["simulate bfq-groups.fio (virtual clock, checked), beside the thread:",
+             f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
+    result.raw["simulate"] = {}
     for place, label in PLACES:
         lines.append(f"running fio on {label}")
         for variant, when, kernel in VARIANTS:
-            progress(f"virtual clock: the thread's job, {place}-{variant}")
-            v = virtual_place(place, variant)
-            m[f"{place}.{when}_MiBps"] = v["MiBps"]
-            m[f"{place}.{when}_idle_periods"] = v["idle_periods"]
-            lines.append(f"  {kernel + ':':<24}{v['MiBps']:>12.0f}{THREAD[(place, variant)]:>14}"
-                         f"{v['idle_periods']:>14}{v['injected']:>12}")
+            progress(f"simulate bfq-groups.fio, the {place}-{variant} run (8 jobs)")
+            fio = simulate_copy(jobs_dir, "bfq-groups.fio", out_dir,
+                                sections=place_sections(jobs_dir, place, variant)[0])
+            result.raw["simulate"][f"{place}-{variant}"] = fio.fio
+            result.from_simulation(fio)
+            bfq = fio.sidecars[f"stats/bfq-{place}-{variant}.json"].members[0].get("bfq", {})
+            mibps = place_MiBps(fio, place, variant)
+            m[f"{place}.{when}_MiBps"] = mibps
+            m[f"{place}.{when}_idle_periods"] = bfq.get("idle_periods", 0)
+            lines.append(f"  {kernel + ':':<24}{mibps:>12.0f}{THREAD[(place, variant)]:>14}"
+                         f"{bfq.get('idle_periods', 0):>14}{bfq.get('injected', 0):>12}")
     lines.append(
         f"non-root after/before: {m['nonroot.after_MiBps'] / m['nonroot.before_MiBps']:.2f} "
         f"(thread 550/349 = 1.58); root before/after: "
         f"{m['root.before_MiBps'] / m['root.after_MiBps']:.2f} (thread 1.00)")
     lines.append(f"Virtual clock, model {THREAD_MODEL} (jobs/models.toml, fitted on the root "
-                 f"columns), think time {THINK_NS / 1000:g} us; startdelay steps of "
-                 f"{STEP_S:g} s as in the seed, MiB/s over {WINDOW_S[0]:g}..{WINDOW_S[1]:g} s "
-                 "(all eight writers running).")
+                 "columns); the job file's think time (thinktime=64 at time_scale 32: "
+                 f"{THINK_NS / 1000:g} us of device time), its startdelay steps, MiB/s with all "
+                 "eight writers running (each writer's ramp_time ends 2 s after the start).")
     result.tables.append("\n".join(lines))
     lines = [f"null_blk 100 ms, QD1 ({GUARANTEE_MODEL}): share of service vs share of weight, "
              f"{GUARANTEE_S:g} s",
@@ -182,9 +158,8 @@ def run_virtual(result: ExperimentResult, progress) -> None:
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
-    run_virtual(result, progress)
-    lines = ["This machine (real clock, fio bfq-groups.fio, slow motion, startdelay steps "
-             "of 250 ms, 8 s runs):",
+    run_virtual(result, jobs_dir, out_dir, progress)
+    lines = ["This machine (real clock, fio bfq-groups.fio, slow motion, the same job file):",
              f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
     series = {}
     result.raw["fio"] = {}
@@ -235,13 +210,20 @@ def run_place(jobs_dir: Path, place: str, variant: str):
     sections) as a fio of its own: fio counts startdelay from its own start,
     so every run is staggered as the first one of a whole-file run is.
     Returns (fio result, each job's startdelay in seconds)."""
-    job = jobs_dir / "bfq-groups.fio"
+    names, delays = place_sections(jobs_dir, place, variant)
+    return run_fio(jobs_dir / "bfq-groups.fio", args=[f"--section={n}" for n in names]), delays
+
+
+def place_sections(jobs_dir: Path, place: str, variant: str) -> tuple:
+    """The job names of one of bfq-groups.fio's four runs and each one's
+    startdelay in seconds."""
+    job = Path(jobs_dir) / "bfq-groups.fio"
     sections = [(n, dict(o)) for n, o in read_fio_job(job.read_text())
                 if n.startswith(f"{place}-{variant}-")]
     if not sections:
         raise ValueError(f"{job}: no [{place}-{variant}-*] jobs")
-    delays = [fio_duration_ms(o.get("startdelay") or "0") / 1000 for _, o in sections]
-    return run_fio(job, args=[f"--section={n}" for n, _ in sections]), delays
+    return ([n for n, _ in sections],
+            [fio_duration_ms(o.get("startdelay") or "0") / 1000 for _, o in sections])
 
 
 def place_MiBps(fio, place: str, variant: str) -> float:

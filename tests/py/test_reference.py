@@ -289,7 +289,7 @@ def test_bfq_kernel_job_keeps_the_emulators_workload():
                    for _, opts in sections for k, _ in opts)
     assert [n for n, _ in sections[1:]] == [f"test{i}" for i in range(1, 9)]
     assert job.jobs == 8 and job.delays_ms == [250.0 * i for i in range(8)]
-    assert job.span == 8 * 256 * K.MiB and job.runtime_s == 8
+    assert job.span == 8 * 256 * K.MiB and job.runtime_s == 30
     assert job.tunables == {"slice_idle": 8, "low_latency": 0}       # bfq-fixed.toml's [bfq]
     short = Q.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.5)
     assert short.runtime_s == 2 and short.delays_ms[-1] == 875
