@@ -92,7 +92,7 @@ def cmd_run_hosts(args) -> int:
     return 0
 
 
-# --- reference (harness/reference.py) --------------------------------------------
+# --- reference (harness/experiments/<name>.py: reference(); kernel_fixtures.py) ---
 
 def _parse_size(text: str) -> int:
     m = __import__("re").fullmatch(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", text.lower())
@@ -101,151 +101,37 @@ def _parse_size(text: str) -> int:
     return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
 
 
-def _find_report(spec, experiment):
-    """An experiment's result.json in a report: spec is a report directory,
-    the experiment's directory in one, or the file itself (default
-    reports/latest/<experiment>). Returns (where it was looked for, the file
-    or None, its parsed JSON or None when the file is not JSON)."""
-    from pathlib import Path
-    p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / experiment
-    for f in (p, p / "result.json", p / experiment / "result.json"):
-        if f.is_file():
-            try:
-                return p, f, json.loads(f.read_text())
-            except ValueError:
-                return p, f, None
-    return p, None, None
-
-
-def _emulator_sizes(spec):
-    """The emulator's bio-size distributions from a report (dir or result.json),
-    else from the virtual-clock run of jobs/bio-*.toml."""
-    _, f, result = _find_report(spec, "bio-size")
-    sizes = result.get("raw", {}).get("sizes") if result else None
-    if sizes:
-        return sizes, str(f)
-    # No report: the virtual-clock run of jobs/bio-*.toml, now (about a second).
-    from harness.experiments import bio_size
-    from harness.paths import ROOT
-    virt = bio_size.virtual_run(ROOT / "jobs")
-    return ({p: {"bios": v["bios"], "requests": v["requests"]} for p, v in virt.items()},
-            "virtual clock, jobs/bio-*.toml")
-
-
-def _emulator_buffered(spec):
-    """The emulator's forced-ra columns (what was merged upstream) and its
-    always-punted one (pre-c8d317aa, rasync off: beside the kernel's io-wq) for
-    `reference buffered`, from a report's buffered metrics: ({column:
-    {depth: IOPS}}, where from), or ({}, reason). spec: a report (dir or
-    result.json), "none"; default reports/latest/buffered."""
-    if spec == "none":
-        return {}, "not asked for (--emulator none)"
-    p, f, result = _find_report(spec, "buffered")
-    if not f:
-        return {}, f"no report at {p} (run ./mdsplit reproduce buffered)"
-    if result is None:
-        return {}, f"{f} is not a result.json"
-    m = result.get("metrics", {})
-    cols = {}
-    for label, prefix in (("emulator ra", "forced-ra.rasync_on"),
-                          ("emulator nora", "forced-ra.rasync_off"),
-                          ("emulator io-wq", "pre-c8d317aa.rasync_off"),
-                          ("real-clock ra", "real.forced-ra.rasync_on"),
-                          ("real-clock nora", "real.forced-ra.rasync_off")):
-        col = {}
-        for k, v in m.items():
-            if k.startswith(prefix + ".qd") and k.endswith("_kIOPS"):
-                col[int(k[len(prefix) + 3:-len("_kIOPS")])] = v * 1000
-        if col:
-            cols[label] = col
-    return (cols, f"report {f}") if cols else ({}, f"{f} has no forced-ra figures")
-
-
-def _emulator_bfq(spec, db, progress, rounds=1):
-    """The emulator's fixed root / non-root MiB/s for `reference bfq`:
-    ({"root": .., "nonroot": ..}, where from) or (None, reason). spec: a
-    report (dir or result.json), "run" (run the fixed parts now), "none";
-    default reports/latest/bfq, else the newest bfq run in the history,
-    else run (`rounds` times, medians)."""
-    keys = {"root": "root.after_MiBps", "nonroot": "nonroot.after_MiBps"}
-    if spec == "none":
-        return None, "not asked for (--emulator none)"
-    if spec != "run":
-        p, f, result = _find_report(spec, "bfq")
-        if f:
-            m = (result or {}).get("metrics", {})
-            if all(k in m for k in keys.values()):
-                return {k: m[v] for k, v in keys.items()}, f"report {f}"
-            if spec:
-                return None, f"{f} has no {', '.join(keys.values())}"
-        if spec:
-            return None, f"no report at {p}"
-        from harness.history import History, HistoryError, db_path
-        if db_path(db).exists():
-            try:
-                with History(db) as h:
-                    for r in h.runs("bfq", source="mdsplit", limit=20):
-                        if all(k in r.metrics for k in keys.values()):
-                            return ({k: r.metrics[v] for k, v in keys.items()},
-                                    f"history run {r.run_id} ({r.time}, commit {r.git_commit[:10]})")
-            except HistoryError:
-                pass
-    from harness.experiments import bfq
-    from harness.fio_runner import FioError
-    try:
-        return bfq.run_variant("fixed", progress, rounds), \
-            ("the emulator's fixed root and non-root runs of jobs/bfq-groups.fio, run now"
-             + (f" {rounds} times, medians" if rounds > 1 else ""))
-    except (FioError, OSError) as e:
-        return None, f"the emulator's run failed: {e}"
+def reference_experiments() -> list:
+    """The experiments with a kernel reference (a `reference(args, progress)`
+    in harness/experiments/<name>.py, returning an ExperimentResult)."""
+    from harness import reproduce
+    return [n for n in reproduce.available()
+            if hasattr(reproduce.load_experiment(n), "reference")]
 
 
 def cmd_reference(args) -> int:
     import time
-    from harness import reference
+    from harness import reproduce
+    from harness.kernel_fixtures import ReferenceUnavailable
     if not _need_fio("reference"):
         return 1
     t0 = time.monotonic()
     progress = (lambda text: print(text, file=sys.stderr)) if not args.quiet else None
     try:
-        if args.what == "bio-size":
-            mems = ("malloc",) if args.no_hugepages else ("malloc", "mmaphuge")
-            ref = reference.bio_size_reference(mems=mems, keep_dir=args.keep, progress=progress)
-            sizes, where = _emulator_sizes(args.emulator)
-            tables = reference.format_bio_size(ref, sizes, f"emulator ({where})" if where else "")
-            metrics = ref.metrics("kernel.")
-        elif args.what == "bfq":
-            ref = reference.bfq_reference(runtime_s=args.runtime, delay_scale=args.delay_scale,
-                                          rounds=args.rounds, warmup=not args.no_warmup,
-                                          keep_dir=args.keep, progress=progress)
-            emu, where = _emulator_bfq(args.emulator, args.db, progress, args.rounds)
-            tables = reference.format_bfq(ref, emu, where)
-            metrics = ref.metrics("kernel.")
-        else:
-            sweep = reference.buffered_sweep(args.depths, args.runtime or 3, args.size,
-                                             target=args.target, keep_dir=args.keep,
-                                             progress=progress)
-            emu, where = _emulator_buffered(args.emulator)
-            tables = reference.format_buffered(sweep, emu)
-            tables.append(f"emulator columns (forced-ra, the variant merged upstream, and "
-                          f"pre-c8d317aa with rasync off as 'io-wq': every read punted): {where}. "
-                          "'emulator' = the virtual-clock sweep with this machine's measured "
-                          "step costs; 'real-clock' = the engine in fio on this machine.")
-            metrics = {f"kernel.qd{d}_iops": v for d, v in sweep.iops.items()}
-            metrics.update({f"kernel_iowq.qd{d}_iops": v for d, v in sweep.iops_iowq.items()})
-    except reference.ReferenceUnavailable as e:
+        result = reproduce.load_experiment(args.what).reference(args, progress)
+    except ReferenceUnavailable as e:
         print(f"reference {args.what}: skipped: {e}")
         return 0
-    for t in tables:
+    for t in result.tables:
         print(t)
         print()
     if not args.no_history:
         from harness.history import History, HistoryError
         try:
             with History(args.db) as h:
-                run_id = h.record(f"kernel-{args.what}", metrics, source="kernel",
+                run_id = h.record(result.name, result.metrics, source="kernel",
                                   duration_s=time.monotonic() - t0)
-            print(f"recorded as run {run_id} (experiment kernel-{args.what}, source kernel)",
+            print(f"recorded as run {run_id} (experiment {result.name}, source kernel)",
                   file=sys.stderr)
         except (HistoryError, OSError, ValueError) as e:
             print(f"reference: history database: {e}", file=sys.stderr)
@@ -406,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     kp = sub.add_parser("reference", help="kernel reference runs with fio's own engines "
                                           "(root, loop device, tracefs; bfq: cgroups)")
-    kp.add_argument("what", choices=["bio-size", "buffered", "bfq"])
+    kp.add_argument("what", choices=reference_experiments())
     kp.add_argument("--keep", metavar="DIR", help="keep job files, fio JSON and traces in DIR")
     kp.add_argument("--no-hugepages", action="store_true", help="bio-size: skip the mem=mmaphuge rows")
     kp.add_argument("--emulator", metavar="REPORT",

@@ -29,18 +29,45 @@ class ExperimentResult:
     raw: dict = field(default_factory=dict)
     # The experiment's own verdicts on expectations: [(description, passed: bool, detail)]
     checks: list = field(default_factory=list)
+    # The virtual-clock run the checked figures come from: its seed and the
+    # engine's version (recorded in the history row).
+    seed: int | None = None
+    engine_version: str | None = None
+
+    def from_simulation(self, fio) -> None:
+        """Takes the seed and engine version of a `harness simulate` run."""
+        self.seed = fio.fio.get("seed")
+        self.engine_version = fio.fio.get("mdsplit-version")
 
 
-def simulate_copy(jobs_dir: Path, job: str, out_dir: Path):
+def simulate_copy(jobs_dir: Path, job: str, out_dir: Path, sections=None):
     """The job file on the virtual clock (`harness simulate`), run from a
     copy of jobs_dir's job and stack files under out_dir/virtual-jobs, so
     that its sidecars and member files never mix with the real-clock run's.
-    Returns a FioResult like run_fio's. Deterministic: the figures an
-    experiment checks against a thread come from here."""
+    Returns a FioResult like run_fio's; sections as fio's --section.
+    Deterministic: the figures an experiment checks against a thread come
+    from here."""
     from harness.fio_runner import run_simulated
     copy = out_dir / "virtual-jobs"
     copy.mkdir(parents=True, exist_ok=True)
     for p in Path(jobs_dir).iterdir():
         if p.is_file() and p.suffix in (".fio", ".toml"):
             shutil.copy(p, copy / p.name)
-    return run_simulated(copy / job)
+    return run_simulated(copy / job, sections=sections)
+
+
+def find_report(spec, experiment):
+    """An experiment's result.json in a report: spec is a report directory,
+    the experiment's directory in one, or the file itself (default
+    reports/latest/<experiment>). Returns (where it was looked for, the file
+    or None, its parsed JSON or None when the file is not JSON)."""
+    import json
+    from harness import paths
+    p = Path(spec) if spec else paths.ROOT / "reports" / "latest" / experiment
+    for f in (p, p / "result.json", p / experiment / "result.json"):
+        if f.is_file():
+            try:
+                return p, f, json.loads(f.read_text())
+            except ValueError:
+                return p, f, None
+    return p, None, None

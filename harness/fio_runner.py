@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sidecar import Sidecar, load_sidecar
+from harness.sidecar import load_sidecar
 
 
 class FioError(RuntimeError):
@@ -76,12 +76,17 @@ def fio_environment() -> dict:
 
 
 def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
-            fio="fio", hosts=None) -> FioResult:
-    """Runs `fio [args] job_file` in the job file's directory (job files use
-    relative paths) and returns fio's JSON plus every sidecar it wrote.
-    With hosts, runs through fio's client/server mode (--client=HOST each)."""
+            fio="fio", hosts=None, prefix=(), sidecars=True) -> FioResult:
+    """The one place the harness starts fio (`run`, `run --hosts`,
+    `reference`, the experiments): `[prefix] fio --output-format=json [args]
+    job_file` in the job file's directory (job files use relative paths),
+    fio's JSON plus every sidecar it wrote (sidecars=False: none looked for,
+    for fio's own engines). prefix: a command that execs fio (e.g. the
+    kernel reference's cgroup wrapper). With hosts, fio's client/server mode
+    (--client=HOST each, harness/hosts.py builds the per-host job copies).
+    A failed fio (check) or a timeout raises FioError with fio's first
+    error line."""
     if hosts:
-        # Client/server mode: one job copy per host (harness/hosts.py).
         from harness.hosts import run_hosts
         return run_hosts(job_file, hosts, args=args, cwd=cwd, timeout=timeout, fio=fio,
                          check=check)
@@ -89,20 +94,31 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
     cwd = Path(cwd) if cwd else job_file.parent
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
         out_path = Path(out.name)
-    cmd = [fio, "--output-format=json", f"--output={out_path}", *args, str(job_file)]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env=fio_environment())
+    cmd = [*prefix, fio, "--output-format=json", f"--output={out_path}", *args, str(job_file)]
+    try:
+        proc = launch_fio(cmd, cwd, timeout)
+    except subprocess.TimeoutExpired:
+        out_path.unlink(missing_ok=True)
+        raise FioError(f"fio {job_file.name}: no result after {timeout:g} s", -1, "") from None
     text = out_path.read_text() if out_path.exists() else ""
     out_path.unlink(missing_ok=True)
-    fio_json = parse_fio_json(text)
     stderr = proc.stderr
     if check and proc.returncode != 0:
-        lines = [l for l in stderr.splitlines() if l.strip()]
+        lines = [l for l in (stderr + proc.stdout).splitlines() if l.strip()]
         raise FioError(f"fio {job_file.name} exited {proc.returncode}: "
                        + (lines[0] if lines else "(no message)"), proc.returncode, stderr)
-    result = FioResult(str(job_file), proc.returncode, fio_json, stderr)
-    _gather_sidecars(result, job_file, args, cwd)
+    result = FioResult(str(job_file), proc.returncode, parse_fio_json(text), stderr)
+    if sidecars:
+        _gather_sidecars(result, job_file, args, cwd)
     return result
+
+
+def launch_fio(cmd, cwd=None, timeout=None) -> subprocess.CompletedProcess:
+    """The fio process itself, for every caller (run_fio above, the
+    client/server mode of harness/hosts.py, one-off probes): captured
+    output, fio_environment()."""
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=fio_environment())
 
 
 def _gather_sidecars(result, job_file, args, cwd):

@@ -45,7 +45,9 @@ CREATE TABLE IF NOT EXISTS runs (
     duration_s  REAL,
     steps       INTEGER,
     report_dir  TEXT,
-    baseline    INTEGER NOT NULL DEFAULT 0
+    baseline    INTEGER NOT NULL DEFAULT 0,
+    seed        INTEGER,
+    engine_version TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs (experiment, run_id);
 CREATE INDEX IF NOT EXISTS runs_by_batch ON runs (batch);
@@ -143,6 +145,10 @@ class Run:
     report_dir: str | None
     baseline: bool
     metrics: dict = field(default_factory=dict)
+    # The virtual-clock run's seed and the engine's version (`harness
+    # simulate`), for runs whose checked figures come from it.
+    seed: int | None = None
+    engine_version: str | None = None
 
     @property
     def machine(self) -> tuple:
@@ -150,7 +156,7 @@ class Run:
 
 
 _RUN_COLUMNS = ("run_id, batch, time, git_commit, hostname, cpu_model, kernel, cpus, "
-                "experiment, source, duration_s, steps, report_dir, baseline")
+                "experiment, source, duration_s, steps, report_dir, baseline, seed, engine_version")
 
 
 class HistoryError(RuntimeError):
@@ -170,6 +176,10 @@ class History:
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
                         self.conn.execute(stmt)
+                have = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
+                for col, kind in (("seed", "INTEGER"), ("engine_version", "TEXT")):
+                    if col not in have:          # a database made before these columns
+                        self.conn.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
                 self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                                   (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as e:
@@ -188,9 +198,10 @@ class History:
 
     def record(self, experiment: str, metrics: dict, *, batch=None, duration_s=None,
                steps=None, report_dir=None, source="mdsplit", time=None, commit=None,
-               machine=None) -> int:
+               machine=None, seed=None, engine_version=None) -> int:
         """Records one run with all its metrics in one transaction and
-        returns its run id. Non-numeric values raise ValueError before
+        returns its run id (seed, engine_version: of the virtual-clock run
+        the checked figures come from). Non-numeric values raise ValueError before
         anything is written; NaN and infinities are left out."""
         clean = {}
         for k, v in metrics.items():
@@ -204,11 +215,12 @@ class History:
             with self.conn:
                 cur = self.conn.execute(
                     "INSERT INTO runs (batch, time, git_commit, hostname, cpu_model, kernel, "
-                    "cpus, experiment, source, duration_s, steps, report_dir) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "cpus, experiment, source, duration_s, steps, report_dir, seed, "
+                    "engine_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (batch, when, commit or git_commit(), machine["hostname"],
                      machine["cpu_model"], machine["kernel"], machine.get("cpus"), experiment,
-                     source, duration_s, steps, str(report_dir) if report_dir else None))
+                     source, duration_s, steps, str(report_dir) if report_dir else None,
+                     seed, engine_version))
                 run_id = cur.lastrowid
                 self.conn.executemany("INSERT INTO metrics (run_id, metric, value) VALUES (?, ?, ?)",
                                       [(run_id, k, v) for k, v in clean.items()])
@@ -246,7 +258,8 @@ class History:
         sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY run_id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
-        runs = [Run(*row[:13], baseline=bool(row[13])) for row in self.conn.execute(sql, params)]
+        runs = [Run(*row[:13], baseline=bool(row[13]), seed=row[14], engine_version=row[15])
+                for row in self.conn.execute(sql, params)]
         if with_metrics and runs:
             by_id = {r.run_id: r for r in runs}
             ids = list(by_id)

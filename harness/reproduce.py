@@ -248,12 +248,14 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
     seen = {c[0] for c in checks}
     o.checks = checks + [tuple(c) for c in r.checks if c[0] not in seen]
     doc = {"name": name, "title": o.title, "seeds": o.seeds, "duration_s": round(o.duration, 3),
+           "seed": r.seed, "engine_version": r.engine_version,
            "metrics": r.metrics, "checks": [list(c) for c in o.checks], "tables": r.tables,
            "figures": r.figures, "raw": r.raw}
     (out_dir / "result.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
     if history is not None:
         o.run_id = history.record(name, r.metrics, batch=batch, duration_s=o.duration,
-                                  steps=steps or None, report_dir=out_dir)
+                                  steps=steps or None, report_dir=out_dir,
+                                  seed=r.seed, engine_version=r.engine_version)
     return o
 
 

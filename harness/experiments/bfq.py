@@ -2,13 +2,27 @@
 writers on an NVMe drive, root vs non-root group, legacy vs fixed counting;
 and the thread's null_blk service-guarantee check.
 
-The checked figures come from the virtual clock (simulate(): the mdsplit
-module, the thread's job as the thread ran it, the `thread-nvme` model of
-jobs/models.toml); the real-clock fio run of jobs/bfq-groups.fio (slow
-motion, shortened schedule) is printed beside them as "this machine"."""
+The checked figures come from the virtual clock: `harness simulate` of the
+shipped jobs/bfq-groups.fio (each of its four runs, the `thread-nvme` model
+of jobs/models.toml), the same on every machine; the real-clock fio run of
+the same job file (slow motion) is printed beside them as "this machine"
+(machine.* metrics, not checked). The null_blk guarantee test runs on the
+bindings (simulate() below)."""
+import json
+import re
+import shutil
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.experiment import ExperimentResult
+from harness.device_time import DeviceTime
+from harness.experiment import ExperimentResult, find_report, simulate_copy
+from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
+                                     cgroup_written_bytes, child_cgroup, cleanup_stale,
+                                     in_cgroup, io_cgroups, kernel_release, loop_device,
+                                     require_bfq, require_fio, require_losetup,
+                                     sigterm_as_interrupt, workdir, wrap)
+from harness.paths import ROOT
 from harness.fio_runner import run_fio
 
 NAME = "bfq"
@@ -20,19 +34,12 @@ VARIANTS = [("legacy", "before", "v5.18-rc1"), ("fixed", "after", "v5.18-rc1-pat
 THREAD = {("root", "legacy"): 550, ("root", "fixed"): 550,
           ("nonroot", "legacy"): 349, ("nonroot", "fixed"): 550}
 
-# --- the virtual-clock run: the thread's job as the thread ran it -----------
-# [global] rw=randwrite bs=4k ioengine=psync direct=1 offset_increment=10g,
-# eight jobs test1..test8 with startdelay=0..7 (s), no runtime: the thread's
-# jobs ran until each had written its size (hours at ~70 MiB/s each), so its
-# figure is the rate with all eight running. Ours: the eight start 1 s apart,
-# all run until END_S, and the figure is the bytes completed in WINDOW_S
-# (all eight running, from 0.5 s after the last start) over its length.
+# --- the virtual-clock run: `harness simulate` of jobs/bfq-groups.fio -------
 THREAD_MODEL = "thread-nvme"            # jobs/models.toml
-STEP_S = 1.0                            # the seed's startdelay steps
-WINDOW_S = (7.5, 9.0)
 # The writers' think time: from a completion to the same writer's next
 # request reaching bfq (return from pwrite, fio's loop, the next pwrite down
-# to bfq_insert_request), on the thread's host. A host figure, not the
+# to bfq_insert_request), on the thread's host; bfq-groups.fio's thinktime
+# is this x its time_scale (a test keeps the two equal). A host figure, not the
 # drive's, and not given by the thread: 2 us is a bare-metal psync cycle. It
 # decides how much bfq injects under the legacy counting (see README "BFQ"):
 # the non-root "before" figure is a prediction given this value.
@@ -70,40 +77,14 @@ queue_depth = {queue_depth}
 
 def simulate(stack: str, tasks: list):
     """Runs closed-loop tasks on a stack on the virtual clock: (one result
-    dict per task, the member's "bfq" statistics). The one place the
-    virtual run happens (to be replaced by `harness simulate JOB.fio`)."""
+    dict per task, the member's "bfq" statistics). For the null_blk
+    guarantee test, which has no job file of the thread's and no thread
+    figure (only "guarantees preserved")."""
     from harness.paths import import_mdsplit
     sim = import_mdsplit().Simulation(stack)
     results = sim.run_workloads(tasks)
     (member,) = [d for d in sim.stats()["devices"] if d["role"] == "member"]
     return results, member.get("bfq", {})
-
-
-def thread_job_tasks(place: str, end_s: float, think_ns: int = THINK_NS) -> list:
-    """The seed's eight writers, in the root group or all in one group."""
-    tasks = []
-    for i in range(8):
-        start = int(i * STEP_S * 1e9)
-        t = {"name": f"test{i + 1}", "rw": "randwrite", "bs": 4096, "iodepth": 1,
-             "start_ns": start, "runtime_ns": int(end_s * 1e9) - start,
-             "offset": i * (10 << 30), "size": 10 << 30, "think_ns": think_ns}
-        if place == "nonroot":
-            t["group"] = "fio"
-        tasks.append(t)
-    return tasks
-
-
-def virtual_place(place: str, variant: str, think_ns: int = THINK_NS) -> dict:
-    """The thread's job on the virtual clock: MiB/s over WINDOW_S (the
-    bytes of a run to its end minus those of a run to its start: the two
-    runs are identical up to the start), and the bfq statistics."""
-    stack = stack_text(variant, THREAD_MODEL)
-    t0, t1 = WINDOW_S
-    early, _ = simulate(stack, thread_job_tasks(place, t0, think_ns))
-    late, bfq = simulate(stack, thread_job_tasks(place, t1, think_ns))
-    window = sum(r["bytes"] for r in late) - sum(r["bytes"] for r in early)
-    return {"MiBps": window / (t1 - t0) / 2**20, "idle_periods": bfq.get("idle_periods", 0),
-            "injected": bfq.get("injected", 0)}
 
 
 def guarantee_test(variant: str) -> dict:
@@ -127,28 +108,36 @@ def guarantee_test(variant: str) -> dict:
     return {g: (service.get(g, 0) / total_s, w / total_w) for g, w in weights.items()}
 
 
-def run_virtual(result: ExperimentResult, progress) -> None:
-    """The checked figures: the thread's table and the guarantee test on
-    the virtual clock."""
+def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progress) -> None:
+    """The checked figures: `harness simulate` of the shipped
+    bfq-groups.fio, each of its four runs on its own (as run_place runs
+    them in fio), and the guarantee test, on the virtual clock."""
     m = result.metrics
-    lines = [f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
+    lines = ["simulate bfq-groups.fio (virtual clock, checked), beside the thread:",
+             f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
+    result.raw["simulate"] = {}
     for place, label in PLACES:
         lines.append(f"running fio on {label}")
         for variant, when, kernel in VARIANTS:
-            progress(f"virtual clock: the thread's job, {place}-{variant}")
-            v = virtual_place(place, variant)
-            m[f"{place}.{when}_MiBps"] = v["MiBps"]
-            m[f"{place}.{when}_idle_periods"] = v["idle_periods"]
-            lines.append(f"  {kernel + ':':<24}{v['MiBps']:>12.0f}{THREAD[(place, variant)]:>14}"
-                         f"{v['idle_periods']:>14}{v['injected']:>12}")
+            progress(f"simulate bfq-groups.fio, the {place}-{variant} run (8 jobs)")
+            fio = simulate_copy(jobs_dir, "bfq-groups.fio", out_dir,
+                                sections=place_sections(jobs_dir, place, variant)[0])
+            result.raw["simulate"][f"{place}-{variant}"] = fio.fio
+            result.from_simulation(fio)
+            bfq = fio.sidecars[f"stats/bfq-{place}-{variant}.json"].members[0].get("bfq", {})
+            mibps = place_MiBps(fio, place, variant)
+            m[f"{place}.{when}_MiBps"] = mibps
+            m[f"{place}.{when}_idle_periods"] = bfq.get("idle_periods", 0)
+            lines.append(f"  {kernel + ':':<24}{mibps:>12.0f}{THREAD[(place, variant)]:>14}"
+                         f"{bfq.get('idle_periods', 0):>14}{bfq.get('injected', 0):>12}")
     lines.append(
         f"non-root after/before: {m['nonroot.after_MiBps'] / m['nonroot.before_MiBps']:.2f} "
         f"(thread 550/349 = 1.58); root before/after: "
         f"{m['root.before_MiBps'] / m['root.after_MiBps']:.2f} (thread 1.00)")
     lines.append(f"Virtual clock, model {THREAD_MODEL} (jobs/models.toml, fitted on the root "
-                 f"columns), think time {THINK_NS / 1000:g} us; startdelay steps of "
-                 f"{STEP_S:g} s as in the seed, MiB/s over {WINDOW_S[0]:g}..{WINDOW_S[1]:g} s "
-                 "(all eight writers running).")
+                 "columns); the job file's think time (thinktime=64 at time_scale 32: "
+                 f"{THINK_NS / 1000:g} us of device time), its startdelay steps, MiB/s with all "
+                 "eight writers running (each writer's ramp_time ends 2 s after the start).")
     result.tables.append("\n".join(lines))
     lines = [f"null_blk 100 ms, QD1 ({GUARANTEE_MODEL}): share of service vs share of weight, "
              f"{GUARANTEE_S:g} s",
@@ -169,9 +158,8 @@ def run_virtual(result: ExperimentResult, progress) -> None:
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
-    run_virtual(result, progress)
-    lines = ["This machine (real clock, fio bfq-groups.fio, slow motion, startdelay steps "
-             "of 250 ms, 8 s runs):",
+    run_virtual(result, jobs_dir, out_dir, progress)
+    lines = ["This machine (real clock, fio bfq-groups.fio, slow motion, the same job file):",
              f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
     series = {}
     result.raw["fio"] = {}
@@ -191,7 +179,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
             result.metrics[f"machine.{place}.{when}_MiBps"] = mibps
             result.metrics[f"machine.{place}.{when}_idle_periods"] = idles
             # The run's bandwidth logs, before the next run's fio rewrites them.
-            series[f"{place} {when}"] = _bandwidth_over_time(jobs_dir, delays, sidecar.time_scale)
+            series[f"{place} {when}"] = _bandwidth_over_time(jobs_dir, delays, DeviceTime.of(sidecar))
     result.tables.append("\n".join(lines))
     m = {k[len("machine."):]: v for k, v in result.metrics.items() if k.startswith("machine.")}
     result.tables.append(
@@ -222,22 +210,28 @@ def run_place(jobs_dir: Path, place: str, variant: str):
     sections) as a fio of its own: fio counts startdelay from its own start,
     so every run is staggered as the first one of a whole-file run is.
     Returns (fio result, each job's startdelay in seconds)."""
-    from harness.reference import fio_duration_ms, read_fio_job
-    job = jobs_dir / "bfq-groups.fio"
+    names, delays = place_sections(jobs_dir, place, variant)
+    return run_fio(jobs_dir / "bfq-groups.fio", args=[f"--section={n}" for n in names]), delays
+
+
+def place_sections(jobs_dir: Path, place: str, variant: str) -> tuple:
+    """The job names of one of bfq-groups.fio's four runs and each one's
+    startdelay in seconds."""
+    job = Path(jobs_dir) / "bfq-groups.fio"
     sections = [(n, dict(o)) for n, o in read_fio_job(job.read_text())
                 if n.startswith(f"{place}-{variant}-")]
     if not sections:
         raise ValueError(f"{job}: no [{place}-{variant}-*] jobs")
-    delays = [fio_duration_ms(o.get("startdelay") or "0") / 1000 for _, o in sections]
-    return run_fio(job, args=[f"--section={n}" for n, _ in sections]), delays
+    return ([n for n, _ in sections],
+            [fio_duration_ms(o.get("startdelay") or "0") / 1000 for _, o in sections])
 
 
 def place_MiBps(fio, place: str, variant: str) -> float:
     """The total MiB/s of one run's 8 writers in device time (fio's figure
     x the stack's time_scale)."""
     jobs = [j for j in fio.jobs if j["jobname"].startswith(f"{place}-{variant}-")]
-    scale = fio.sidecars[f"stats/bfq-{place}-{variant}.json"].time_scale
-    return sum(j["write"]["bw_bytes"] for j in jobs) / 2**20 * scale
+    dt = DeviceTime.of(fio.sidecars[f"stats/bfq-{place}-{variant}.json"])
+    return dt.rate(sum(j["write"]["bw_bytes"] for j in jobs)) / 2**20
 
 
 def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
@@ -272,11 +266,11 @@ def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
     return out
 
 
-def _bandwidth_over_time(jobs_dir: Path, delays_s: list, scale: float,
+def _bandwidth_over_time(jobs_dir: Path, delays_s: list, dt: DeviceTime,
                          interval_s: float = 0.25) -> list:
     """Sum of one run's bandwidth logs (write_bw_log=logs/bfq gives
-    logs/bfq_bw.<job number>.log, log_avg_msec=250), in device time: t /
-    scale, MiB/s x scale. A job's log times count from its own start, so each
+    logs/bfq_bw.<job number>.log, log_avg_msec=250), in device time
+    (harness/device_time.py). A job's log times count from its own start, so each
     is shifted by the job's startdelay and binned by the log interval."""
     from harness import plots
     total = {}
@@ -286,4 +280,386 @@ def _bandwidth_over_time(jobs_dir: Path, delays_s: list, scale: float,
             for t, v in plots.bw_log_series(log, ddir=1):
                 key = round((t + delay) / interval_s)
                 total[key] = total.get(key, 0.0) + v
-    return [(k * interval_s / scale, v * scale) for k, v in sorted(total.items())]
+    return [(dt.duration(k * interval_s), dt.rate(v)) for k, v in sorted(total.items())]
+
+
+# --- kernel reference (`python3 -m harness reference bfq`) ----------------------
+
+BFQ_JOB = ROOT / "jobs" / "bfq-groups.fio"
+# Options of the emulator's job file that do not carry over to fio's psync
+# engine on a loop device (the engine, its device and its sidecars, the logs).
+_EMULATOR_ONLY = ("ioengine", "filename", "write_bw_log", "write_lat_log", "write_iops_log",
+                  "log_avg_msec")
+
+
+def read_fio_job(text: str) -> list:
+    """A fio job file as [(section, [(key, value or None)])], in file order
+    (comments dropped, bare options such as `stonewall` with value None)."""
+    sections, cur = [], None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            cur = (line[1:-1].strip(), [])
+            sections.append(cur)
+            continue
+        if cur is None:
+            raise ValueError(f"option outside a section: {line!r}")
+        key, eq, value = line.partition("=")
+        cur[1].append((key.strip(), value.strip() if eq else None))
+    return sections
+
+
+def write_fio_job(sections, header: str = "") -> str:
+    lines = [f"; {h}" for h in header.splitlines()] if header else []
+    for name, opts in sections:
+        lines.append(f"[{name}]")
+        lines += [k if v is None else f"{k}={v}" for k, v in opts]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def fio_duration_ms(text: str) -> float:
+    """fio's time values: a number with us, ms, s, m (default seconds)."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*(us|usec|ms|msec|s|sec|m|min)?\s*", text.lower())
+    if not m:
+        raise ValueError(f"bad fio time {text!r}")
+    unit = {"us": 1e-3, "usec": 1e-3, "ms": 1, "msec": 1, "s": 1000, "sec": 1000,
+            "m": 60000, "min": 60000}[m.group(2) or "s"]
+    return float(m.group(1)) * unit
+
+
+def _size_bytes(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", text.lower())
+    if not m:
+        raise ValueError(f"bad fio size {text!r}")
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+
+
+@dataclass
+class BfqKernelJob:
+    text: str                 # the job file for fio's psync engine
+    jobs: int                 # writers
+    span: int                 # bytes the writers cover (offset_increment x jobs)
+    runtime_s: float
+    delays_ms: list           # startdelay of each writer
+    tunables: dict            # bfq iosched tunables from the emulator's TOML
+
+
+def _fio_duration(ms: float) -> str:
+    """A duration as fio parses it: fio takes a number with a fraction as
+    seconds whatever its suffix ("62.5ms" is 62.5 s, "62ms" 62 ms), so a
+    fractional millisecond count is written in whole microseconds."""
+    if ms == int(ms):
+        return f"{int(ms)}ms" if ms % 1000 else f"{int(ms) // 1000}"
+    return f"{round(ms * 1000)}us"
+
+
+def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
+                   runtime_s: float = None, delay_scale: float = 1.0) -> BfqKernelJob:
+    """The kernel's job, generated from the emulator's bfq-groups.fio: its
+    [global] and the 8 writers of the root/<variant> run, with fio's psync
+    engine on `device` instead of the emulator (mdsplit_* options, the
+    engine's filename and the bandwidth logs dropped). runtime_s replaces
+    the runtime; delay_scale multiplies each startdelay (for short runs).
+    The bfq tunables (slice_idle, low_latency) come from the TOML the
+    writers' mdsplit_config names."""
+    sections = read_fio_job(Path(src).read_text())
+    glob = next((o for n, o in sections if n == "global"), [])
+    writers = [(n, o) for n, o in sections if n.startswith(f"root-{variant}-")]
+    if not writers:
+        raise ValueError(f"{src}: no [root-{variant}-*] jobs")
+    configs = {v for _, o in writers for k, v in o if k == "mdsplit_config"}
+    g = [(k, v) for k, v in glob if k not in _EMULATOR_ONLY and not k.startswith("mdsplit_")]
+    opts = dict(g)
+    if runtime_s is not None:
+        g = [(k, v) for k, v in g if k != "runtime"] + [("runtime", _fio_duration(runtime_s * 1000))]
+    runtime = fio_duration_ms(dict(g).get("runtime", "0")) / 1000
+    g = [("ioengine", "psync"), ("filename", device)] + g
+    jobs, delays = [], []
+    for i, (name, o) in enumerate(writers):
+        keep = []
+        for k, v in o:
+            if k.startswith("mdsplit_") or k in _EMULATOR_ONLY:
+                continue
+            if k == "startdelay":
+                ms = fio_duration_ms(v) * delay_scale
+                delays.append(ms)
+                v = _fio_duration(ms)
+            keep.append((k, v))
+        if not any(k == "startdelay" for k, _ in o):
+            delays.append(0.0)
+        jobs.append((name.split("-")[-1] if name.count("-") >= 2 else name, keep))
+    inc = _size_bytes(opts.get("offset_increment", "0"))
+    size = _size_bytes(opts.get("size", "0"))
+    span = inc * (len(jobs) - 1) + max(size, inc)
+    tunables = {}
+    for c in sorted(configs):
+        cfg = Path(src).parent / c
+        try:
+            import tomllib
+            bfq = tomllib.loads(cfg.read_text()).get("bfq", {})
+        except (ImportError, OSError, ValueError):
+            continue
+        if "slice_idle" in bfq:
+            tunables["slice_idle"] = int(round(fio_duration_ms(str(bfq["slice_idle"]))))
+        if "low_latency" in bfq:
+            tunables["low_latency"] = int(bool(bfq["low_latency"]))
+    header = (f"kernel reference for seed 004, generated from {Path(src).name} "
+              f"([global] and [root-{variant}-*]):\nfio's psync engine on {device} under "
+              f"the kernel's bfq; run once in the root cgroup and once in a child cgroup")
+    return BfqKernelJob(write_fio_job([("global", g)] + jobs, header), len(jobs), span,
+                        runtime, delays, tunables)
+
+
+# --- the run ----------------------------------------------------------------------
+
+@dataclass
+class BfqPlace:
+    place: str                # root | nonroot
+    cgroup: str               # the cgroup fio ran in
+    MiBps: list = field(default_factory=list)       # per round: sum of the writers' MiB/s
+    per_job: list = field(default_factory=list)     # per round: [MiB/s of each writer]
+    written: list = field(default_factory=list)     # per round: bytes fio wrote
+    charged: list = field(default_factory=list)     # per round: bytes the cgroup was charged
+
+    @property
+    def median(self) -> float:
+        v = sorted(self.MiBps)
+        if not v:
+            return 0.0
+        n = len(v)
+        return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+@dataclass
+class BfqReference:
+    kernel: str
+    device: str
+    cgroups: str
+    scheduler: str
+    job: BfqKernelJob
+    root: BfqPlace
+    nonroot: BfqPlace
+    weight: str = ""
+    settings: dict = field(default_factory=dict)     # queue / iosched attributes set
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        """non-root / root MiB/s (medians over the rounds)."""
+        return self.nonroot.median / self.root.median if self.root.median else float("nan")
+
+    def metrics(self, prefix: str = "kernel.") -> dict:
+        return {f"{prefix}root_MiBps": self.root.median,
+                f"{prefix}nonroot_MiBps": self.nonroot.median,
+                f"{prefix}nonroot_over_root": self.ratio}
+
+    def as_dict(self) -> dict:
+        return {"kernel": self.kernel, "device": self.device, "cgroups": self.cgroups,
+                "scheduler": self.scheduler, "weight": self.weight, "settings": self.settings,
+                "ratio": self.ratio, "job": self.job.text, "note": self.note,
+                **{p.place: {"cgroup": p.cgroup, "MiBps": p.MiBps, "per_job": p.per_job,
+                             "written": p.written, "charged": p.charged}
+                   for p in (self.root, self.nonroot)}}
+
+
+def bfq_reference(*, src: Path = BFQ_JOB, variant: str = "fixed", runtime_s: float = None,
+                  delay_scale: float = 1.0, rounds: int = 1, warmup: bool = True,
+                  rotational: int = 0,
+                  fio: str = "fio", keep_dir: Path = None, timeout: float = None,
+                  progress=None) -> BfqReference:
+    """Seed 004 on this kernel: jobs/bfq-groups.fio's 8 writers with fio's
+    psync engine on a loop device (direct-io, sparse backing file) under
+    bfq (the TOML's slice_idle and low_latency, rotational 0 like the
+    thread's NVMe drive), with fio in the root cgroup, then in a child
+    cgroup; `rounds` alternations (root first, then non-root first, ...),
+    medians reported. fio writes the same random offsets each run
+    (randrepeat); with `warmup`, an unmeasured run first allocates the
+    sparse file's blocks, so that the first measured run does not pay for
+    the allocation alone. Raises ReferenceUnavailable where the machine
+    cannot."""
+    require_fio(fio)
+    require_losetup()
+    cg = io_cgroups()
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1: {rounds}")
+    cleanup_stale()
+    with ExitStack() as stack:
+        stack.enter_context(sigterm_as_interrupt())
+        wd = stack.enter_context(workdir())
+        probe = bfq_kernel_job("/dev/null", src, variant=variant, runtime_s=runtime_s,
+                               delay_scale=delay_scale)
+        dev = stack.enter_context(loop_device(wd / "bfq.img", probe.span))
+        sched = require_bfq(dev)
+        job = bfq_kernel_job(dev.path, src, variant=variant, runtime_s=runtime_s,
+                             delay_scale=delay_scale)
+        settings = {}
+        for attr, value in [("rotational", rotational)] + \
+                [(f"iosched/{k}", v) for k, v in job.tunables.items()]:
+            if value is None:
+                continue
+            try:
+                dev.set_queue(attr, value)
+                settings[attr] = dev.queue(attr)
+            except OSError as e:
+                settings[attr] = f"not set ({e.strerror})"
+        path = wd / "bfq-kernel.fio"
+        path.write_text(job.text)
+        child = stack.enter_context(child_cgroup(cg))
+        weight = ""
+        try:
+            weight = " ".join(_read(child / cg.weight_file).split())
+        except OSError:
+            pass
+        places = {"root": BfqPlace("root", f"{cg.root} (root)"),
+                  "nonroot": BfqPlace("nonroot", str(child))}
+        where = {"root": cg.root, "nonroot": child}
+        limit = timeout or (job.runtime_s + max(job.delays_ms or [0]) / 1000 + 60)
+        if warmup:
+            if progress:
+                progress(f"kernel reference: warm-up run (allocates the blocks of {dev.path}'s "
+                         f"sparse file that the writers touch), not measured")
+            try:
+                run_fio(path, fio=fio, timeout=limit, prefix=in_cgroup(cg.root / "cgroup.procs"), sidecars=False)
+            except RuntimeError as e:
+                raise ReferenceUnavailable(f"fio (warm-up): {e}")
+        for rnd in range(rounds):
+            for place in ("root", "nonroot") if rnd % 2 == 0 else ("nonroot", "root"):
+                p = places[place]
+                if progress:
+                    progress(f"kernel reference: {job.jobs} psync 4k randwrite jobs on {dev.path} "
+                             f"(bfq), fio in the {'root' if place == 'root' else 'child'} cgroup"
+                             + (f", round {rnd + 1}/{rounds}" if rounds > 1 else ""))
+                before = cgroup_written_bytes(cg, where[place], dev)
+                try:
+                    data = run_fio(path, fio=fio, timeout=limit, sidecars=False,
+                                   prefix=in_cgroup(where[place] / "cgroup.procs")).fio
+                except RuntimeError as e:
+                    raise ReferenceUnavailable(f"fio in the {place} cgroup: {e}")
+                after = cgroup_written_bytes(cg, where[place], dev)
+                jobs = data.get("jobs", [])
+                per = [j["write"]["bw_bytes"] / MiB for j in jobs]
+                p.per_job.append(per)
+                p.MiBps.append(sum(per))
+                p.written.append(sum(j["write"]["io_bytes"] for j in jobs))
+                p.charged.append(after - before if before >= 0 and after >= 0 else -1)
+                if keep_dir is not None:
+                    keep = Path(keep_dir)
+                    keep.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(path, keep / path.name)
+                    (keep / f"bfq-{place}-{rnd + 1}.json").write_text(json.dumps(data, indent=1))
+        ref = BfqReference(kernel_release(), dev.path, cg.label, sched, job,
+                           places["root"], places["nonroot"], weight, settings)
+        delays = ", ".join(f"{d:g}" for d in job.delays_ms)
+        ref.note = (f"Kernel reference: fio's psync engine on Linux {ref.kernel}, {dev.path} "
+                    f"(loop, direct-io={'on' if dev.direct_io else 'OFF'}, sparse backing file "
+                    f"of {job.span >> 20} MiB) with bfq; "
+                    + ", ".join(f"{k} {v}" for k, v in settings.items())
+                    + f". {job.jobs} writers, startdelay {delays} ms, {job.runtime_s:g} s each "
+                    f"(from {Path(src).name}); fio in the root cgroup, then in the child cgroup "
+                    f"{child.name} of {cg.label}"
+                    + (f" (bfq weight {weight})" if weight else "")
+                    + (", after an unmeasured warm-up run" if warmup else "")
+                    + (f", {rounds} alternations, medians" if rounds > 1 else "")
+                    + ". MiB/s = the sum of the writers' averages, as the emulator's table. "
+                    "A loop device on a file of this machine's disk, not the thread's NVMe: "
+                    "compare ratios, not MiB/s.")
+    return ref
+
+
+def format_bfq(ref: BfqReference, emulator: dict = None, emulator_label: str = "",
+               tolerance: float = 0.15, thread: tuple = (550, 550)) -> list:
+    """The kernel's root / non-root MiB/s and ratio beside the emulator's
+    fixed figures (emulator = {"root": MiB/s, "nonroot": MiB/s}) and the
+    thread's; the verdict: the emulator's ratio within `tolerance` of the
+    kernel's."""
+    w = 34
+    lines = [f"{'':<{w}}{'root MiB/s':>12}{'non-root MiB/s':>16}{'non-root/root':>15}"]
+
+    def row(label, r, n):
+        ratio = n / r if r else float("nan")
+        lines.append(f"  {label:<{w - 2}}{r:>12.1f}{n:>16.1f}{ratio:>15.3f}")
+        return ratio
+    k = row(f"kernel {ref.kernel.split('-')[0]} (bfq, loop)", ref.root.median, ref.nonroot.median)
+    if len(ref.root.MiBps) > 1:
+        lines.append(f"  {'  rounds':<{w - 2}}"
+                     f"{'/'.join(f'{v:.0f}' for v in ref.root.MiBps):>12}"
+                     f"{'/'.join(f'{v:.0f}' for v in ref.nonroot.MiBps):>16}")
+    e = None
+    if emulator:
+        e = row("emulator fixed", emulator["root"], emulator["nonroot"])
+        rounds = emulator.get("rounds") or {}
+        if len(rounds.get("root", [])) > 1:
+            lines.append(f"  {'  rounds':<{w - 2}}"
+                         f"{'/'.join(f'{v:.0f}' for v in rounds['root']):>12}"
+                         f"{'/'.join(f'{v:.0f}' for v in rounds['nonroot']):>16}")
+    row("thread v5.18-rc1-patched", *thread)
+    out = ["\n".join(lines)]
+    verdict = []
+    if emulator_label:
+        verdict.append(f"emulator figures: {emulator_label}.")
+    if e is not None and k == k and k > 0:
+        dev = e / k - 1
+        verdict.append(f"emulator fixed non-root/root {e:.3f} vs kernel {k:.3f}: "
+                       f"{dev * 100:+.1f}%, {'within' if abs(dev) <= tolerance else 'NOT within'} "
+                       f"{tolerance * 100:.0f}%.")
+    elif e is None:
+        verdict.append("no emulator figures to compare with.")
+    charged = ref.nonroot.charged[-1] if ref.nonroot.charged else -1
+    verdict.append(f"child cgroup charged with {charged / MiB:.0f} MiB of writes to {ref.device} "
+                   f"(fio wrote {ref.nonroot.written[-1] / MiB:.0f} MiB)" if charged >= 0 else
+                   "the child cgroup's I/O statistics were not readable")
+    out.append("\n".join(wrap(" ".join(verdict))))
+    out.append("\n".join(wrap(ref.note)))
+    return out
+
+
+def reference(args, progress) -> ExperimentResult:
+    """`python3 -m harness reference bfq`: the kernel's root / non-root run
+    on this machine beside the emulator's fixed figures. Metrics "kernel.*"."""
+    ref = bfq_reference(runtime_s=args.runtime, delay_scale=args.delay_scale,
+                        rounds=args.rounds, warmup=not args.no_warmup,
+                        keep_dir=args.keep, progress=progress)
+    emu, where = emulator_bfq(args.emulator, args.db, progress, args.rounds)
+    return ExperimentResult(f"kernel-{NAME}", tables=format_bfq(ref, emu, where),
+                            metrics=ref.metrics("kernel."), raw={"kernel": ref.as_dict()})
+
+
+def emulator_bfq(spec, db, progress, rounds=1):
+    """The emulator's fixed root / non-root MiB/s for `reference bfq`:
+    ({"root": .., "nonroot": ..}, where from) or (None, reason). spec: a
+    report (dir or result.json), "run" (run the fixed parts now), "none";
+    default reports/latest/bfq, else the newest bfq run in the history,
+    else run (`rounds` times, medians)."""
+    keys = {"root": "root.after_MiBps", "nonroot": "nonroot.after_MiBps"}
+    if spec == "none":
+        return None, "not asked for (--emulator none)"
+    if spec != "run":
+        p, f, result = find_report(spec, "bfq")
+        if f:
+            m = (result or {}).get("metrics", {})
+            if all(k in m for k in keys.values()):
+                return {k: m[v] for k, v in keys.items()}, f"report {f}"
+            if spec:
+                return None, f"{f} has no {', '.join(keys.values())}"
+        if spec:
+            return None, f"no report at {p}"
+        from harness.history import History, HistoryError, db_path
+        if db_path(db).exists():
+            try:
+                with History(db) as h:
+                    for r in h.runs("bfq", source="mdsplit", limit=20):
+                        if all(k in r.metrics for k in keys.values()):
+                            return ({k: r.metrics[v] for k, v in keys.items()},
+                                    f"history run {r.run_id} ({r.time}, commit {r.git_commit[:10]})")
+            except HistoryError:
+                pass
+    from harness.fio_runner import FioError
+    try:
+        return run_variant("fixed", progress, rounds), \
+            ("the emulator's fixed root and non-root runs of jobs/bfq-groups.fio, run now"
+             + (f" {rounds} times, medians" if rounds > 1 else ""))
+    except (FioError, OSError) as e:
+        return None, f"the emulator's run failed: {e}"

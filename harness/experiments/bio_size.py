@@ -2,16 +2,30 @@
 direct read and write (dd bs=64m), five rounds, on a UFS member with
 max_sectors 512 KiB, for the original / align / max_sectors bio policies.
 
-The checked figures come from the virtual clock (`virtual_run`: the stacks of
-jobs/bio-*.toml on the pybind11 module, the ufs-seed001 model, the same on
-every machine); fio with the engine on this machine's storage runs beside
-them as "this machine"."""
+The checked figures come from the virtual clock (`virtual_run`: `harness
+simulate` of the shipped jobs/bio-align.fio, the ufs-seed001 model, the
+same on every machine); the real-clock fio run of the same job file runs
+beside them as "this machine" (machine.* metrics, not checked)."""
 import os
 import re
-import tomllib
 from pathlib import Path
 
-from harness.experiment import ExperimentResult
+import json
+from collections import Counter
+import math
+import shutil
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+from harness.device_time import DeviceTime
+from harness.blktrace import read_trace_dir
+from harness.experiment import ExperimentResult, find_report, simulate_copy
+from harness.kernel_fixtures import (MiB, Distributions, ReferenceUnavailable, cleanup_stale,
+                                     distributions, format_counts, hugepages, kernel_release,
+                                     loop_device, mean_size, parse_trace, plug_note,
+                                     require_fio, require_losetup, sigterm_as_interrupt,
+                                     trace_block_events, tracefs, workdir, wrap, LoopDevice,
+                                     _meminfo)
 from harness.fio_runner import FioError, run_fio
 from harness.paths import import_mdsplit
 
@@ -54,34 +68,46 @@ def split_per_bio(bios: list, requests: list) -> list:
     return out
 
 
-def virtual_run(jobs_dir: Path) -> dict:
-    """The checked figures, on the virtual clock: for each policy, fio's
-    bio-align.fio job (bs=64m, size=64m, loops=5, iodepth=1) as
-    Simulation.run_workload, MB/s in device time (x the stack's time_scale);
-    and one 64 MiB read's bios, requests and per-bio splits. One function so
-    that `harness simulate bio-align.fio` can replace it."""
-    mdsplit = import_mdsplit()
+def virtual_run(jobs_dir: Path, out_dir: Path = None) -> tuple:
+    """The checked figures, on the virtual clock: `harness simulate` of the
+    shipped bio-align.fio (bs=64m, size=64m, loops=5, iodepth=1), run from a
+    copy under out_dir/virtual-jobs (a scratch directory when None). For
+    each policy: MB/s in device time (harness/device_time.py), and the
+    first 64 MiB read's bios (md0 Q), requests (m0 D) and per-bio splits
+    from the job's blktrace files. Returns (figures, the simulate run)."""
+    import tempfile
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="mdsplit-bio-size-") as tmp:
+            return virtual_run(jobs_dir, Path(tmp))
+    fio = simulate_copy(jobs_dir, "bio-align.fio", out_dir)
+    traces = Path(fio.job_file).parent / "traces"
     out = {}
     for p in POLICIES:
-        text = stack_text(jobs_dir, p)
-        scale = tomllib.loads(text).get("device", {}).get("time_scale", 1)
         figures = {}
         for rw in ("read", "write"):
-            sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
-            r = sim.run_workload(rw, IO, iodepth=1, size=IO, total=ROUNDS * IO)
-            figures[f"{rw}_MBps"] = r["bandwidth_bps"] * scale / 1e6
-        sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
-        sim.submit("read", 0, IO)
-        sim.run()
-        bios = [(e["sector"], e["nr_sectors"]) for e in sim.events(device="md0", actions="Q")]
-        reqs = [(e["sector"], e["nr_sectors"]) for e in sim.events(device="m0", actions="D")]
-        stats = sim.stats()["devices"]
-        figures["bios"] = {int(k): v for k, v in stats[0]["bio_sizes"].items()}
-        figures["requests"] = {int(k): v for k, v in stats[1]["request_sizes"].items()}
+            sidecar = fio.sidecars[f"stats/bio-{rw}-{p}.json"]
+            figures[f"{rw}_MBps"] = DeviceTime.of(sidecar).rate(
+                fio.job(f"{rw}-{p}")[rw]["bw_bytes"]) / 1e6
+        records = read_trace_dir(traces / f"bio-read-{p}")
+        bios = first_read(records["md0"], "Q")
+        reqs = first_read(records["m0"], "D")
+        figures["bios"] = dict(Counter(n for _, n in bios))
+        figures["requests"] = dict(Counter(n for _, n in reqs))
         figures["splits"] = split_per_bio(bios, reqs)
         starts = [s for s, _ in reqs]
         figures["out_of_order"] = sum(1 for a, b in zip(starts, starts[1:]) if b < a)
         out[p] = figures
+    return out, fio
+
+
+def first_read(records: list, action: str) -> list:
+    """[(sector, sectors)] of one device's `action` events of the first of
+    the job's loops: in trace order, until they cover the 64 MiB read."""
+    out, covered = [], 0
+    for r in records:
+        if r.action == action and covered < IO // 512:
+            out.append((r.sector, r.nr_sectors))
+            covered += r.nr_sectors
     return out
 
 
@@ -120,7 +146,7 @@ def add_checked_metrics(result: ExperimentResult, virt: dict) -> None:
 
 
 def figures_table(rw: str, virt: dict, machine: dict) -> str:
-    lines = [f"Sequential {rw.capitalize()} (average of {ROUNDS} rounds), MB/s: ours (virtual "
+    lines = [f"Sequential {rw.capitalize()} (average of {ROUNDS} rounds), MB/s: ours (simulate bio-align.fio, virtual "
              f"clock, checked) vs the thread; this machine (real clock) for information",
              f"{'':<26}{'ours':>9}{'thread':>9}{'ours/orig':>11}{'thread/orig':>13}"
              f"{'this machine':>14}"]
@@ -151,8 +177,8 @@ def real_clock_run(jobs_dir: Path, progress) -> tuple:
     machine = {}
     for rw in ("read", "write"):
         # In device time: the stacks run in slow motion (time_scale in the TOML).
-        machine[rw] = {p: fio.job(f"{rw}-{p}")[rw]["bw_bytes"] / 1e6 *
-                       fio.sidecars[f"stats/bio-{rw}-{p}.json"].time_scale for p in POLICIES}
+        machine[rw] = {p: DeviceTime.of(fio.sidecars[f"stats/bio-{rw}-{p}.json"]).rate(
+            fio.job(f"{rw}-{p}")[rw]["bw_bytes"]) / 1e6 for p in POLICIES}
     sizes = {}
     for p in POLICIES:
         sidecar = fio.sidecars[f"stats/bio-read-{p}.json"]
@@ -164,9 +190,11 @@ def real_clock_run(jobs_dir: Path, progress) -> tuple:
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
-    progress("virtual clock: bio-{original,max_sectors,align}.toml, 64 MiB x 5 read and write")
-    virt = virtual_run(jobs_dir)
+    progress("simulate bio-align.fio (virtual clock: the checked figures)")
+    virt, simulated = virtual_run(jobs_dir, out_dir)
+    result.raw["simulate"] = simulated.fio
     add_checked_metrics(result, virt)
+    result.from_simulation(simulated)
     machine, machine_sizes, error, fio = real_clock_run(jobs_dir, progress)
     if fio is not None:
         result.raw["fio"] = fio.fio
@@ -225,7 +253,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     return result
 
 
-# --- kernel reference (issue 4 item 5; harness/reference.py) ---------------------
+# --- kernel reference (issue 4 item 5; `python3 -m harness reference bio-size`) ---
 
 def kernel_reference(result: ExperimentResult, sizes: dict, out_dir: Path, progress) -> None:
     """The same 64 MiB direct read and write on this machine's kernel (fio's
@@ -235,20 +263,15 @@ def kernel_reference(result: ExperimentResult, sizes: dict, out_dir: Path, progr
     a figure, and job files / traces in out_dir/kernel-reference. Where the
     machine cannot (not root, no loop device, no tracefs) or
     MDSPLIT_NO_REFERENCE is set, one line says why."""
-    import os
-    try:
-        from harness import reference
-    except ImportError:
-        return
     if os.environ.get("MDSPLIT_NO_REFERENCE"):
         result.tables.append("Kernel reference: skipped (MDSPLIT_NO_REFERENCE is set)")
         return
     try:
-        ref = reference.bio_size_reference(keep_dir=out_dir / "kernel-reference", progress=progress)
-    except reference.ReferenceUnavailable as e:
+        ref = bio_size_reference(keep_dir=out_dir / "kernel-reference", progress=progress)
+    except ReferenceUnavailable as e:
         result.tables.append(f"Kernel reference: skipped: {e}")
         return
-    result.tables.extend(reference.format_bio_size(ref, sizes, "emulator"))
+    result.tables.extend(format_bio_size(ref, sizes, "emulator"))
     result.metrics.update(ref.metrics("kernel."))
     result.raw["kernel"] = ref.as_dict()
     result.raw["kernel_reference"] = "kernel-reference"
@@ -268,3 +291,221 @@ def kernel_reference(result: ExperimentResult, sizes: dict, out_dir: Path, progr
             result.figures.append(path.name)
     except (ImportError, AttributeError, TypeError, ValueError):
         pass
+
+
+# --- seed 001: bio sizes --------------------------------------------------------
+
+@dataclass
+class BioRow:
+    engine: str               # psync | io_uring
+    mem: str                  # malloc | mmaphuge
+    rw: str                   # read | write
+    dist: Distributions | None = None
+    MBps: float = 0.0
+    skipped: str = ""         # reason, when the row did not run
+    warning: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}/{self.mem}"
+
+
+@dataclass
+class BioSizeReference:
+    kernel: str
+    device: str
+    max_sectors_kb: int
+    dio: bool
+    io_bytes: int
+    bs: int
+    rows: list = field(default_factory=list)
+    note: str = ""
+
+    def row(self, engine="psync", mem="malloc", rw="read") -> BioRow | None:
+        for r in self.rows:
+            if (r.engine, r.mem, r.rw) == (engine, mem, rw) and r.dist is not None:
+                return r
+        return None
+
+    def as_dict(self) -> dict:
+        return {"kernel": self.kernel, "device": self.device, "max_sectors_kb": self.max_sectors_kb,
+                "dio": self.dio, "io_bytes": self.io_bytes, "bs": self.bs, "note": self.note,
+                "rows": [{"engine": r.engine, "mem": r.mem, "rw": r.rw, "MBps": r.MBps,
+                          "skipped": r.skipped, "warning": r.warning,
+                          **(r.dist.as_dict() if r.dist else {})} for r in self.rows]}
+
+    def metrics(self, prefix: str = "kernel.") -> dict:
+        """Direction-free numbers (sizes, shares, counts), so that `check`
+        does not judge the kernel's run-to-run layout of fio's buffer."""
+        out = {}
+        full = self.max_sectors_kb * 2
+        for r in self.rows:
+            if r.dist is None:
+                continue
+            k = f"{prefix}{r.rw}.{r.engine}_{r.mem}"
+            reqs = r.dist.requests
+            n = sum(reqs.values())
+            out[f"{k}_bios_count"] = sum(r.dist.bios.values())
+            out[f"{k}_bio_mean_sectors"] = mean_size(r.dist.bios)
+            out[f"{k}_splits_count"] = sum(r.dist.splits.values())
+            out[f"{k}_requests_count"] = n
+            out[f"{k}_request_mean_sectors"] = mean_size(reqs)
+            out[f"{k}_full_requests_pct"] = 100.0 * reqs.get(full, 0) / n if n else 0.0
+            out[f"{k}_sequential_issues_pct"] = r.dist.sequential_pct
+        return out
+
+
+def _bio_job(dev: LoopDevice, engine: str, mem: str, rw: str, size: int, bs: int,
+             hugepage_kb: int = 2048) -> str:
+    # fio's hugepage-size defaults to 4 MiB; the mapping must be sized in the
+    # machine's huge pages or fio faults past its end.
+    huge = [f"hugepage-size={hugepage_kb}k"] if mem.endswith("huge") else []
+    return "\n".join([
+        f"; kernel reference for seed 001: {size >> 20} MiB direct {rw}, bs={bs >> 20}m "
+        f"(dd bs=64m count=1 iflag=direct), fio's {engine} engine, mem={mem}",
+        f"[{rw}-{engine}-{mem}]",
+        f"filename={dev.path}", f"ioengine={engine}", f"rw={rw}", "direct=1",
+        f"bs={bs}", f"size={size}", "iodepth=1", f"mem={mem}", *huge, "invalidate=0", ""])
+
+
+def bio_size_reference(*, size: int = 64 * MiB, bs: int = 64 * MiB, max_sectors_kb: int = 512,
+                       engines=("psync", "io_uring"), mems=("malloc", "mmaphuge"),
+                       rws=("read", "write"), fio: str = "fio", keep_dir: Path = None,
+                       timeout: float = 120, progress=None) -> BioSizeReference:
+    """Seed 001's dd on this kernel: per (engine, mem, rw) a direct I/O of
+    `size` bytes with `bs`, on a loop device (direct-io=on, max_sectors_kb
+    512), traced. Raises ReferenceUnavailable when the machine cannot; rows
+    that cannot run (no huge pages) carry `skipped`. keep_dir receives the
+    job files, fio's JSON and the raw traces."""
+    require_fio(fio)
+    require_losetup()
+    tracefs()
+    cleanup_stale()
+    hp_kb = _meminfo("Hugepagesize") or 2048
+    # fio maps bs + a page for alignment, rounded up to hugepage-size twice.
+    hp_need = math.ceil(bs / (hp_kb * 1024)) + 4
+    ref = None
+    with ExitStack() as stack:
+        stack.enter_context(sigterm_as_interrupt())
+        wd = stack.enter_context(workdir())
+        dev = stack.enter_context(loop_device(wd / "backing.img", max(size, bs) + 16 * MiB,
+                                              max_sectors_kb=max_sectors_kb))
+        cap = stack.enter_context(trace_block_events(dev))
+        ref = BioSizeReference(kernel=kernel_release(), device=dev.path,
+                               max_sectors_kb=max_sectors_kb, dio=dev.direct_io,
+                               io_bytes=size, bs=bs)
+        hp_reason = None
+        for mem in mems:
+            if mem == "mmaphuge" and hp_reason is None:
+                hp_reason = stack.enter_context(hugepages(hp_need))
+            for engine in engines:
+                for rw in rws:
+                    row = BioRow(engine, mem, rw)
+                    ref.rows.append(row)
+                    if mem == "mmaphuge" and hp_reason:
+                        row.skipped = hp_reason
+                        continue
+                    if progress:
+                        progress(f"kernel reference: {size >> 20} MiB direct {rw}, {engine}, mem={mem}")
+                    job = wd / f"bio-{rw}-{engine}-{mem}.fio"
+                    job.write_text(_bio_job(dev, engine, mem, rw, size, bs, hp_kb))
+                    cap.start()
+                    try:
+                        data = run_fio(job, fio=fio, timeout=timeout, sidecars=False).fio
+                    except RuntimeError as e:
+                        cap.stop()
+                        row.skipped = str(e)
+                        continue
+                    text = cap.stop()
+                    lost = cap.overruns()
+                    if lost:
+                        row.warning = f"{lost} trace events lost (buffer overrun)"
+                    events = parse_trace(text, (dev.major, dev.minor))
+                    row.dist = distributions(events, rw)
+                    j = (data.get("jobs") or [{}])[0]
+                    row.MBps = j.get(rw, {}).get("bw_bytes", 0) / 1e6
+                    if keep_dir is not None:
+                        keep = Path(keep_dir)
+                        keep.mkdir(parents=True, exist_ok=True)
+                        shutil.copy(job, keep / job.name)
+                        (keep / (job.stem + ".json")).write_text(json.dumps(data, indent=1))
+                        (keep / (job.stem + ".trace")).write_text(text)
+        ref.note = (f"Kernel reference: fio's own engines on Linux {ref.kernel}, {dev.path} "
+                    f"(loop, direct-io={'on' if dev.direct_io else 'OFF'}, sparse backing file, "
+                    f"max_sectors_kb {max_sectors_kb}, max_segments {dev.queue('max_segments')}), "
+                    f"{size >> 20} MiB direct I/O with bs={bs >> 20}m, one round; tracepoints "
+                    f"block_bio_queue / block_split / block_rq_issue of that device only. "
+                    f"Bio sizes follow the physical contiguity of fio's buffer (256 bvecs per bio, "
+                    f"physically contiguous pages share one): with malloc, whatever pages the "
+                    f"kernel gave, which changes from run to run with the layout of free memory; "
+                    f"with mmaphuge, 2 MiB huge pages. Note: {plug_note()}. "
+                    f"MB/s are a loop device on a sparse file, not UFS.")
+    return ref
+
+
+def format_bio_size(ref: BioSizeReference, emulator: dict = None,
+                    emulator_label: str = "emulator") -> list:
+    """Printed tables: the kernel's distributions per row, then (when given
+    the emulator's {policy: {"bios": ..., "requests": ...}}) the kernel's
+    psync/malloc read beside each emulator policy."""
+    full = ref.max_sectors_kb * 2
+    lines = [f"Kernel reference ({ref.kernel}, {ref.device}, max_sectors_kb {ref.max_sectors_kb}): "
+             f"bio sizes (block_bio_queue), splits (block_split fronts) and request sizes "
+             f"(block_rq_issue), sectors x count"]
+    for r in ref.rows:
+        head = f"  {r.rw:<6}{r.label:<18}"
+        if r.dist is None:
+            lines.append(f"{head}skipped: {r.skipped}")
+            continue
+        d = r.dist
+        nreq = sum(d.requests.values())
+        lines.append(f"{head}bios: {format_counts(d.bios)}  (mean {mean_size(d.bios):.0f})"
+                     + (f"; {d.retried} queued twice (NOWAIT attempt, -EAGAIN, re-issued "
+                        f"by io-wq)" if d.retried else ""))
+        lines.append(f"  {'':<24}splits: {sum(d.splits.values())}; requests: {format_counts(d.requests)}")
+        lines.append(f"  {'':<24}{100.0 * d.requests.get(full, 0) / nreq if nreq else 0:.1f}% full "
+                     f"{full}-sector requests, sequential issues {d.sequential_pct:.1f}%, "
+                     f"out of order {d.out_of_order}, {r.MBps:.0f} MB/s"
+                     + (f"; {r.warning}" if r.warning else ""))
+    tables = ["\n".join(lines), "\n".join(wrap(ref.note))]
+    if emulator:
+        rw = next((r.rw for r in ref.rows if r.dist is not None and r.rw == "read"),
+                  next((r.rw for r in ref.rows if r.dist is not None), None))
+        kernel_rows = [r for r in ref.rows if r.dist is not None and r.rw == rw]
+        if kernel_rows:
+            side = [f"{ref.io_bytes >> 20} MiB {rw}, bio and request sizes: kernel {ref.kernel} "
+                    f"beside {emulator_label or 'the emulator'}, sectors x count"]
+            named = [(f"kernel {r.label}", r.dist.bios, r.dist.requests) for r in kernel_rows] + \
+                    [(str(p), v.get("bios", {}), v.get("requests", {})) for p, v in emulator.items()]
+            w = max(len(n) for n, _, _ in named) + 2
+            for n, b, q in named:
+                side.append(f"  {n:<{w}}bios: {format_counts(b, 4)}  (mean {mean_size(b):.0f})")
+                side.append(f"  {'':<{w}}requests: {format_counts(q, 4)}  (mean {mean_size(q):.0f})")
+            tables.insert(1, "\n".join(side))
+    return tables
+
+
+def reference(args, progress) -> ExperimentResult:
+    """`python3 -m harness reference bio-size`: the kernel's run on this
+    machine beside the emulator's distributions (from a report, else the
+    virtual-clock run now). Metrics "kernel.*"."""
+    mems = ("malloc",) if args.no_hugepages else ("malloc", "mmaphuge")
+    ref = bio_size_reference(mems=mems, keep_dir=args.keep, progress=progress)
+    sizes, where = emulator_sizes(args.emulator)
+    return ExperimentResult(f"kernel-{NAME}", tables=format_bio_size(
+        ref, sizes, f"emulator ({where})" if where else ""), metrics=ref.metrics("kernel."),
+        raw={"kernel": ref.as_dict()})
+
+
+def emulator_sizes(spec):
+    """The emulator's bio-size distributions from a report (dir or result.json),
+    else from the virtual-clock run of jobs/bio-*.toml."""
+    _, f, result = find_report(spec, "bio-size")
+    sizes = result.get("raw", {}).get("sizes") if result else None
+    if sizes:
+        return sizes, str(f)
+    # No report: the virtual-clock run of jobs/bio-*.toml, now (about a second).
+    from harness.paths import ROOT
+    virt, _ = virtual_run(ROOT / "jobs")
+    return ({p: {"bios": v["bios"], "requests": v["requests"]} for p, v in virt.items()},
+            "virtual clock, jobs/bio-*.toml")

@@ -315,3 +315,216 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
 def _cpus() -> int:
     import os
     return len(os.sched_getaffinity(0))
+
+
+# --- kernel reference (harness/kernel_fixtures.py; `python3 -m harness reference buffered`) ---
+# Moved here from harness/reference.py as it was.
+import re  # noqa: E402
+import shutil  # noqa: E402
+from contextlib import ExitStack  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+from harness.kernel_fixtures import (ReferenceUnavailable, cleanup_stale,  # noqa: E402
+                                     kernel_release, loop_device, require_fio, require_losetup,
+                                     sigterm_as_interrupt, workdir, wrap)
+
+@dataclass
+class BufferedSweep:
+    kernel: str
+    target: str                # /dev/loopN or a file
+    size: int
+    runtime_s: float
+    iops: dict = field(default_factory=dict)     # depth -> IOPS
+    note: str = ""
+    # depth -> IOPS with every read punted to io-wq (fio's force_async=1,
+    # IOSQE_ASYNC): the kernel's worker path, the emulator's pre-c8d317aa
+    iops_iowq: dict = field(default_factory=dict)
+
+
+def _buffered_job(target: str, depths, runtime_s: float, size: int, fadvise: bool,
+                  iowq: bool = False) -> str:
+    lines = ["; kernel reference for seed 003: fio's io_uring engine, buffered 4k random",
+             "; reads with readahead off, one stonewalled job per iodepth"
+             + ("; qdN-iowq: every read punted to io-wq (force_async=1 = IOSQE_ASYNC)"
+                if iowq else ""),
+             "[global]", f"filename={target}", "ioengine=io_uring", "direct=0", "rw=randread",
+             "bs=4k", f"size={size}", f"runtime={runtime_s}", "time_based=1", "norandommap=1",
+             "randrepeat=0", "invalidate=1", "stonewall"]
+    if fadvise:
+        lines.append("fadvise_hint=random")
+    for d in depths:
+        lines += [f"[qd{d}]", f"iodepth={d}"]
+        if iowq:
+            lines += [f"[qd{d}-iowq]", f"iodepth={d}", "force_async=1"]
+    return "\n".join(lines) + "\n"
+
+
+def buffered_sweep(depths=DEPTHS, runtime_s: float = 3, size: int = 4 << 30, *, fio: str = "fio",
+                   target: str = "auto", keep_dir: Path = None, progress=None,
+                   iowq: bool = True) -> BufferedSweep:
+    """Seed 003 on this kernel: IOPS per iodepth of fio's io_uring engine,
+    buffered 4k randread, readahead off. target "loop" (a loop device over
+    a sparse file, blockdev --setra 0, needs root), "file" (a sparse file
+    with fadvise_hint=random), or "auto" (loop where possible, else file).
+    iowq: each depth also with every read punted to io-wq (force_async=1),
+    the path the thread's rasync-off columns take, on this machine."""
+    require_fio(fio)
+    depths = [int(d) for d in depths]
+    if not depths or any(d < 1 for d in depths):
+        raise ValueError(f"iodepths must be >= 1: {depths}")
+    if target not in ("auto", "loop", "file"):
+        raise ValueError(f"target must be auto, loop or file, not {target!r}")
+    use_loop = target == "loop"
+    if target == "auto":
+        try:
+            require_losetup()
+            use_loop = True
+        except ReferenceUnavailable:
+            use_loop = False
+    elif use_loop:
+        require_losetup()
+    cleanup_stale()
+    with ExitStack() as stack:
+        stack.enter_context(sigterm_as_interrupt())
+        wd = stack.enter_context(workdir())
+        backing = wd / "buffered.img"
+        if use_loop:
+            dev = stack.enter_context(loop_device(backing, size, ra_kb=0))
+            if shutil.which("blockdev"):
+                subprocess.run(["blockdev", "--setra", "0", dev.path], capture_output=True)
+            ra = dev.queue("read_ahead_kb")
+            tgt, how = dev.path, (f"loop device {dev.path} over a sparse file "
+                                  f"(direct-io={'on' if dev.direct_io else 'off'}), "
+                                  f"blockdev --setra 0 (read_ahead_kb {ra})")
+        else:
+            with open(backing, "wb") as f:
+                f.truncate(size)
+            tgt, how = str(backing), "a sparse file with fadvise_hint=random (readahead off for it)"
+        job = wd / "buffered-sweep.fio"
+        job.write_text(_buffered_job(tgt, depths, runtime_s, size, fadvise=not use_loop,
+                                     iowq=iowq))
+        runs = len(depths) * (2 if iowq else 1)
+        if progress:
+            progress(f"kernel reference: io_uring buffered 4k randread, iodepth "
+                     f"{depths[0]}..{depths[-1]}{' (and io-wq)' if iowq else ''}, "
+                     f"{runtime_s:g} s each")
+        try:
+            data = run_fio(job, fio=fio, timeout=runs * (runtime_s + 30) + 30, sidecars=False).fio
+        except RuntimeError as e:
+            raise ReferenceUnavailable(str(e))
+        iops, iops_iowq = {}, {}
+        for j in data.get("jobs", []):
+            m = re.match(r"qd(\d+)(-iowq)?$", j.get("jobname", ""))
+            if m:
+                (iops_iowq if m.group(2) else iops)[int(m.group(1))] = float(j["read"]["iops"])
+        if keep_dir is not None:
+            keep = Path(keep_dir)
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(job, keep / job.name)
+            (keep / "buffered-sweep.json").write_text(json.dumps(data, indent=1))
+    note = (f"Kernel reference: fio's io_uring engine on Linux {kernel_release()}, buffered 4k "
+            f"randread of {size >> 20} MiB, readahead off: {how}; {runtime_s:g} s per iodepth, "
+            f"page cache dropped before each (invalidate=1). Holes of a sparse file read as "
+            f"zeroes without device I/O, so this measures the kernel's buffered-read path "
+            f"(page cache, forced 1-page readahead, io_uring's inline / async page-wait / io-wq "
+            f"punt), not a disk."
+            + (" 'kernel io-wq': the same with force_async=1 (IOSQE_ASYNC), every read punted "
+               "to an io-wq worker that blocks in it, as the thread's rasync-off columns and "
+               "the emulator's pre-c8d317aa are." if iowq else ""))
+    return BufferedSweep(kernel_release(), tgt, size, runtime_s, iops, note, iops_iowq)
+
+
+def kernel_buffered_sweep(depths=DEPTHS, runtime_s: float = 3, size: int = 4 << 30) -> dict:
+    """IOPS per iodepth ({depth: IOPS}) of fio's io_uring engine, buffered 4k
+    randread with readahead off, on this kernel. Raises ReferenceUnavailable
+    (str = the reason) where it cannot run. For the note, buffered_sweep()
+    returns the same with how it ran."""
+    return buffered_sweep(depths, runtime_s, size).iops
+
+
+def format_buffered(sweep: BufferedSweep, emulator: dict = None) -> list:
+    """The sweep as a QD table (kIOPS); emulator = {column: {depth: IOPS}}
+    adds columns (e.g. the forced-ra variants). With io-wq runs, a
+    'kernel io-wq' column and the QD1 comparison (qd1_comparison)."""
+    cols = {"kernel io-wq": sweep.iops_iowq} if sweep.iops_iowq else {}
+    cols.update(emulator or {})
+    w = max([12] + [len(c) + 2 for c in cols])
+    lines = [f"{'iodepth':<9}{'kernel kIOPS':>14}" + "".join(f"{c:>{w}}" for c in cols)]
+    for d in sorted(sweep.iops):
+        row = f"{d:<9}{sweep.iops[d] / 1000:>14.1f}"
+        for c, vals in cols.items():
+            v = vals.get(d) if isinstance(vals, dict) else None
+            row += f"{v / 1000:>{w}.1f}" if v is not None else f"{'-':>{w}}"
+        lines.append(row)
+    out = ["\n".join(lines), "\n".join(wrap(sweep.note))]
+    qd1 = qd1_comparison(sweep, emulator)
+    if qd1:
+        out.append("\n".join(wrap(qd1)))
+    return out
+
+
+def qd1_comparison(sweep: BufferedSweep, emulator: dict = None) -> str:
+    """The thread's QD1 claim (its columns within 10%) on this machine:
+    the kernel's io-wq path against its inline / async page-wait path, and
+    the emulator's always-punted variant against forced-ra with rasync."""
+    k, kw = sweep.iops.get(1), sweep.iops_iowq.get(1)
+    if not k or not kw:
+        return ""
+    text = (f"QD1 on this machine: kernel io-wq / kernel = {kw / k:.2f} ({kw / 1000:.1f} vs "
+            f"{k / 1000:.1f} kIOPS; the thread, on bare metal, had its QD1 columns within 10%)")
+    emu = emulator or {}
+    e, ew = emu.get("emulator ra", {}).get(1), emu.get("emulator io-wq", {}).get(1)
+    if e and ew:
+        text += (f"; emulator pre-c8d317aa rasync off / forced-ra rasync on = {ew / e:.2f} "
+                 f"({ew / 1000:.1f} vs {e / 1000:.1f} kIOPS, virtual clock with this machine's "
+                 f"measured step costs)")
+    return text + "."
+
+
+def reference(args, progress) -> ExperimentResult:
+    """`python3 -m harness reference buffered`: the kernel's sweep on this
+    machine beside the emulator's forced-ra columns (from a report).
+    Metrics "kernel.*" and "kernel_iowq.*"."""
+    sweep = buffered_sweep(args.depths, args.runtime or 3, args.size, target=args.target,
+                           keep_dir=args.keep, progress=progress)
+    emu, where = emulator_buffered(args.emulator)
+    tables = format_buffered(sweep, emu)
+    tables.append(f"emulator columns (forced-ra, the variant merged upstream, and "
+                  f"pre-c8d317aa with rasync off as 'io-wq': every read punted): {where}. "
+                  "'emulator' = the virtual-clock sweep with this machine's measured "
+                  "step costs; 'real-clock' = the engine in fio on this machine.")
+    metrics = {f"kernel.qd{d}_iops": v for d, v in sweep.iops.items()}
+    metrics.update({f"kernel_iowq.qd{d}_iops": v for d, v in sweep.iops_iowq.items()})
+    return ExperimentResult(f"kernel-{NAME}", tables=tables, metrics=metrics)
+
+
+from harness.experiment import find_report  # noqa: E402
+
+
+def emulator_buffered(spec):
+    """The emulator's forced-ra columns (what was merged upstream) and its
+    always-punted one (pre-c8d317aa, rasync off: beside the kernel's io-wq) for
+    `reference buffered`, from a report's buffered metrics: ({column:
+    {depth: IOPS}}, where from), or ({}, reason). spec: a report (dir or
+    result.json), "none"; default reports/latest/buffered."""
+    if spec == "none":
+        return {}, "not asked for (--emulator none)"
+    p, f, result = find_report(spec, "buffered")
+    if not f:
+        return {}, f"no report at {p} (run ./mdsplit reproduce buffered)"
+    if result is None:
+        return {}, f"{f} is not a result.json"
+    m = result.get("metrics", {})
+    cols = {}
+    for label, prefix in (("emulator ra", "forced-ra.rasync_on"),
+                          ("emulator nora", "forced-ra.rasync_off"),
+                          ("emulator io-wq", "pre-c8d317aa.rasync_off"),
+                          ("real-clock ra", "real.forced-ra.rasync_on"),
+                          ("real-clock nora", "real.forced-ra.rasync_off")):
+        col = {}
+        for k, v in m.items():
+            if k.startswith(prefix + ".qd") and k.endswith("_kIOPS"):
+                col[int(k[len(prefix) + 3:-len("_kIOPS")])] = v * 1000
+        if col:
+            cols[label] = col
+    return (cols, f"report {f}") if cols else ({}, f"{f} has no forced-ra figures")

@@ -3,6 +3,7 @@ on 8 SATA SSDs with 64 KiB chunks, legacy vs fixed."""
 from pathlib import Path
 
 from harness.experiment import ExperimentResult, simulate_copy
+from harness.device_time import DeviceTime
 from harness.fio_runner import run_fio
 
 NAME = "raid5"
@@ -39,21 +40,20 @@ COLUMNS = [("r/s", "r_s"), ("rMB/s", "rMB_s"), ("rrqm/s", "rrqm_s"), ("%rrqm", "
            ("%util", "pct_util")]
 
 
-def iostat_row(d: dict, scale: float = 1.0) -> dict:
-    """iostat's fields in device time: a stack run in slow motion
-    (time_scale k) did everything k times slower than the device it models."""
+def iostat_row(d: dict, dt: DeviceTime = DeviceTime()) -> dict:
+    """iostat's fields in device time (harness/device_time.py)."""
     row = dict(d)
     for k in ("r_s", "rkB_s", "rrqm_s"):
-        row[k] = d[k] * scale
-    row["r_await_ms"] = d["r_await_ms"] / scale
+        row[k] = dt.rate(d[k])
+    row["r_await_ms"] = dt.duration(d["r_await_ms"])
     row["rMB_s"] = row["rkB_s"] / 1024  # iostat's rMB/s is MiB/s (sectors / 2048)
     return row
 
 
-def member_mean(members: list, scale: float) -> dict:
+def member_mean(members: list, dt: DeviceTime) -> dict:
     keys = ["r_s", "rkB_s", "rrqm_s", "pct_rrqm", "r_await_ms", "rareq_sz_kb", "aqu_sz", "pct_util"]
     mean = {k: sum(m[k] for m in members) / len(members) for k in keys}
-    return iostat_row(mean, scale)
+    return iostat_row(mean, dt)
 
 
 def seek_totals(members: list, key: str = "buckets_kb") -> tuple:
@@ -112,13 +112,13 @@ def variant_figures(fio, v: str) -> tuple:
     JSON and sidecar (the virtual-clock run and the real one alike)."""
     job = fio.job(v)
     sidecar = fio.sidecars[f"stats/raid5-{v}.json"]
-    scale = sidecar.time_scale
-    md0 = iostat_row(sidecar.virtual, scale)
-    sd = member_mean(sidecar.members, scale)
+    dt = DeviceTime.of(sidecar)
+    md0 = iostat_row(sidecar.virtual, dt)
+    sd = member_mean(sidecar.members, dt)
     buckets, count, zero = seek_totals(sidecar.members)
     metrics = {
         # MiB/s, as iostat's rMB/s (the thread: 52430 r/s x 64 KiB = 3276.87)
-        "md0_MBps": job["read"]["bw_bytes"] / 2**20 * scale,
+        "md0_MBps": dt.rate(job["read"]["bw_bytes"]) / 2**20,
         "md0_r_s": md0["r_s"],
         "md0_rMB_s": md0["rMB_s"],
         "member_r_s": sd["r_s"],
@@ -164,6 +164,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     fio = run_fio(jobs_dir / "raid5-split-order.fio")
     result.raw["fio"] = fio.fio
     result.raw["simulate"] = virtual.fio
+    result.from_simulation(virtual)
     seeks = {}
     for v in VARIANTS:
         md0, sd, (buckets, count, zero), metrics, sidecar = variant_figures(virtual, v)

@@ -207,8 +207,8 @@ def test_run_workloads_rejects_unknown_keys(mdsplit_module):
 
 
 # --- issue 18: the thread's figures on the virtual clock ---------------------
-# harness/experiments/bfq.py's virtual run (the thread's job with 1 s
-# startdelay steps on the thread-nvme preset, and the null_blk guarantee
+# harness/experiments/bfq.py's virtual run (`harness simulate` of the shipped
+# jobs/bfq-groups.fio on the thread-nvme preset, and the null_blk guarantee
 # test) against jobs/expectations.toml's checks.
 
 def test_thread_guarantee_test_gives_each_group_its_weight_share(mdsplit_module):
@@ -220,16 +220,36 @@ def test_thread_guarantee_test_gives_each_group_its_weight_share(mdsplit_module)
             assert service == pytest.approx(weight, rel=0.1), (variant, group)
 
 
-def test_thread_figures_pass_their_checks_on_the_virtual_clock(mdsplit_module):
+def test_thread_figures_pass_their_checks_on_the_virtual_clock(mdsplit_module, tmp_path):
+    """simulate of the shipped bfq-groups.fio meets every check, twice alike."""
     from harness import expectations as E
     from harness.experiment import ExperimentResult
     from harness.experiments import bfq as exp
-    result = ExperimentResult("bfq")
-    exp.run_virtual(result, lambda step: None)
-    checks = E.evaluate_checks("bfq", result.metrics)
+    from harness.paths import ROOT
+    runs = []
+    for i in range(2):
+        result = ExperimentResult("bfq")
+        exp.run_virtual(result, ROOT / "jobs", tmp_path / str(i), lambda step: None)
+        runs.append(result)
+    checks = E.evaluate_checks("bfq", runs[0].metrics)
     assert len(checks) == 14
     failed = [(d, detail) for d, ok, detail in checks if not ok]
     assert not failed
+    assert runs[0].metrics == runs[1].metrics
+    assert runs[0].seed == 137 and runs[0].engine_version
+
+
+def test_the_job_files_think_time_is_the_thread_hosts_in_device_time():
+    """bfq-groups.fio's thinktime = THINK_NS x the stacks' time_scale."""
+    import tomllib
+    from harness.experiments import bfq as exp
+    from harness.paths import ROOT
+    jobs = ROOT / "jobs"
+    text = (jobs / "bfq-groups.fio").read_text()
+    think_us = int(next(l.split("=")[1] for l in text.splitlines() if l.startswith("thinktime=")))
+    for name in ("bfq-legacy.toml", "bfq-fixed.toml"):
+        scale = tomllib.loads((jobs / name).read_text())["device"]["time_scale"]
+        assert think_us * 1000 == exp.THINK_NS * scale, name
 
 
 def test_the_stack_files_carry_the_thread_nvme_preset_unchanged():

@@ -101,7 +101,7 @@ def test_sidecar_has_bio_and_request_size_distributions(mdsplit_module):
 
 
 def test_virtual_run_meets_every_bio_size_check(mdsplit_module):
-    """The checked figures (virtual clock, jobs/bio-*.toml, ufs-seed001 fitted
+    """The checked figures (`harness simulate jobs/bio-align.fio`, ufs-seed001 fitted
     on the max_sectors column) meet jobs/expectations.toml: six MB/s within
     10 %, ratios to original within 5 %, both orderings, align's 3584-sector
     bios and their 3 x 1024 + 512 splits."""
@@ -109,7 +109,8 @@ def test_virtual_run_meets_every_bio_size_check(mdsplit_module):
     from harness.experiment import ExperimentResult
     from harness.experiments import bio_size
     from harness.paths import ROOT
-    virt = bio_size.virtual_run(ROOT / "jobs")
+    virt, sim = bio_size.virtual_run(ROOT / "jobs")
+    assert sim.simulated and sim.fio["seed"] == 137
     result = ExperimentResult(bio_size.NAME)
     bio_size.add_checked_metrics(result, virt)
     checks = E.evaluate_checks("bio-size", result.metrics)
@@ -118,5 +119,5 @@ def test_virtual_run_meets_every_bio_size_check(mdsplit_module):
     assert not failed, failed
     # The same numbers on a second run: the virtual clock is deterministic.
     again = ExperimentResult(bio_size.NAME)
-    bio_size.add_checked_metrics(again, bio_size.virtual_run(ROOT / "jobs"))
+    bio_size.add_checked_metrics(again, bio_size.virtual_run(ROOT / "jobs")[0])
     assert again.metrics == result.metrics

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import fio_servers as S
 from harness import hosts as H
 from harness import paths
 from harness.fio_runner import FioError
@@ -81,7 +82,7 @@ def test_unreachable_host_is_a_one_line_error(tmp_path):
     if not shutil.which("fio"):
         pytest.skip("fio is not installed")
     job = _job(tmp_path)
-    port = H.free_port()          # nothing listens there
+    port = S.free_port()          # nothing listens there
     with pytest.raises(FioError) as e:
         H.run_hosts(job, [f"ip:127.0.0.1,{port}"], timeout=30)
     assert "\n" not in str(e.value) and "127.0.0.1" in str(e.value)
@@ -112,10 +113,10 @@ def _servers(mode):
     if not shutil.which("fio"):
         pytest.skip("fio is not installed")
     if mode == "netns":
-        reason = H.netns_reason()
+        reason = S.netns_reason()
         if reason:
             pytest.skip(f"network namespaces: {reason}")
-    return H.local_servers(2, mode=mode)     # HostsUnavailable comes on entering it
+    return S.local_servers(2, mode=mode)     # HostsUnavailable comes on entering it
 
 
 def _check_both_hosts(result, hosts):
@@ -144,7 +145,7 @@ def test_two_hosts(mode, tmp_path):
     cm = _servers(mode)
     try:
         ls = cm.__enter__()
-    except H.HostsUnavailable as e:
+    except S.HostsUnavailable as e:
         pytest.skip(f"fio servers cannot start: {e}")
     try:
         assert ls.mode == mode
@@ -157,7 +158,7 @@ def test_two_hosts(mode, tmp_path):
     finally:
         cm.__exit__(None, None, None)
     for s in ls.servers:
-        assert not s.alive() or H._zombie(s.pid), f"fio server {s.pid} still runs"
+        assert not s.alive() or S._zombie(s.pid), f"fio server {s.pid} still runs"
 
 
 def test_cli_run_hosts(tmp_path):
@@ -166,7 +167,7 @@ def test_cli_run_hosts(tmp_path):
     cm = _servers("loopback")
     try:
         ls = cm.__enter__()
-    except H.HostsUnavailable as e:
+    except S.HostsUnavailable as e:
         pytest.skip(f"fio servers cannot start: {e}")
     try:
         r = subprocess.run(["/usr/bin/python3", "-m", "harness", "run", str(job), "--hosts",

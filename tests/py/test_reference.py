@@ -1,4 +1,4 @@
-"""Kernel reference runs (harness/reference.py): the trace parser and the
+"""Kernel reference runs (harness/kernel_fixtures.py and each experiment's reference()): the trace parser and the
 bfq job generation everywhere; the real runs where root, a loop device and
 tracefs (bfq: the kernel's bfq and a blkio / io cgroup hierarchy) are
 available (skipped with the reason elsewhere)."""
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths, reference as R
+from harness import kernel_fixtures as K, paths
+from harness.experiments import bfq as Q, bio_size as D
+from harness.experiments import buffered as B
 from harness.fio_runner import run_fio
 
 FULL = 1024          # sectors in a 512 KiB request
@@ -37,7 +39,7 @@ TRACE = """\
 
 
 def test_parse_trace_keeps_one_device_and_reads_each_event():
-    ev = R.parse_trace(TRACE, (7, 0))
+    ev = K.parse_trace(TRACE, (7, 0))
     assert all((e.major, e.minor) == (7, 0) for e in ev)
     assert [e.event for e in ev].count("block_bio_queue") == 2
     split = next(e for e in ev if e.event == "block_split")
@@ -45,18 +47,18 @@ def test_parse_trace_keeps_one_device_and_reads_each_event():
     issue = [e for e in ev if e.event == "block_rq_issue"]
     assert (issue[2].sector, issue[2].nr_sectors) == (2048, 1024)  # without the ioprio field
     assert issue[-1].rwbs == "WS"
-    assert len(R.parse_trace(TRACE)) == len(ev) + 1              # unfiltered: the 253,0 bio too
+    assert len(K.parse_trace(TRACE)) == len(ev) + 1              # unfiltered: the 253,0 bio too
 
 
 def test_distributions_per_direction_order_and_tails():
-    d = R.distributions(R.parse_trace(TRACE, (7, 0)), "read")
+    d = K.distributions(K.parse_trace(TRACE, (7, 0)), "read")
     assert d.bios == Counter({4072: 1, 4080: 1})
     assert d.splits == Counter({1024: 4})
     assert d.requests == Counter({1024: 5, 1000: 1})
     # 0, 1024, 2048, 3072+1000, 5096 (out of order), 4072: two breaks of five.
     assert d.out_of_order == 1
     assert d.sequential_pct == pytest.approx(100 * 3 / 5)
-    w = R.distributions(R.parse_trace(TRACE, (7, 0)), "write")
+    w = K.distributions(K.parse_trace(TRACE, (7, 0)), "write")
     assert w.requests == Counter({8: 1}) and not w.bios
 
 
@@ -64,14 +66,14 @@ def test_a_bio_queued_twice_is_io_urings_nowait_retry():
     text = ("fio-1 [001] ..... 10.000001: block_bio_queue: 7,3 R 0 + 131072 [fio]\n"
             "iou-wrk-1-2 [000] ..... 10.000300: block_bio_queue: 7,3 R 0 + 131072 [iou-wrk-1]\n"
             "iou-wrk-1-2 [000] ..... 10.000310: block_split: 7,3 R 0 / 1024 [iou-wrk-1]\n")
-    d = R.distributions(R.parse_trace(text, (7, 3)), "read")
+    d = K.distributions(K.parse_trace(text, (7, 3)), "read")
     assert d.bios == Counter({131072: 1}) and d.retried == 1
 
 
 def test_format_counts_and_means():
-    assert R.format_counts({"1024": 3, 8: 1}) == "1024 x 3, 8 x 1"
-    assert R.mean_size({"1024": 3, "8": 1}) == pytest.approx((3 * 1024 + 8) / 4)
-    assert "6.6" in R.plug_note() and "lifo" in R.plug_note()
+    assert K.format_counts({"1024": 3, 8: 1}) == "1024 x 3, 8 x 1"
+    assert K.mean_size({"1024": 3, "8": 1}) == pytest.approx((3 * 1024 + 8) / 4)
+    assert "6.6" in K.plug_note() and "lifo" in K.plug_note()
 
 
 # --- on this machine ------------------------------------------------------------
@@ -81,9 +83,9 @@ def _unavailable(*requirements) -> str:
     otherwise), else the first one's reason; by default the bio-size and
     buffered references' (fio, losetup, tracefs)."""
     try:
-        for require in requirements or (R.require_fio, R.require_losetup, R.tracefs):
+        for require in requirements or (K.require_fio, K.require_losetup, K.tracefs):
             require()
-    except R.ReferenceUnavailable as e:
+    except K.ReferenceUnavailable as e:
         return str(e)
     return ""
 
@@ -101,20 +103,20 @@ def _ours_left() -> list:
     r = subprocess.run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"],
                        capture_output=True, text=True)
     for d in (json.loads(r.stdout).get("loopdevices", []) if r.stdout.strip() else []):
-        if f"/{R.PREFIX}{os.getpid()}-" in (d.get("back-file") or ""):
+        if f"/{K.PREFIX}{os.getpid()}-" in (d.get("back-file") or ""):
             left.append(d["name"])
-    left += [str(p) for p in (R.tracefs() / "instances").glob(f"{R.PREFIX}{os.getpid()}-*")]
-    left += [str(p) for p in Path("/tmp").glob(f"{R.PREFIX}{os.getpid()}-*")]
-    for root in R._cgroup_roots():
-        left += [str(p) for p in root.glob(f"{R.PREFIX}{os.getpid()}-*")]
+    left += [str(p) for p in (K.tracefs() / "instances").glob(f"{K.PREFIX}{os.getpid()}-*")]
+    left += [str(p) for p in Path("/tmp").glob(f"{K.PREFIX}{os.getpid()}-*")]
+    for root in K._cgroup_roots():
+        left += [str(p) for p in root.glob(f"{K.PREFIX}{os.getpid()}-*")]
     return left
 
 
 def test_kernel_bio_size_reference(needs_machine, tmp_path):
     hp_before = Path("/proc/sys/vm/nr_hugepages").read_text()
-    ref = R.bio_size_reference(engines=("psync",), rws=("read",), mems=("malloc", "mmaphuge"),
+    ref = D.bio_size_reference(engines=("psync",), rws=("read",), mems=("malloc", "mmaphuge"),
                                keep_dir=tmp_path)
-    tables = R.format_bio_size(ref)
+    tables = D.format_bio_size(ref)
     print("\n\n".join(tables))
     row = ref.row("psync", "malloc", "read")
     assert row is not None, ref.rows[0].skipped
@@ -144,20 +146,20 @@ def test_kernel_bio_size_reference(needs_machine, tmp_path):
 def test_cleanup_after_a_failure_inside_the_run(needs_machine, monkeypatch):
     seen = {}
 
-    def boom(job, fio, timeout):
+    def boom(job, **kw):
         seen["left"] = _ours_left()
         raise KeyboardInterrupt("interrupted in the middle")
 
-    monkeypatch.setattr(R, "_run_fio_job", boom)
+    monkeypatch.setattr(D, "run_fio", boom)
     with pytest.raises(KeyboardInterrupt):
-        R.bio_size_reference(engines=("psync",), rws=("read",), mems=("malloc",))
+        D.bio_size_reference(engines=("psync",), rws=("read",), mems=("malloc",))
     assert seen["left"], "the loop device and instance existed during the run"
     assert _ours_left() == []
 
 
 def test_kernel_buffered_sweep(needs_machine):
-    sweep = R.buffered_sweep(depths=(1, 4), runtime_s=1, size=256 << 20)
-    print("\n".join(R.format_buffered(sweep)))
+    sweep = B.buffered_sweep(depths=(1, 4), runtime_s=1, size=256 << 20)
+    print("\n".join(B.format_buffered(sweep)))
     assert set(sweep.iops) == {1, 4}
     assert all(v > 0 for v in sweep.iops.values())
     assert set(sweep.iops_iowq) == {1, 4}  # the same depths with every read punted
@@ -167,10 +169,10 @@ def test_kernel_buffered_sweep(needs_machine):
 
 
 def test_kernel_buffered_sweep_api_and_bad_depths():
-    if not R.shutil.which("fio"):
+    if not K.shutil.which("fio"):
         pytest.skip("fio is not installed")
     with pytest.raises(ValueError):
-        R.kernel_buffered_sweep(depths=(0,), runtime_s=1, size=1 << 20)
+        B.kernel_buffered_sweep(depths=(0,), runtime_s=1, size=1 << 20)
 
 
 def test_cli_reference_bio_size(needs_machine):
@@ -227,7 +229,7 @@ def _emulator(tmp_path, rw):
     (tmp_path / "stack.toml").write_text(STACK)
     job = tmp_path / f"{rw}.fio"
     job.write_text(JOB.format(engine=engine, rw=rw))
-    with R.hugepages(40) as reason:
+    with K.hugepages(40) as reason:
         if reason:
             pytest.skip(f"no huge pages: {reason}")
         res = run_fio(job)
@@ -241,8 +243,8 @@ def _emulator(tmp_path, rw):
 
 def _compare(tmp_path, rw):
     emu = _emulator(tmp_path, rw)
-    ref = R.bio_size_reference(engines=("psync",), rws=(rw,), mems=("malloc", "mmaphuge"))
-    print("\n\n".join(R.format_bio_size(ref, {f"pagemap/{m}": v for m, v in emu.items()},
+    ref = D.bio_size_reference(engines=("psync",), rws=(rw,), mems=("malloc", "mmaphuge"))
+    print("\n\n".join(D.format_bio_size(ref, {f"pagemap/{m}": v for m, v in emu.items()},
                                          "emulator, contiguity = pagemap")))
     for mem in ("malloc", "mmaphuge"):
         k = ref.row("psync", mem, rw)
@@ -274,10 +276,10 @@ def test_pagemap_emulator_beside_kernel_read(needs_machine, tmp_path):
 # --- seed 004: bfq, root vs non-root cgroup --------------------------------------
 
 def test_bfq_kernel_job_keeps_the_emulators_workload():
-    job = R.bfq_kernel_job("/dev/loop7")
-    sections = R.read_fio_job(job.text)
+    job = Q.bfq_kernel_job("/dev/loop7")
+    sections = Q.read_fio_job(job.text)
     glob = dict(sections[0][1])
-    emu = dict(R.read_fio_job(R.BFQ_JOB.read_text())[0][1])
+    emu = dict(Q.read_fio_job(Q.BFQ_JOB.read_text())[0][1])
     assert sections[0][0] == "global"
     assert glob["ioengine"] == "psync" and glob["filename"] == "/dev/loop7"
     for k in ("thread", "direct", "iodepth", "rw", "bs", "offset_increment", "size",
@@ -287,37 +289,37 @@ def test_bfq_kernel_job_keeps_the_emulators_workload():
                    for _, opts in sections for k, _ in opts)
     assert [n for n, _ in sections[1:]] == [f"test{i}" for i in range(1, 9)]
     assert job.jobs == 8 and job.delays_ms == [250.0 * i for i in range(8)]
-    assert job.span == 8 * 256 * R.MiB and job.runtime_s == 8
+    assert job.span == 8 * 256 * K.MiB and job.runtime_s == 30
     assert job.tunables == {"slice_idle": 8, "low_latency": 0}       # bfq-fixed.toml's [bfq]
-    short = R.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.5)
+    short = Q.bfq_kernel_job("/dev/loop7", runtime_s=2, delay_scale=0.5)
     assert short.runtime_s == 2 and short.delays_ms[-1] == 875
     assert "runtime=2\n" in short.text and "startdelay=875ms" in short.text
     # fio reads "62.5ms" as 62.5 s: fractional delays are written in us.
-    quarter = R.bfq_kernel_job("/dev/loop7", runtime_s=2.5, delay_scale=0.25)
+    quarter = Q.bfq_kernel_job("/dev/loop7", runtime_s=2.5, delay_scale=0.25)
     assert quarter.delays_ms[1] == 62.5
     assert "startdelay=62500us" in quarter.text and "runtime=2500ms\n" in quarter.text
 
 
 def test_read_fio_job_bare_options_and_comments():
-    s = R.read_fio_job("; c\n[global]\nbs=4k\n# c\n[a]\nstonewall\nstartdelay = 1s\n")
+    s = Q.read_fio_job("; c\n[global]\nbs=4k\n# c\n[a]\nstonewall\nstartdelay = 1s\n")
     assert s == [("global", [("bs", "4k")]), ("a", [("stonewall", None), ("startdelay", "1s")])]
-    assert R.fio_duration_ms("1s") == 1000 and R.fio_duration_ms("500ms") == 500
-    assert R.fio_duration_ms("2") == 2000
+    assert Q.fio_duration_ms("1s") == 1000 and Q.fio_duration_ms("500ms") == 500
+    assert Q.fio_duration_ms("2") == 2000
 
 
 @pytest.fixture
 def needs_bfq_machine():
-    reason = _unavailable(R.require_fio, R.require_losetup, R.io_cgroups)
+    reason = _unavailable(K.require_fio, K.require_losetup, K.io_cgroups)
     if reason:
         pytest.skip(f"kernel bfq reference unavailable: {reason}")
 
 
 def test_kernel_bfq_root_and_child_cgroup(needs_bfq_machine, tmp_path):
     try:
-        ref = R.bfq_reference(runtime_s=2, delay_scale=0.25, warmup=False, keep_dir=tmp_path)
-    except R.ReferenceUnavailable as e:       # e.g. no bfq in this kernel
+        ref = Q.bfq_reference(runtime_s=2, delay_scale=0.25, warmup=False, keep_dir=tmp_path)
+    except K.ReferenceUnavailable as e:       # e.g. no bfq in this kernel
         pytest.skip(f"kernel bfq reference unavailable: {e}")
-    print("\n\n".join(R.format_bfq(ref)))
+    print("\n\n".join(Q.format_bfq(ref)))
     print(f"kernel non-root/root {ref.ratio:.3f} (informative only: real-clock figures)")
     for p in (ref.root, ref.nonroot):
         assert len(p.MiBps) == 1 and p.MiBps[0] > 0, p.place
@@ -337,18 +339,18 @@ def test_kernel_bfq_root_and_child_cgroup(needs_bfq_machine, tmp_path):
 def test_kernel_bfq_cleanup_after_a_failure(needs_bfq_machine, monkeypatch):
     seen = {}
 
-    def boom(job, fio, timeout, prefix=()):
+    def boom(job, **kw):
         seen["left"] = _ours_left()
         raise KeyboardInterrupt("interrupted in the middle")
 
-    monkeypatch.setattr(R, "_run_fio_job", boom)
+    monkeypatch.setattr(Q, "run_fio", boom)
     try:
         with pytest.raises(KeyboardInterrupt):
-            R.bfq_reference(runtime_s=1, delay_scale=0.1, warmup=False)
-    except R.ReferenceUnavailable as e:
+            Q.bfq_reference(runtime_s=1, delay_scale=0.1, warmup=False)
+    except K.ReferenceUnavailable as e:
         pytest.skip(f"kernel bfq reference unavailable: {e}")
     assert any("/dev/loop" in x for x in seen["left"])
-    assert any(f"{R.PREFIX}{os.getpid()}-bfq" in x and "cgroup" in x for x in seen["left"])
+    assert any(f"{K.PREFIX}{os.getpid()}-bfq" in x and "cgroup" in x for x in seen["left"])
     assert _ours_left() == []
 
 
@@ -365,25 +367,24 @@ def test_cli_reference_bfq(needs_bfq_machine):
 
 
 def test_buffered_reference_reads_the_emulators_forced_ra_columns(tmp_path):
-    from harness import __main__ as M
     metrics = {"forced-ra.rasync_on.qd1_kIOPS": 13.3, "forced-ra.rasync_on.qd32_kIOPS": 246.1,
                "forced-ra.rasync_off.qd1_kIOPS": 11.9, "c8d317aa.rasync_on.qd1_kIOPS": 99.0,
                "real.forced-ra.rasync_on.qd32_kIOPS": 133.0}
     (tmp_path / "result.json").write_text(json.dumps({"metrics": metrics}))
-    cols, where = M._emulator_buffered(str(tmp_path))
+    cols, where = B.emulator_buffered(str(tmp_path))
     assert where == f"report {tmp_path / 'result.json'}"
     assert cols == {"emulator ra": {1: 13300.0, 32: 246100.0}, "emulator nora": {1: 11900.0},
                     "real-clock ra": {32: 133000.0}}
-    assert M._emulator_buffered("none") == ({}, "not asked for (--emulator none)")
-    cols, why = M._emulator_buffered(str(tmp_path / "missing"))
+    assert B.emulator_buffered("none") == ({}, "not asked for (--emulator none)")
+    cols, why = B.emulator_buffered(str(tmp_path / "missing"))
     assert cols == {} and "no report at" in why
-    sweep = R.BufferedSweep("6.18", "/dev/loop0", 4 << 30, 3, {1: 22200.0, 32: 42900.0}, "note")
-    table = R.format_buffered(sweep, {"emulator ra": {1: 13300.0}})[0].splitlines()
+    sweep = B.BufferedSweep("6.18", "/dev/loop0", 4 << 30, 3, {1: 22200.0, 32: 42900.0}, "note")
+    table = B.format_buffered(sweep, {"emulator ra": {1: 13300.0}})[0].splitlines()
     assert table[0].split() == ["iodepth", "kernel", "kIOPS", "emulator", "ra"]
     assert table[1].split() == ["1", "22.2", "13.3"] and table[2].split() == ["32", "42.9", "-"]
     # With the kernel's io-wq runs: their column first, and the QD1 comparison.
     sweep.iops_iowq = {1: 14800.0, 32: 43000.0}
-    out = R.format_buffered(sweep, {"emulator ra": {1: 13300.0}, "emulator io-wq": {1: 10500.0}})
+    out = B.format_buffered(sweep, {"emulator ra": {1: 13300.0}, "emulator io-wq": {1: 10500.0}})
     table = out[0].splitlines()
     assert table[0].split()[3:5] == ["kernel", "io-wq"]
     assert table[1].split() == ["1", "22.2", "14.8", "13.3", "10.5"]
