@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 
 from harness.experiment import ExperimentResult
-from harness.fio_runner import FioError, fio_environment, run_fio
+from harness.fio_runner import FioError, launch_fio, run_fio
 from harness.paths import import_mdsplit
 
 NAME = "buffered"
@@ -95,7 +95,10 @@ def fio_ns_per_io() -> int:
     cmd = ["fio", "--name=fio-cost", "--ioengine=null", "--rw=randread", "--bs=4k",
            "--size=1g", "--iodepth=1", "--time_based=1", "--runtime=1",
            "--output-format=json"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=fio_environment())
+    out = launch_fio(cmd)
+    if out.returncode != 0:
+        raise FioError(f"fio (null engine, for fio's own cost) exited {out.returncode}: "
+                       f"{out.stderr.strip()[-300:]}")
     iops = json.loads(out.stdout[out.stdout.find("{"):])["jobs"][0]["read"]["iops"]
     return int(1e9 / iops)
 
@@ -260,12 +263,11 @@ def kernel_reference_table(progress, result: ExperimentResult) -> None:
     small): fio's io_uring engine, buffered 4k randread with readahead off, at
     REAL_DEPTHS, inline / page-wait and with every read punted to io-wq
     (force_async=1). Information (machine.kernel*), never checked."""
-    from harness import reference
     progress(f"kernel reference: fio io_uring buffered randread at QD {REAL_DEPTHS} (real clock)")
     try:
-        sweep = reference.buffered_sweep(REAL_DEPTHS, runtime_s=1, size=1 << 30, target="auto",
+        sweep = buffered_sweep(REAL_DEPTHS, runtime_s=1, size=1 << 30, target="auto",
                                          progress=progress)
-    except (reference.ReferenceUnavailable, FioError, OSError) as e:
+    except (ReferenceUnavailable, FioError, OSError) as e:
         result.tables.append(f"THIS MACHINE: kernel reference not run: {e}")
         return
     for d, iops in sweep.iops.items():
@@ -274,7 +276,7 @@ def kernel_reference_table(progress, result: ExperimentResult) -> None:
         result.metrics[f"machine.kernel_iowq.qd{d}_kIOPS"] = iops / 1000
     result.tables.append("THIS MACHINE (information, not checked): the kernel's own buffered "
                          "reads here (harness reference buffered)\n"
-                         + "\n".join(reference.format_buffered(sweep)))
+                         + "\n".join(format_buffered(sweep)))
 
 
 def plot(out_dir: Path, result: ExperimentResult, ours: dict) -> None:
