@@ -54,6 +54,7 @@ constexpr EnumName<SplitOrder> kSplitOrders[] = {
 constexpr EnumName<SchedulerKind> kSchedulers[] = {
     {"none", SchedulerKind::None},
     {"bfq", SchedulerKind::Bfq},
+    {"mq-deadline", SchedulerKind::MqDeadline},
 };
 constexpr EnumName<BackendKind> kBackends[] = {
     {"io_uring", BackendKind::IoUring},

@@ -14,6 +14,7 @@
 #include "backends/timed_backend.h"
 #include "config/config_error.h"
 #include "core/bfq_scheduler.h"
+#include "core/mq_deadline.h"
 #include "core/blktrace_writer.h"
 #include "core/buffered_io.h"
 #include "core/device_time.h"
@@ -90,6 +91,11 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
             bfq_options.time_scale = config.device.time_scale;
             members_.back()->set_scheduler(
                 std::make_unique<BfqScheduler>(loop_, config.bfq, bfq_options));
+        } else if (config.device.scheduler == SchedulerKind::MqDeadline) {
+            MqDeadlineScheduler::Options dd_options;
+            dd_options.time_scale = config.device.time_scale;
+            members_.back()->set_scheduler(
+                std::make_unique<MqDeadlineScheduler>(loop_, dd_options));
         }
     }
 
