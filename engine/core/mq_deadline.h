@@ -35,12 +35,12 @@ namespace mdsplit {
 class MqDeadlineScheduler final : public IoScheduler {
 public:
     struct Options {
-        uint32_t fifo_batch = 16;                   // dd->fifo_batch
-        uint64_t read_expire_ns = 500'000'000;      // HZ / 2
-        uint64_t write_expire_ns = 5'000'000'000;   // 5 * HZ
-        uint32_t writes_starved = 2;                // dd->writes_starved
-        bool front_merges = true;                   // dd->front_merges
-        double time_scale = 1.0;                    // slow motion: deadlines in device time
+        uint32_t fifo_batch = 16;                  // dd->fifo_batch
+        uint64_t read_expire_ns = 500'000'000;     // HZ / 2
+        uint64_t write_expire_ns = 5'000'000'000;  // 5 * HZ
+        uint32_t writes_starved = 2;               // dd->writes_starved
+        bool front_merges = true;                  // dd->front_merges
+        double time_scale = 1.0;                   // slow motion: deadlines in device time
     };
 
     MqDeadlineScheduler(EventLoop& loop, const Options& options);

@@ -14,11 +14,11 @@
 #include "backends/timed_backend.h"
 #include "config/config_error.h"
 #include "core/bfq_scheduler.h"
-#include "core/mq_deadline.h"
 #include "core/blktrace_writer.h"
 #include "core/buffered_io.h"
 #include "core/device_time.h"
 #include "core/json_text.h"
+#include "core/mq_deadline.h"
 #include "core/passthrough_device.h"
 #include "core/raid5_device.h"
 
