@@ -17,7 +17,7 @@ enum class SplitOrder { Legacy, Fixed };
 // Order a plug dispatches its requests in: LIFO before Linux 6.13 ("block:
 // don't reorder requests in blk_add_rq_to_plug"), FIFO since.
 enum class PlugOrder { Fifo, Lifo };
-enum class SchedulerKind { None, Bfq };
+enum class SchedulerKind { None, Bfq, MqDeadline };
 enum class BackendKind { IoUring, Ram, Null };
 // md's four RAID5 layouts (drivers/md/raid5.h ALGORITHM_*).
 enum class Raid5Layout { LeftAsymmetric, RightAsymmetric, LeftSymmetric, RightSymmetric };
@@ -166,6 +166,7 @@ constexpr EnumName<SplitOrder> kSplitOrders[] = {
 constexpr EnumName<SchedulerKind> kSchedulers[] = {
     {"none", SchedulerKind::None},
     {"bfq", SchedulerKind::Bfq},
+    {"mq-deadline", SchedulerKind::MqDeadline},
 };
 constexpr EnumName<BackendKind> kBackends[] = {
     {"io_uring", BackendKind::IoUring},

@@ -20,6 +20,7 @@
 #include "core/md/raid5_device.h"
 #include "core/trace/blktrace_writer.h"
 #include "stack/device_time.h"
+#include "core/block/mq_deadline.h"
 
 namespace mdsplit {
 
@@ -90,6 +91,11 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
             bfq_options.time_scale = config.device.time_scale;
             members_.back()->set_scheduler(
                 std::make_unique<BfqScheduler>(loop_, config.bfq, bfq_options));
+        } else if (config.device.scheduler == SchedulerKind::MqDeadline) {
+            MqDeadlineScheduler::Options dd_options;
+            dd_options.time_scale = config.device.time_scale;
+            members_.back()->set_scheduler(
+                std::make_unique<MqDeadlineScheduler>(loop_, dd_options));
         }
     }
 

@@ -1,5 +1,7 @@
 """Seeds 000/002: md RAID5 recursive split order, `dd bs=4480k iflag=direct`
 on 8 SATA SSDs with 64 KiB chunks, legacy vs fixed."""
+import os
+import re
 from pathlib import Path
 
 from harness.experiment import ExperimentResult, simulate_copy
@@ -161,7 +163,11 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     virtual = simulate_copy(jobs_dir, "raid5-split-order.fio", out_dir)
     # This machine: the same job file through fio and the engine, real clock.
     progress("fio raid5-split-order.fio (legacy, then fixed; this machine)")
-    fio = run_fio(jobs_dir / "raid5-split-order.fio")
+    job = jobs_dir / "raid5-split-order.fio"
+    if os.environ.get("MDSPLIT_ENGINE"):  # the engine under test, not the installed one
+        job.write_text(re.sub(r"(?m)^ioengine=external:.*$",
+                              f"ioengine=external:{os.environ['MDSPLIT_ENGINE']}", job.read_text()))
+    fio = run_fio(job)
     result.raw["fio"] = fio.fio
     result.raw["simulate"] = virtual.fio
     result.from_simulation(virtual)

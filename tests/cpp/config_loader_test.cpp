@@ -589,8 +589,8 @@ TEST_F(ConfigLoaderTest, UnknownEnumStringsListTheAllowedOnes) {
                  "\"passthrough\" | \"raid5\"");
     expect_error(kOneMember + "[device]\nsplit_order = \"new\"\n", "device.split_order",
                  "\"legacy\" | \"fixed\"");
-    expect_error(kOneMember + "[device]\nscheduler = \"mq-deadline\"\n", "device.scheduler",
-                 "\"none\" | \"bfq\"");
+    expect_error(kOneMember + "[device]\nscheduler = \"kyber\"\n", "device.scheduler",
+                 "\"none\" | \"bfq\" | \"mq-deadline\"");
     expect_error(kOneMember + "[device]\nlayout = \"left\"\n", "device.layout",
                  "\"left-symmetric\"");
     expect_error("[[members]]\npath = \"m.img\"\nsize = \"1g\"\nbackend = \"aio\"\n",

@@ -5,7 +5,12 @@ order"), __submit_bio_noacct's two-list loop with md_submit_bio's 1 MiB split
 and chunk_aligned_read's per-chunk split, then dd's plug
 (blk_attempt_plug_merge: the tail request, or the first of the same queue;
 back and front merges; blk_add_rq_to_plug: flush at 64 requests or when the
-FIFO head holds >= 128 KiB). Issue order per member is what the seek
+FIFO head holds >= 128 KiB), then each member's mq-deadline (the thread's
+sd* elevator; blk_mq_dispatch_list inserts a flush's batch and runs the
+queue at once): dd_insert_request's back merge onto a queued request ending
+where the new one starts, repeated (elv_attempt_insert_merge), and
+__dd_dispatch_request's order, the first request at or above the last
+dispatched start, else the oldest. Issue order per member is what the seek
 histogram counts."""
 import collections
 from pathlib import Path
@@ -45,9 +50,45 @@ def member_of(chunk: int) -> tuple:
     return (parity + 1 + d) % DISKS, stripe
 
 
+def deadline_batch(rqs: list, latest: int, max_kib: int = 512) -> tuple:
+    """One member's flushed requests [offset, kib] through mq-deadline:
+    (issue order, new latest_pos)."""
+    queued = []
+    for rq in rqs:
+        cur, merged = rq, False
+        while True:
+            prev = next((p for p in queued if p[0] + p[1] == cur[0]), None)
+            if prev is None or prev[1] + cur[1] > max_kib:
+                break
+            prev[1] += cur[1]
+            if merged:
+                queued.remove(cur)
+            cur, merged = prev, True
+        if not merged:
+            queued.append(rq)
+    out = []
+    while queued:                     # FIFO order: insertion order
+        above = [q for q in queued if q[0] >= latest]
+        q = min(above, key=lambda x: x[0]) if above else queued[0]
+        queued.remove(q)
+        out.append((q[0], q[1]))
+        latest = q[0]
+    return out, latest
+
+
 def issued(legacy: bool, reads: int) -> dict:
     per = collections.defaultdict(list)
+    latest = collections.defaultdict(int)
     order = chunk_order(legacy)
+
+    def flush(plug):
+        batches = {}
+        for disk, off, kib in plug:
+            batches.setdefault(disk, []).append([off, kib])
+        for disk, rqs in batches.items():
+            out, latest[disk] = deadline_batch(rqs, latest[disk])
+            per[disk] += out
+
     for r in range(reads):
         plug = []
         for c in order:
@@ -64,12 +105,10 @@ def issued(legacy: bool, reads: int) -> dict:
                     cand[1], cand[2] = off, cand[2] + CHUNK_KIB
                     continue
             if plug and (len(plug) >= 64 or plug[0][2] >= 128):
-                for q in plug:
-                    per[q[0]].append((q[1], q[2]))
+                flush(plug)
                 plug = []
             plug.append([disk, off, CHUNK_KIB])
-        for q in plug:
-            per[q[0]].append((q[1], q[2]))
+        flush(plug)
     return per
 
 
@@ -100,3 +139,14 @@ def test_emulator_member_pattern_equals_the_independent_model(variant, tmp_path)
     sizes = [n for reqs in per.values() for _, n in reqs]
     ours_kib = sum(m["rareq_sz_kb"] for m in members) / len(members)
     assert ours_kib == pytest.approx(sum(sizes) / len(sizes), abs=0.05)
+
+
+def test_legacy_members_get_six_requests_per_read_as_the_thread():
+    """Legacy with mq-deadline: 70 chunks per read over 8 members is 8.75
+    bios per member, which the insert merges and sorted dispatch make 6
+    requests: rareq-sz 560 / 6 = 93.33 KiB (thread 93.34) and %rrqm
+    2.75 / 8.75 = 31.43 (thread 31.40), in the model and the emulator."""
+    per = issued(True, 64)
+    requests = sum(len(v) for v in per.values())
+    assert requests == 6 * 8 * 64
+    assert sum(n for v in per.values() for _, n in v) / requests == pytest.approx(560 / 6)

@@ -174,6 +174,7 @@ void BlockLayer::flush_plug(PlugList& plug) {
             q->dispatch(rq);
             rq = next;
         }
+        q->end_unplug_batch();
         list = rest;
     }
 }

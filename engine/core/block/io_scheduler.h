@@ -51,6 +51,21 @@ public:
     // before the request is freed.
     virtual void completed(Request* rq) = 0;
 
+    // Request-to-request merges (block/blk-merge.c attempt_merge), for
+    // schedulers that keep elv_rqhash (mq-deadline); the defaults say "no
+    // such request", so a scheduler without them (bfq here) merges no
+    // requests. elv_rqhash_find(): a queued request ending at `sector`.
+    virtual Request* queued_ending_at(sector_t, Op) { return nullptr; }
+    // elv_rb_find(): a queued request starting at `sector`.
+    virtual Request* queued_starting_at(sector_t, Op) { return nullptr; }
+    // elv_merge_requests() -> requests_merged: `next` joined the back of the
+    // queued `rq`; `next_queued` says whether the scheduler held `next`.
+    virtual void requests_merged(Request*, Request*, bool) {}
+    // blk_mq_dispatch_list(): after a plug flush inserted a queue's batch,
+    // blk_mq_run_hw_queue(hctx, from_schedule = false) runs it at once.
+    // True for mq-deadline; bfq keeps the emulator's deferred run.
+    virtual bool runs_queue_at_unplug() const { return false; }
+
     // Statistics as one JSON object.
     virtual void write_json(JsonWriter& j) const = 0;
 

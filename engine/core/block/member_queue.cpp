@@ -141,9 +141,11 @@ void MemberQueue::dispatch(Request* rq) {
     if (scheduler_) {
         // blk_mq_sched_insert_requests(): insert now, run the hardware queue
         // once for the whole batch (the rest of the plug flush inserts first).
-        layer_.trace_rq(TraceAction::Insert, this, rq);
         rq->next = nullptr;
-        scheduler_->insert(rq, static_cast<const TaskContext*>(rq->sched_data));
+        if (!attempt_insert_merge(rq)) {
+            layer_.trace_rq(TraceAction::Insert, this, rq);
+            scheduler_->insert(rq, static_cast<const TaskContext*>(rq->sched_data));
+        }
         run_queue_async();
         return;
     }
@@ -402,15 +404,79 @@ void MemberQueue::run_queue() {
 }
 
 // blk_mq_sched_try_merge(): a back or front merge into a request the
-// scheduler still holds, within the request size and segment limits.
+// scheduler still holds, within the request size and segment limits; then
+// attempt_back_merge()/attempt_front_merge(): the grown request may now
+// touch its queued neighbour in sort order, and the two become one.
 bool MemberQueue::attempt_sched_merge(Bio* bio) {
     if (bio->flags & kBioNoMerge) return false;
     bool front = false;
     Request* rq = scheduler_->find_merge(bio, layer_.current(), front);
     if (!rq) return false;
     bool merged = front ? try_front_merge(rq, bio) : try_back_merge(rq, bio);
-    if (merged) scheduler_->merged(rq, front);
-    return merged;
+    if (!merged) return false;
+    scheduler_->merged(rq, front);
+    if (!front) {
+        Request* latter = scheduler_->queued_starting_at(rq->end_sector(), rq->op);
+        if (latter && merge_requests(rq, latter)) {
+            scheduler_->requests_merged(rq, latter, true);
+            layer_.requests().put(latter);
+            return true;
+        }
+    } else {
+        Request* former = scheduler_->queued_ending_at(rq->sector, rq->op);
+        if (former && merge_requests(former, rq)) {
+            scheduler_->requests_merged(former, rq, true);
+            layer_.requests().put(rq);
+            return true;
+        }
+    }
+    return true;
+}
+
+// blk_mq_sched_try_insert_merge() -> elv_attempt_insert_merge(): a request
+// entering the scheduler joins the back of a queued request that ends where
+// it starts (elv_rqhash_find), and the grown request tries again with the
+// one ending at its own start ("the merged request could be merged with
+// others, try again"). True when `rq` was merged away (and freed).
+bool MemberQueue::attempt_insert_merge(Request* rq) {
+    bool queued = false;  // rq is the scheduler's (after the first merge)
+    bool any = false;
+    while (Request* prev = scheduler_->queued_ending_at(rq->sector, rq->op)) {
+        if (prev == rq || !merge_requests(prev, rq)) break;
+        scheduler_->requests_merged(prev, rq, queued);
+        layer_.requests().put(rq);
+        any = true;
+        rq = prev;
+        queued = true;
+    }
+    return any;
+}
+
+// attempt_merge() with ll_merge_requests_fn()'s limits: `next` joins the
+// back of `rq`; blk_account_io_merge_request() counts one merge and takes
+// `next` out of the in-flight count; rq keeps the earlier start time.
+// The caller frees `next`.
+bool MemberQueue::merge_requests(Request* rq, Request* next) {
+    if (rq->end_sector() != next->sector || rq->op != next->op) return false;
+    if (!rq->mergeable() || !next->mergeable()) return false;
+    if (rq->nr_sectors + next->nr_sectors > limits_.max_sectors) return false;
+    if (rq->nr_bios + next->nr_bios > limits_.max_segments) return false;
+    layer_.trace_rq(TraceAction::BackMerge, this, next);
+    rq->bios.append(next->bios);
+    rq->nr_bios += next->nr_bios;
+    rq->nr_sectors += next->nr_sectors;
+    rq->alloc_ns = std::min(rq->alloc_ns, next->alloc_ns);
+    next->nr_bios = 0;
+    next->nr_sectors = 0;
+    stats_.merges[DiskStats::dir(rq->op)]++;
+    stats_.in_flight--;
+    return true;
+}
+
+// The end of a plug flush's batch for this queue (blk_mq_dispatch_list):
+// a scheduler that runs the hardware queue at once is run now.
+void MemberQueue::end_unplug_batch() {
+    if (scheduler_ && scheduler_->runs_queue_at_unplug()) run_queue();
 }
 // ----------------------------------------------------------------------------
 

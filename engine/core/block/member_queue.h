@@ -40,7 +40,7 @@ public:
     // is free, else it waits in the dispatch list.
     void dispatch(Request* rq);
 
-    // --- I/O scheduler (none | bfq) ----------------------------------------
+    // --- I/O scheduler (none | bfq | mq-deadline) ----------------------------------------
     // With a scheduler, requests leaving the plug are inserted into it, and
     // the hardware queue pulls from it when it runs. As in blk-mq, it runs
     // after insertions, when the scheduler asks (bfq_schedule_dispatch, the
@@ -51,6 +51,8 @@ public:
     IoScheduler* scheduler() const { return scheduler_.get(); }
     // blk_mq_sched_dispatch_requests(): one run of the hardware queue.
     void run_queue();
+    // A plug flush has inserted this queue's batch (blk_mq_dispatch_list).
+    void end_unplug_batch();
     // ------------------------------------------------------------------------
 
     Backend& backend() { return *backend_; }
@@ -82,6 +84,8 @@ private:
     // waiting list above is hctx->dispatch: requests taken from the
     // scheduler that found no driver tag.
     bool attempt_sched_merge(Bio* bio);
+    bool attempt_insert_merge(Request* rq);
+    bool merge_requests(Request* rq, Request* next);
     void run_queue_async();
     static void run_queue_cb(void* ctx);
     static void deferred_run(void* arg, uint64_t tag);
