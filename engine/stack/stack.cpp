@@ -10,6 +10,7 @@
 #include "base/json_writer.h"
 #include "config/config_error.h"
 #include "core/block/bfq_scheduler.h"
+#include "core/block/mq_deadline.h"
 #include "core/block/passthrough_device.h"
 #include "core/drivers/fault_injector.h"
 #include "core/drivers/io_uring_backend.h"
@@ -20,7 +21,6 @@
 #include "core/md/raid5_device.h"
 #include "core/trace/blktrace_writer.h"
 #include "stack/device_time.h"
-#include "core/block/mq_deadline.h"
 
 namespace mdsplit {
 

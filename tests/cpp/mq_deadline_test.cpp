@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "core/drivers/backend.h"
-#include "core/drivers/ram_backend.h"
-#include "core/block/block_layer.h"
 #include "base/clock.h"
 #include "base/event_loop.h"
+#include "core/block/block_layer.h"
 #include "core/block/member_queue.h"
 #include "core/block/mq_deadline.h"
+#include "core/drivers/backend.h"
+#include "core/drivers/ram_backend.h"
 #include "core/trace/trace_event.h"
 #include "core/trace/tracer.h"
 
