@@ -24,10 +24,10 @@
 #include <set>
 #include <vector>
 
-#include "core/bio_builder.h"
-#include "core/raid5_device.h"
-#include "core/raid5_layout.h"
-#include "core/stack.h"
+#include "core/block/bio_builder.h"
+#include "core/md/raid5_device.h"
+#include "core/md/raid5_layout.h"
+#include "stack/stack.h"
 
 using namespace mdsplit;
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/blktrace_writer.h"
+#include "core/trace/blktrace_writer.h"
 
 using mdsplit::Op;
 using mdsplit::TraceAction;
