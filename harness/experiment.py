@@ -40,20 +40,57 @@ class ExperimentResult:
         self.engine_version = fio.fio.get("mdsplit-version")
 
 
-def simulate_copy(jobs_dir: Path, job: str, out_dir: Path, sections=None):
+def simulate_copy(jobs_dir: Path, job: str, out_dir: Path, sections=None, data=True):
     """The job file on the virtual clock (`harness simulate`), run from a
     copy of jobs_dir's job and stack files under out_dir/virtual-jobs, so
     that its sidecars and member files never mix with the real-clock run's.
     Returns a FioResult like run_fio's; sections as fio's --section.
     Deterministic: the figures an experiment checks against a thread come
-    from here."""
+    from here. data=False: members on files are null devices of their size
+    (the same figures; `harness simulate --no-data`)."""
     from harness.fio_runner import run_simulated
     copy = out_dir / "virtual-jobs"
     copy.mkdir(parents=True, exist_ok=True)
     for p in Path(jobs_dir).iterdir():
         if p.is_file() and p.suffix in (".fio", ".toml"):
             shutil.copy(p, copy / p.name)
-    return run_simulated(copy / job, sections=sections)
+    return run_simulated(copy / job, sections=sections, data=data)
+
+
+def clock_agreement_table(runs, result: ExperimentResult = None) -> str:
+    """The two clocks side by side, job by job. runs: [(label, virtual,
+    real)], each a virtual-clock FioResult (`harness simulate`) and the
+    real-clock fio run of the same job file; every job the real run ran and
+    the virtual one has too gets a row per direction with I/O: IOPS on both
+    clocks and virtual / real. Where the host keeps up with the modelled
+    device the ratio is near 1; far from 1, the host (its CPUs, wake-ups,
+    storage) is the limit here, not the model. Information: result.metrics
+    gets machine.agreement.<label/job>.<direction>_ratio, never checked
+    against a thread."""
+    rows = []
+    for label, virtual, real in runs:
+        for job in real.jobs:
+            try:
+                vjob = virtual.job(job["jobname"])
+            except KeyError:
+                continue
+            name = f"{label}/{job['jobname']}" if label else job["jobname"]
+            for d in ("read", "write", "trim"):
+                r_iops, v_iops = job[d]["iops"], vjob[d]["iops"]
+                if not r_iops and not v_iops:
+                    continue
+                ratio = v_iops / r_iops if r_iops else float("inf")
+                rows.append((name, d, v_iops, r_iops, ratio))
+                if result is not None and r_iops:
+                    result.metrics[f"machine.agreement.{name}.{d}_ratio"] = ratio
+    if not rows:
+        return "clock agreement: no job ran on both clocks"
+    w = max(len(r[0]) for r in rows) + 2
+    lines = ["clock agreement: each job on the virtual clock (checked) and in real fio on this "
+             "machine (not checked), IOPS as fio reports them",
+             f"{'job':<{w}}{'dir':<7}{'virtual':>12}{'real':>12}{'virtual/real':>14}"]
+    lines += [f"{n:<{w}}{d:<7}{v:>12.1f}{r:>12.1f}{x:>14.2f}" for n, d, v, r, x in rows]
+    return "\n".join(lines)
 
 
 def find_report(spec, experiment):

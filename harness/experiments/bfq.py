@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.device_time import DeviceTime
-from harness.experiment import ExperimentResult, find_report, simulate_copy
+from harness.experiment import (ExperimentResult, clock_agreement_table, find_report,
+                                simulate_copy)
 from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
                                      cgroup_written_bytes, child_cgroup, cleanup_stale,
                                      in_cgroup, io_cgroups, kernel_release, loop_device,
@@ -108,10 +109,12 @@ def guarantee_test(variant: str) -> dict:
     return {g: (service.get(g, 0) / total_s, w / total_w) for g, w in weights.items()}
 
 
-def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progress) -> None:
+def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progress) -> dict:
     """The checked figures: `harness simulate` of the shipped
     bfq-groups.fio, each of its four runs on its own (as run_place runs
-    them in fio), and the guarantee test, on the virtual clock."""
+    them in fio), and the guarantee test, on the virtual clock. Returns
+    the four runs' FioResults by "place-variant"."""
+    virtual_runs = {}
     m = result.metrics
     lines = ["simulate bfq-groups.fio (virtual clock, checked), beside the thread:",
              f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
@@ -123,6 +126,7 @@ def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progres
             fio = simulate_copy(jobs_dir, "bfq-groups.fio", out_dir,
                                 sections=place_sections(jobs_dir, place, variant)[0])
             result.raw["simulate"][f"{place}-{variant}"] = fio.fio
+            virtual_runs[f"{place}-{variant}"] = fio
             result.from_simulation(fio)
             bfq = fio.sidecars[f"stats/bfq-{place}-{variant}.json"].members[0].get("bfq", {})
             mibps = place_MiBps(fio, place, variant)
@@ -154,11 +158,13 @@ def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progres
         for variant, when, _ in VARIANTS:
             m[f"guarantee.{when}.{key}_service_share"] = shares[variant][group][0]
     result.tables.append("\n".join(lines))
+    return virtual_runs
 
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
-    run_virtual(result, jobs_dir, out_dir, progress)
+    virtual_runs = run_virtual(result, jobs_dir, out_dir, progress)
+    real_runs = []
     lines = ["This machine (real clock, fio bfq-groups.fio, slow motion, the same job file):",
              f"{'':<26}{'ours MiB/s':>12}{'thread MiB/s':>14}{'idle periods':>14}{'injections':>12}"]
     series = {}
@@ -169,6 +175,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
             progress(f"fio bfq-groups.fio, the {place}-{variant} run (8 jobs)")
             fio, delays = run_place(jobs_dir, place, variant)
             result.raw["fio"][f"{place}-{variant}"] = fio.fio
+            real_runs.append((f"{place}-{variant}", virtual_runs[f"{place}-{variant}"], fio))
             sidecar = fio.sidecars[f"stats/bfq-{place}-{variant}.json"]
             mibps = place_MiBps(fio, place, variant)
             bfq = sidecar.members[0].get("bfq", {})
@@ -181,6 +188,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
             # The run's bandwidth logs, before the next run's fio rewrites them.
             series[f"{place} {when}"] = _bandwidth_over_time(jobs_dir, delays, DeviceTime.of(sidecar))
     result.tables.append("\n".join(lines))
+    result.tables.append(clock_agreement_table(real_runs, result))
     m = {k[len("machine."):]: v for k, v in result.metrics.items() if k.startswith("machine.")}
     result.tables.append(
         f"this machine: non-root after/before: {m['nonroot.after_MiBps'] / m['nonroot.before_MiBps']:.2f} "

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from harness.device_time import DeviceTime
 from harness.blktrace import read_trace_dir
-from harness.experiment import ExperimentResult, find_report, simulate_copy
+from harness.experiment import (ExperimentResult, clock_agreement_table, find_report,
+                                simulate_copy)
 from harness.kernel_fixtures import (MiB, Distributions, ReferenceUnavailable, cleanup_stale,
                                      distributions, format_counts, hugepages, kernel_release,
                                      loop_device, mean_size, parse_trace, plug_note,
@@ -198,12 +199,15 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     machine, machine_sizes, error, fio = real_clock_run(jobs_dir, progress)
     if fio is not None:
         result.raw["fio"] = fio.fio
+        agreement = clock_agreement_table([("", simulated, fio)], result)
     for rw in ("read", "write"):
         result.tables.append(figures_table(rw, virt, machine.get(rw, {})))
         for p, v in machine.get(rw, {}).items():
             result.metrics[f"machine.{rw}.{p}_MBps"] = v
     if error:
         result.tables.append(f"This machine (real clock): not run: {error}")
+    else:
+        result.tables.append(agreement)
     sizes = {p: {"bios": virt[p]["bios"], "requests": virt[p]["requests"]} for p in POLICIES}
     dist = ["One 64 MiB read, virtual clock (the thread's layout, jobs/bio-*.toml): bio sizes "
             "(md0 Q) and device requests (m0 D), sectors x count"]

@@ -1,10 +1,12 @@
 """Seed 003: io_uring async buffered 4k random reads with readahead off, QD
 sweep, per variant x rasync.
 
-The checked figures come from the thread's machine as a stated model,
+The checked figures come from `harness simulate` of the shipped job file
+jobs/uring-buffered-ra.fio (its 48 sections, one per variant x rasync x
+iodepth), which runs the thread's machine as a stated model,
 [machines.seed003] in jobs/machines.toml (each step's CPU cost, the io-wq
-CPUs, the NVMe drive with its dies), run on the virtual clock: the same
-figures on every machine and every run. Beside them, labelled "this machine"
+CPUs, the NVMe drive with its dies) on the virtual clock: the same figures on
+every machine and every run. Beside them, labelled "this machine"
 (machine.* metrics, never checked against the thread): the same sweep with
 each step's cost measured here just before (mdsplit.measure_buffered_costs:
 the real page cache, copies, stack submission to io_uring, hand-offs to a
@@ -19,7 +21,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from harness.experiment import ExperimentResult
+from harness.experiment import ExperimentResult, clock_agreement_table, simulate_copy
 from harness.fio_runner import FioError, launch_fio, run_fio
 from harness.paths import import_mdsplit
 
@@ -61,7 +63,8 @@ def stack_text(jobs_dir: Path, variant: str) -> str:
     return text.replace('model = "seed003-nvme"', 'model = "seed003-nvme"\nbackend = "null"')
 
 
-IOS_PER_POINT = 20000
+IOS_PER_POINT = 20000  # the measured-cost sweep (bindings), per point
+JOB = "uring-buffered-ra.fio"
 # The real-clock points run with fio (2 s each).
 REAL_VARIANTS = ["c8d317aa", "forced-ra"]
 REAL_DEPTHS = [1, 32, 128]
@@ -158,12 +161,31 @@ def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS) -> dict:
     return results
 
 
-def real_clock(jobs_dir: Path, progress) -> dict:
-    """kIOPS of jobs/uring-buffered-ra.fio's real-clock runs at REAL_DEPTHS."""
-    names = [f"{v}-{'rasync' if r else 'norasync'}-qd{qd}"
-             for v in REAL_VARIANTS for r in (True, False) for qd in REAL_DEPTHS]
+def section(v: str, rasync: bool, qd: int) -> str:
+    """The job file's section for one point of the table."""
+    return f"{v}-{'rasync' if rasync else 'norasync'}-qd{qd}"
+
+
+def simulated(jobs_dir: Path, out_dir: Path, progress):
+    """The checked figures: `harness simulate` of the job file, every
+    section (members as null devices of their size: the virtual clock never
+    waits on the host's storage, so the figures are the same). Returns
+    ({(variant, rasync, qd): kIOPS}, the FioResult)."""
+    progress(f"simulate {JOB}, its {len(VARIANTS) * 2 * len(DEPTHS)} sections (virtual clock: "
+             "the checked figures)")
+    fio = simulate_copy(jobs_dir, JOB, out_dir, data=False)
+    ours = {(v, r, qd): fio.job(section(v, r, qd))["read"]["iops"] / 1000
+            for v in VARIANTS for r in (True, False) for qd in DEPTHS}
+    return ours, fio
+
+
+def real_clock(jobs_dir: Path, progress):
+    """kIOPS of jobs/uring-buffered-ra.fio's real-clock runs at REAL_DEPTHS,
+    and the FioResult."""
+    names = [section(v, r, qd) for v in REAL_VARIANTS for r in (True, False)
+             for qd in REAL_DEPTHS]
     progress(f"fio uring-buffered-ra.fio, {len(names)} of its runs (real clock)")
-    job = jobs_dir / "uring-buffered-ra.fio"
+    job = jobs_dir / JOB
     if os.environ.get("MDSPLIT_ENGINE"):  # the engine under test (jobs_dir is reproduce's copy)
         job.write_text(re.sub(r"(?m)^ioengine=external:.*$",
                               f"ioengine=external:{os.environ['MDSPLIT_ENGINE']}", job.read_text()))
@@ -172,9 +194,8 @@ def real_clock(jobs_dir: Path, progress) -> dict:
     for v in REAL_VARIANTS:
         for r in (True, False):
             for qd in REAL_DEPTHS:
-                job = fio.job(f"{v}-{'rasync' if r else 'norasync'}-qd{qd}")
-                out[(v, r, qd)] = job["read"]["iops"] / 1000
-    return out
+                out[(v, r, qd)] = fio.job(section(v, r, qd))["read"]["iops"] / 1000
+    return out, fio
 
 
 COLUMNS = [(v, r) for v in VARIANTS for r in (True, False)]
@@ -241,9 +262,9 @@ def this_machine(jobs_dir: Path, out_dir: Path, progress, result: ExperimentResu
     return costs
 
 
-def real_clock_table(jobs_dir: Path, progress, result: ExperimentResult) -> None:
+def real_clock_table(jobs_dir: Path, progress, result: ExperimentResult, virtual) -> None:
     try:
-        real = real_clock(jobs_dir, progress)
+        real, real_fio = real_clock(jobs_dir, progress)
     except FioError as e:  # the virtual sweep stands without it; the failure is shown
         result.tables.append(f"THIS MACHINE: real-clock runs failed: {e}")
         return
@@ -256,6 +277,7 @@ def real_clock_table(jobs_dir: Path, progress, result: ExperimentResult) -> None
         for v, r in rcols:
             result.metrics[f"machine.real.{column_name(v, r)}.qd{qd}_kIOPS"] = real[(v, r, qd)]
     result.tables.append("\n".join(lines))
+    result.tables.append(clock_agreement_table([("", virtual, real_fio)], result))
 
 
 def kernel_reference_table(progress, result: ExperimentResult) -> None:
@@ -300,16 +322,17 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
     machine = thread_machine(jobs_dir)
     result.tables.append(thread_machine_table(machine))
-    progress("the thread's machine (seed003) on the virtual clock")
-    ours = sweep(jobs_dir, progress)
+    ours, virtual = simulated(jobs_dir, out_dir, progress)
+    result.raw["simulate"] = virtual.fio
+    result.from_simulation(virtual)
     for (v, r, qd), k in ours.items():
         result.metrics[f"{column_name(v, r)}.qd{qd}_kIOPS"] = k
     result.tables.append(sweep_table(
-        "kIOPS on the virtual clock, the thread's machine (thread and error in brackets; the "
-        "thread has no pre-c8d317aa column)", ours, True))
+        f"kIOPS: simulate {JOB} (virtual clock, the thread's machine; thread and error in "
+        "brackets; the thread has no pre-c8d317aa column)", ours, True))
     plot(out_dir, result, ours)
     this_machine(jobs_dir, out_dir, progress, result, machine)
-    real_clock_table(jobs_dir, progress, result)
+    real_clock_table(jobs_dir, progress, result, virtual)
     kernel_reference_table(progress, result)
     return result
 

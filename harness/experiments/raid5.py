@@ -4,7 +4,7 @@ import os
 import re
 from pathlib import Path
 
-from harness.experiment import ExperimentResult, simulate_copy
+from harness.experiment import ExperimentResult, clock_agreement_table, simulate_copy
 from harness.device_time import DeviceTime
 from harness.fio_runner import run_fio
 
@@ -171,6 +171,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result.raw["fio"] = fio.fio
     result.raw["simulate"] = virtual.fio
     result.from_simulation(virtual)
+    agreement = clock_agreement_table([("", virtual, fio)], result)
     seeks = {}
     for v in VARIANTS:
         md0, sd, (buckets, count, zero), metrics, sidecar = variant_figures(virtual, v)
@@ -201,6 +202,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         f"MiB/s, fixed {m['machine.fixed.md0_MBps']:.0f} MiB/s; virtual / real: legacy "
         f"{m['legacy.md0_MBps'] / m['machine.legacy.md0_MBps']:.2f}, fixed "
         f"{m['fixed.md0_MBps'] / m['machine.fixed.md0_MBps']:.2f}")
+    result.tables.append(agreement)
     result.tables.append(fit_table(m))
     try:
         from harness import plots
