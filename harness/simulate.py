@@ -271,6 +271,20 @@ def build_run(job_file, sections=None, seed=None, env=None):
             raise SimulateError("simulate: time_based needs a runtime")
         specs.append(spec)
         meta.append({"job": job, "stats": stats})
+    # mdsplit_setup (sidecar_rival): two jobs writing one sidecar file from
+    # devices of their own would overwrite each other.
+    sidecar_stack = {}
+    for spec, m in zip(specs, meta):
+        if not m["stats"]:
+            continue
+        first = sidecar_stack.setdefault(os.path.realpath(m["stats"]), (spec["stack"], spec["name"]))
+        if first[0] != spec["stack"]:
+            rel = os.path.relpath(m["stats"], base)
+            raise SimulateError(
+                f"mdsplit: mdsplit_stats={rel}: job {first[1]} writes it too, from a device of "
+                "its own, so one sidecar would overwrite the other; allowed: a file per job, or "
+                "thread=1 with the same mdsplit_config and filename (one shared device, one "
+                "sidecar)", 1)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
         st["allow_mounted_write"] = allow_mounted[st["config"]]

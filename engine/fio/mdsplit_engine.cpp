@@ -216,6 +216,39 @@ StackUse stack_use(thread_data* self, const std::string& config) {
     return use;
 }
 
+// The mdsplit_stats file a job writes: its option, with .N for subjob N of
+// numjobs ("" when it names none).
+std::string stats_path_of(thread_data* td) {
+    auto* o = static_cast<EngineOptions*>(td->eo);
+    if (!o->stats || !*o->stats) return "";
+    std::string path = o->stats;
+    if (td->subjob_number) path += "." + std::to_string(td->subjob_number);
+    return path;
+}
+
+// Another job of the run that would write self's sidecar file (path) from
+// a device of its own, overwriting one of the two: every job except those
+// that share self's stack (threads naming the same stack file and filename,
+// see mdsplit_setup's key). "" when there is none.
+std::string sidecar_rival(thread_data* self, const std::string& path) {
+    auto where = [](const std::string& p) { return canonical(p.c_str()); };
+    auto label = [](thread_data* t) { return std::string(t->o.filename ? t->o.filename : ""); };
+    auto* mine = static_cast<EngineOptions*>(self->eo);
+    std::string target = where(path), config = canonical(mine->config);
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
+        std::string other = stats_path_of(td);
+        if (other.empty() || where(other) != target) continue;
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        bool shares = self->o.use_thread && td->o.use_thread && o->config &&
+                      canonical(o->config) == config && label(td) == label(self);
+        if (!shares) return td->o.name ? td->o.name : "?";
+    }
+    return "";
+}
+
 // exclusive: no other job can open this key (see mdsplit_setup).
 std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const StackConfig& config,
                                                const StackOptions& so, bool exclusive) {
@@ -335,9 +368,15 @@ int mdsplit_setup(thread_data* td) {
         so.ring_entries = 256;
         data->depth = td->o.iodepth ? td->o.iodepth : 1;
         data->buffered = !td->o.odirect;
-        if (o->stats && *o->stats) {
-            data->stats_path = o->stats;
-            if (td->subjob_number) data->stats_path += "." + std::to_string(td->subjob_number);
+        data->stats_path = stats_path_of(td);
+        if (!data->stats_path.empty()) {
+            std::string rival = sidecar_rival(td, data->stats_path);
+            if (!rival.empty())
+                throw std::runtime_error(
+                    "mdsplit: mdsplit_stats=" + data->stats_path + ": job " + rival +
+                    " writes it too, from a device of its own, so one sidecar would overwrite "
+                    "the other; allowed: a file per job, or thread=1 with the same "
+                    "mdsplit_config and filename (one shared device, one sidecar)");
             check_sidecar_writable(data->stats_path);
         }
         // Threads of one process share a stack; forked jobs each have their own.

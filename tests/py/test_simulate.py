@@ -262,3 +262,21 @@ def test_simulate_error_is_raised_for_trim(tmp_path, mdsplit_module):
 
 # The two clocks' agreement (bw and iops within 15 % where the host keeps up)
 # is a timing comparison, so it is a benchmark, bench/agreement.sh, not a test.
+
+
+def test_forked_jobs_naming_one_sidecar_are_refused_as_by_the_engine(tmp_path, mdsplit_module):
+    """Two forked jobs, two devices, one mdsplit_stats file: the engine's one
+    line (test_sidecar_forked.py), exit 1; thread=1 jobs sharing the device
+    may share it."""
+    write_stack(tmp_path)
+    both = "[a]\nrw=read\nsize=1m\n[b]\nrw=read\nsize=1m\n"
+    (tmp_path / "f.fio").write_text(job_text("mdsplit_stats=stats/s.json\n" + both))
+    p = run_cli([str(tmp_path / "f.fio")])
+    assert p.returncode == 1
+    assert p.stderr.strip() == (
+        "mdsplit: mdsplit_stats=stats/s.json: job a writes it too, from a device of its own, so "
+        "one sidecar would overwrite the other; allowed: a file per job, or thread=1 with the "
+        "same mdsplit_config and filename (one shared device, one sidecar)")
+    (tmp_path / "t.fio").write_text(job_text("thread=1\nmdsplit_stats=stats/s.json\n" + both))
+    r = simulate_job(tmp_path / "t.fio")
+    assert [j["read"]["io_bytes"] for j in r["jobs"]] == [1 << 20, 1 << 20]
