@@ -56,7 +56,9 @@
 // which): io_uring_rw.cpp (io_uring/rw.c: the issue path above, task_work,
 // completion), io_wq.{h,cpp} + io_wq_threads.cpp / io_wq_virtual.cpp
 // (io_uring/io-wq.c: one interface, the real-thread and the modelled-CPU
-// pool, chosen by the clock), filemap.cpp (mm/filemap.c: the read and write
+// pool), submitter_cpu.{h,cpp} (the submitter's CPU and its task_work,
+// kernel/task_work.c: real or modelled; chosen once with the pool, so the
+// execution mode is a parameter, not a branch), filemap.cpp (mm/filemap.c: the read and write
 // attempts, page wait queues, page I/O), page_writeback.cpp
 // (mm/page-writeback.c: write-back, throttling, fsync/sync), kiocb.h (the
 // request). This file and buffered_io.cpp: the owner and its statistics.
@@ -94,6 +96,7 @@ namespace mdsplit {
 
 class MemberQueue;
 class IoWq;
+class SubmitterCpu;
 
 // Modelled CPU costs of each step, used only on the virtual clock. Real
 // runs pay what the steps really cost, and measure_buffered_costs()
@@ -216,14 +219,14 @@ public:
     // of the requested size.
     void set_fadvise_random(bool on) { fadvise_random_ = on; }
     BufferedCosts& costs() { return costs_; }
-    bool virtual_time() const { return virtual_; }
+    bool virtual_time() const;
     const PageCacheConfig& config() const { return config_; }
     PageCache& cache() { return *cache_; }
 
     // Virtual clock: the submitter's modelled CPU is busy until this time.
     // A driver should not issue before it; charge_submitter() adds the
     // driver's own work (fio's per-I/O cost).
-    uint64_t submitter_free_at() const { return submitter_busy_; }
+    uint64_t submitter_free_at() const;
     void charge_submitter(uint64_t ns);
 
     void set_record_paths(bool on) { record_paths_ = on; }
@@ -248,14 +251,20 @@ private:
         Page* page;
         uint64_t t;  // virtual: when it is submitted
     };
+    // Where a step runs: the submitter, its task_work or an io-wq worker,
+    // as the execution mode (SubmitterCpu, IoWq) made it.
     struct Exec {
         BufferedWhere where = BufferedWhere::Submitter;
-        uint64_t t = 0;  // virtual: the modelled time of this context
+        uint64_t t = 0;  // modelled: the time this context has reached
         uint32_t pid = 0;
+        // A modelled CPU (virtual clock): each step advances t by its
+        // BufferedCosts figure. Otherwise the steps cost what they really do.
+        bool modelled = false;
         // false: an io-wq thread (IoWqThreads); the reads it starts and its
         // completion are posted to the loop thread.
         bool on_loop = true;
         std::vector<PendingIo> reads;
+        void charge(uint64_t ns) { t += modelled ? ns : 0; }
     };
     class RaControl;
     struct IoBatch;
@@ -275,11 +284,6 @@ private:
 
     Request* new_request(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                          uint64_t cookie);
-    void charge(Exec& x, uint64_t ns) {
-        if (virtual_) x.t += ns;
-    }
-    Exec submitter_exec(uint32_t pid);
-    void submitter_done(const Exec& x);
     FileRaState* ra_state(uint32_t pid);
 
     // Reads.
@@ -288,8 +292,6 @@ private:
     void punt(Request& r, Exec& x);
     void arm_locked(Request& r, Page* page, uint32_t bit, void (*fn)(PageWaiter*));
     static void on_page_wake(PageWaiter* w);
-    void queue_task_work(Request* r);
-    static void task_work_timer(void* arg, uint64_t);
     void run_task_work(Request& r);
 
     // Page I/O.
@@ -314,6 +316,9 @@ private:
     friend class IoWq;
     friend class IoWqThreads;
     friend class IoWqVirtual;
+    friend class SubmitterCpu;
+    friend class SubmitterCpuReal;
+    friend class SubmitterCpuModelled;
     Page* io_wq_submit_work(Request& r, Exec& x);
     bool wait_on_page_locked(Page* page);
     void wait_on_page_locked_async(Request& r, Page* page, void (*fn)(PageWaiter*));
@@ -338,7 +343,6 @@ private:
     BlockDevice& top_;
     std::vector<MemberQueue*> members_;
     PageCacheConfig config_;
-    bool virtual_;
     std::unique_ptr<PageCache> cache_;
     BufferedCosts costs_;
     uint32_t iodepth_ = 0;  // 0: not set (4 x CPUs)
@@ -361,12 +365,10 @@ private:
     std::unordered_map<uint32_t, TaskContext> io_tasks_;
     TaskContext& io_task_for(uint32_t pid);
 
-    // Virtual clock: the submitter's CPU and its task_work queue.
-    uint64_t submitter_busy_ = 0;
-    std::deque<Request*> task_work_;
-    bool task_work_timer_ = false;
-
-    // io-wq: real threads or modelled CPUs, by the clock (io_wq.h).
+    // The execution mode, chosen once by the clock (make_buffered_exec(),
+    // io_wq.cpp): the submitter's CPU with its task_work (submitter_cpu.h)
+    // and io-wq's workers (io_wq.h), real threads or modelled CPUs.
+    std::unique_ptr<SubmitterCpu> cpu_;
     std::unique_ptr<IoWq> wq_;
     bool stopping_ = false;  // under the cache mutex: sleeping workers give up
 

@@ -11,6 +11,7 @@
 
 #include "core/io_uring/io_wq.h"
 #include "core/io_uring/kiocb.h"
+#include "core/io_uring/submitter_cpu.h"
 
 namespace mdsplit {
 
@@ -44,36 +45,23 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
     return r;
 }
 
-BufferedIo::Exec BufferedIo::submitter_exec(uint32_t pid) {
-    Exec x;
-    x.where = BufferedWhere::Submitter;
-    x.pid = pid;
-    if (virtual_) x.t = std::max(loop_.now(), submitter_busy_);
-    return x;
-}
+uint64_t BufferedIo::submitter_free_at() const { return cpu_->free_at(); }
 
-void BufferedIo::submitter_done(const Exec& x) {
-    if (virtual_) submitter_busy_ = std::max(submitter_busy_, x.t);
-}
-
-void BufferedIo::charge_submitter(uint64_t ns) {
-    if (!virtual_) return;
-    submitter_busy_ = std::max(submitter_busy_, loop_.now()) + ns;
-}
+void BufferedIo::charge_submitter(uint64_t ns) { cpu_->charge(ns); }
 
 void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void* buffer,
                       uint64_t cookie) {
     Request* r = new_request(task, Op::Read, offset, length, buffer, cookie);
     stats_.reads++;
     stats_.read_bytes += r->len;
-    Exec x = submitter_exec(task.pid);
+    Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
     if (r->len == 0) {
         complete(*r, x, 0);
     } else {
         r->kflags = kNowait;  // io_prep_rw(force_nonblock)
         io_read(*r, x);
     }
-    submitter_done(x);
+    cpu_->leave(x);
 }
 
 // io_read(): an attempt; on -EAGAIN with FMODE_BUF_RASYNC, arm the page-wait
@@ -85,7 +73,7 @@ void BufferedIo::io_read(Request& r, Exec& x) {
     flush_reads(x);
     if (res == ReadResult::Again && config_.rasync) {
         // io_rw_should_retry()
-        charge(x, costs_.arm_ns);
+        x.charge(costs_.arm_ns);
         r.kflags |= kWaitq;
         // c8d317aa: "kiocb->ki_flags &= ~IOCB_NOWAIT;" (324bcf54 took it out again)
         if (config_.variant == BufferedVariant::C8d317aa) r.kflags &= ~kNowait;
@@ -124,57 +112,25 @@ void BufferedIo::io_read(Request& r, Exec& x) {
 void BufferedIo::on_page_wake(PageWaiter* w) {
     auto* r = static_cast<Request*>(w->ctx);
     r->self->drop_waiter_page(*w);
-    r->self->queue_task_work(r);
+    r->self->cpu_->queue_task_work(*r);
 }
 
-// task_work runs on the submitting task. On the virtual clock it queues for
-// the submitter's modelled CPU, one item per turn.
-void BufferedIo::queue_task_work(Request* r) {
-    if (!virtual_) {
-        run_task_work(*r);
-        return;
-    }
-    task_work_.push_back(r);
-    if (!task_work_timer_) {
-        task_work_timer_ = true;
-        loop_.schedule_at(std::max(loop_.now(), submitter_busy_), &BufferedIo::task_work_timer,
-                          this);
-    }
-}
-
-void BufferedIo::task_work_timer(void* arg, uint64_t) {
-    auto* self = static_cast<BufferedIo*>(arg);
-    self->task_work_timer_ = false;
-    if (self->task_work_.empty()) return;
-    uint64_t now = self->loop_.now();
-    if (self->submitter_busy_ <= now) {
-        Request* r = self->task_work_.front();
-        self->task_work_.pop_front();
-        self->run_task_work(*r);
-    }
-    if (!self->task_work_.empty()) {
-        self->task_work_timer_ = true;
-        self->loop_.schedule_at(std::max(self->loop_.now(), self->submitter_busy_),
-                                &BufferedIo::task_work_timer, self);
-    }
-}
-
+// task_work_run() for one retry, on the submitter (SubmitterCpu decides when).
 void BufferedIo::run_task_work(Request& r) {
-    Exec x = submitter_exec(r.task->pid);
-    x.where = BufferedWhere::TaskWork;
-    charge(x, costs_.task_work_ns);
+    Exec x = cpu_->enter(BufferedWhere::TaskWork, r.task->pid);
+    x.charge(costs_.task_work_ns);
     stats_.task_work_runs++;
     r.path.task_work_runs++;
     if (r.op == Op::Read)
         io_read(r, x);
     else
         io_write(r, x);
-    submitter_done(x);
+    cpu_->leave(x);
 }
 
 // io_queue_async_work()
 void BufferedIo::punt(Request& r, Exec& x) {
-    charge(x, costs_.punt_ns);
+    x.charge(costs_.punt_ns);
     r.path.punted = true;
     stats_.punts++;
     wq_->enqueue(r, x.t);
@@ -199,7 +155,7 @@ Page* BufferedIo::io_wq_submit_work(Request& r, Exec& x) {
 }
 
 void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
-    charge(x, costs_.cqe_ns);
+    x.charge(costs_.cqe_ns);
     if (r.completed) {  // never expected: counted, not delivered twice
         std::lock_guard<std::mutex> lock(cache_->mutex());
         stats_.double_completions++;
@@ -212,13 +168,8 @@ void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
         loop_.post(&BufferedIo::deliver_cb, &r);
         return;
     }
-    uint64_t at = x.t;
-    // A worker's CQE wakes the task sleeping in io_cqring_wait() on another
-    // CPU (io_cqring_ev_posted() -> wake_up(&ctx->wait)); a busy submitter
-    // sees it without one.
-    if (virtual_ && x.where == BufferedWhere::Worker && submitter_busy_ <= x.t)
-        at += costs_.wakeup_ns;
-    if (at > loop_.now()) {  // a modelled CPU finishes later (virtual clock)
+    uint64_t at = x.t + cpu_->cqe_wakeup(x);  // the task sleeping in io_cqring_wait()
+    if (at > loop_.now()) {                   // a modelled CPU finishes later (virtual clock)
         loop_.schedule_at(at, &BufferedIo::deliver_cb, &r);
         return;
     }
@@ -267,12 +218,12 @@ void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, cons
                        uint64_t cookie) {
     uint64_t size = cache_->file_bytes();
     Request* r = new_request(task, Op::Write, offset, length, const_cast<void*>(buffer), cookie);
-    Exec x = submitter_exec(task.pid);
+    Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
     if (offset > size || length > size - offset) {
         r->len = 0;
         r->path.resid = length;
         complete(*r, x, -ENOSPC);
-        submitter_done(x);
+        cpu_->leave(x);
         return;
     }
     stats_.writes++;
@@ -281,7 +232,7 @@ void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, cons
         complete(*r, x, 0);
     else
         io_write(*r, x);
-    submitter_done(x);
+    cpu_->leave(x);
 }
 
 void BufferedIo::io_write(Request& r, Exec& x) {

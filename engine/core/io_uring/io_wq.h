@@ -95,6 +95,12 @@ private:
     uint64_t busy_high_water_ = 0;
 };
 
-std::unique_ptr<IoWq> make_io_wq(BufferedIo& io, bool virtual_clock);
+// The execution mode of the buffered path: the submitter's CPU and io-wq's
+// pool, both real (the real clock) or both modelled (the virtual clock).
+struct BufferedExec {
+    std::unique_ptr<SubmitterCpu> cpu;
+    std::unique_ptr<IoWq> wq;
+};
+BufferedExec make_buffered_exec(BufferedIo& io, bool virtual_clock);
 
 }  // namespace mdsplit

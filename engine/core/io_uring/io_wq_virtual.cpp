@@ -66,6 +66,7 @@ void IoWqVirtual::run(BufferedIo::Request& r) {
     BufferedIo::Exec x;
     x.where = BufferedWhere::Worker;
     x.pid = r.task->pid;
+    x.modelled = true;
     x.t = io_.loop_.now();
     const uint32_t id = r.path.worker;
     if (Page* page = io_.io_wq_submit_work(r, x)) {  // may free r when it completes

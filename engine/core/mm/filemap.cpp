@@ -36,14 +36,14 @@ public:
         Page* p = io_.cache_->add_locked(index);  // its reference is the I/O's
         if (!p) return false;
         if (mark) p->flags |= kPgReadahead;
-        io_.charge(x_, io_.costs_.page_alloc_ns);
+        x_.charge(io_.costs_.page_alloc_ns);
         x_.reads.push_back(PendingIo{p, 0});
         batch_++;
         return true;
     }
     void read_pages() override {
         if (!batch_) return;
-        io_.charge(x_, io_.costs_.bio_submit_ns + io_.costs_.bio_page_ns * batch_);
+        x_.charge(io_.costs_.bio_submit_ns + io_.costs_.bio_page_ns * batch_);
         for (size_t i = x_.reads.size() - batch_; i < x_.reads.size(); i++) x_.reads[i].t = x_.t;
         if (x_.where == BufferedWhere::Worker) {
             io_.stats_.worker_page_reads += batch_;
@@ -70,7 +70,7 @@ public:
     }
     // A readahead window's bookkeeping and plug (BufferedCosts::readahead_ns).
     void window(RaKind kind, uint64_t /*start*/, uint64_t nr, uint64_t /*async*/) override {
-        io_.charge(x_, io_.costs_.readahead_ns);
+        x_.charge(io_.costs_.readahead_ns);
         io_.stats_.ra_windows[size_t(kind)]++;
         io_.stats_.ra_pages[size_t(kind)] += nr;
         io_.stats_.ra_window_sizes[nr]++;
@@ -136,7 +136,7 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
         const uint64_t index = pos >> kPageShift;
         const uint32_t off = uint32_t(pos & (kCachePageSize - 1));
         const uint64_t n = std::min<uint64_t>(kCachePageSize - off, r.len - r.done);
-        charge(x, costs_.lookup_ns);
+        x.charge(costs_.lookup_ns);
         Page* p = pc.find(index);
         if (r.last_counted != index) {
             r.last_counted = index;
@@ -157,7 +157,7 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
                 pc.get(p);
             } else {
                 // no_cached_page: allocate and add it ourselves, locked.
-                charge(x, costs_.page_alloc_ns);
+                x.charge(costs_.page_alloc_ns);
                 p = pc.add_locked(index);
                 if (!p) {  // cannot happen: index is inside the file
                     r.error = -EIO;
@@ -239,7 +239,7 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
         lk.unlock();
         memcpy(r.buf + r.done, src, n);
         lk.lock();
-        charge(x, (costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize);
+        x.charge((costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize);
         pc.mark_accessed(p);
         pc.put(p);
         r.done += n;
@@ -304,10 +304,10 @@ BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
         const uint64_t n = std::min<uint64_t>(kCachePageSize - off, r.len - r.done);
         const uint32_t valid = pc.page_bytes(index);
         const bool full = off == 0 && n >= valid;
-        charge(x, costs_.lookup_ns);
+        x.charge(costs_.lookup_ns);
         Page* p = pc.find(index);
         if (!p) {
-            charge(x, costs_.page_alloc_ns);
+            x.charge(costs_.page_alloc_ns);
             p = pc.add_locked(index);
             if (!p) {
                 r.error = -EIO;
@@ -365,8 +365,8 @@ BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
         memcpy(dst + off, r.buf + r.done, n);
         if (full && valid < kCachePageSize) memset(dst + valid, 0, kCachePageSize - valid);
         lk.lock();
-        charge(x, (costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize +
-                      costs_.dirty_page_ns);
+        x.charge((costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize +
+                 costs_.dirty_page_ns);
         p->flags |= kPgUptodate;
         p->flags &= ~kPgError;
         if (!p->dirty()) stats_.pages_dirtied++;

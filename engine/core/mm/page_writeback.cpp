@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/io_uring/kiocb.h"
+#include "core/io_uring/submitter_cpu.h"
 
 namespace mdsplit {
 
@@ -123,10 +124,7 @@ void BufferedIo::check_throttled() {
         }
         Request* r = throttled_.front();
         throttled_.pop_front();
-        Exec x;
-        x.where = BufferedWhere::TaskWork;
-        x.pid = r->task->pid;
-        x.t = loop_.now();
+        Exec x = cpu_->wake(r->task->pid);
         complete(*r, x, 0);
     }
 }
@@ -145,10 +143,7 @@ void BufferedIo::check_fsyncs() {
         fsyncs_.erase(fsyncs_.begin() + long(i));
         int32_t error = wb_errors_ > wb_errors_reported_ ? -EIO : 0;
         wb_errors_reported_ = wb_errors_;
-        Exec x;
-        x.where = BufferedWhere::TaskWork;
-        x.pid = r->task->pid;
-        x.t = loop_.now();
+        Exec x = cpu_->wake(r->task->pid);
         complete(*r, x, error);
     }
 }
@@ -160,9 +155,9 @@ void BufferedIo::fsync(TaskContext& task, uint64_t cookie) {
     if (writeback_done_through(batch)) {
         int32_t error = wb_errors_ > wb_errors_reported_ ? -EIO : 0;
         wb_errors_reported_ = wb_errors_;
-        Exec x = submitter_exec(task.pid);
+        Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
         complete(*r, x, error);
-        submitter_done(x);
+        cpu_->leave(x);
         return;
     }
     fsyncs_.push_back(FsyncWaiter{&task, cookie, batch, r});
