@@ -19,9 +19,9 @@ ALLOWED = {
     "config": {"base", "config"},
     **{f: {"base", "config"} | LOW_CORE for f in LOW_CORE},
     "core/md": {"base", "config", "core/md"} | LOW_CORE,
-    # mm's filemap and page-writeback files are still members of the buffered
-    # path's owner (BufferedIo, core/io_uring/buffered_io.h): the two folders
-    # see each other until those are classes of their own.
+    # mm's page-writeback file is still members of the buffered path's owner
+    # (BufferedIo, core/io_uring/buffered_io.h): the two folders see each
+    # other until it is a class of its own.
     "core/mm": {"base", "config", "core/mm", "core/io_uring"} | LOW_CORE,
     "core/io_uring": {"base", "config", "core/io_uring", "core/mm"} | LOW_CORE,
 }

@@ -7,31 +7,19 @@
 #include <mutex>
 
 #include "config/stack_config.h"
-#include "core/block/member_queue.h"
 #include "core/io_uring/io_wq.h"
 #include "core/io_uring/kiocb.h"
 #include "core/io_uring/submitter_cpu.h"
 
 namespace mdsplit {
 
-const char* buffered_where_name(BufferedWhere where) {
-    switch (where) {
-        case BufferedWhere::None:
-            return "none";
-        case BufferedWhere::Submitter:
-            return "submitter";
-        case BufferedWhere::TaskWork:
-            return "task_work";
-        case BufferedWhere::Worker:
-            return "worker";
-    }
-    return "?";
-}
-
 BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
                        std::vector<MemberQueue*> members, const PageCacheConfig& config)
-    : loop_(loop), layer_(layer), top_(top), members_(std::move(members)), config_(config) {
+    : loop_(loop), config_(config) {
     cache_ = std::make_unique<PageCache>(config.size_bytes, top.capacity() << kSectorShift);
+    filemap_ = std::make_unique<Filemap>(loop, layer, top, std::move(members), config_, *cache_,
+                                         costs_, stats_);
+    filemap_->set_flusher(&BufferedIo::wakeup_flusher_cb, this);
     BufferedExec exec = make_buffered_exec(*this, loop.clock().is_virtual());
     cpu_ = std::move(exec.cpu);
     wq_ = std::move(exec.wq);
@@ -40,11 +28,7 @@ BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
 }
 
 BufferedIo::~BufferedIo() {
-    {
-        std::lock_guard<std::mutex> lock(cache_->mutex());
-        stopping_ = true;
-    }
-    cache_->wake_all();
+    filemap_->stop();  // sleeping workers give up
     wq_->stop();
 }
 

@@ -26,6 +26,8 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
     r->pos = offset;
     r->len = length;
     r->buf = static_cast<uint8_t*>(buffer);
+    r->pid = task.pid;
+    r->waitq_func = &BufferedIo::on_page_wake;  // io_async_buf_func()
     r->path.cookie = cookie;
     r->path.op = op;
     if (record_paths_) r->path.submit_ns = loop_.now();
@@ -35,9 +37,9 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
         r->path.resid = length - fit;  // a read past the end is short
         r->len = fit;
         std::lock_guard<std::mutex> lock(cache_->mutex());
-        r->ra = ra_state(task.pid);
+        r->ra = filemap_->ra_state(task.pid);
     }
-    TaskContext& io = io_task_for(task.pid);  // the reader's / writer's cgroup
+    TaskContext& io = filemap_->io_task_for(task.pid);  // the reader's / writer's cgroup
     io.sched = task.sched;
     task.in_flight++;
     live_requests_++;
@@ -58,7 +60,7 @@ void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void*
     if (r->len == 0) {
         complete(*r, x, 0);
     } else {
-        r->kflags = kNowait;  // io_prep_rw(force_nonblock)
+        r->kflags = kIocbNowait;  // io_prep_rw(force_nonblock)
         io_read(*r, x);
     }
     cpu_->leave(x);
@@ -69,16 +71,16 @@ void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void*
 // and again from task_work when an armed callback fires.
 void BufferedIo::io_read(Request& r, Exec& x) {
     Page* blocked = nullptr;
-    ReadResult res = read_attempt(r, x, blocked);
-    flush_reads(x);
+    ReadResult res = filemap_->read_attempt(r, x, blocked);
+    filemap_->flush_reads(x);
     if (res == ReadResult::Again && config_.rasync) {
         // io_rw_should_retry()
         x.charge(costs_.arm_ns);
-        r.kflags |= kWaitq;
+        r.kflags |= kIocbWaitq;
         // c8d317aa: "kiocb->ki_flags &= ~IOCB_NOWAIT;" (324bcf54 took it out again)
-        if (config_.variant == BufferedVariant::C8d317aa) r.kflags &= ~kNowait;
-        res = read_attempt(r, x, blocked);
-        flush_reads(x);
+        if (config_.variant == BufferedVariant::C8d317aa) r.kflags &= ~kIocbNowait;
+        res = filemap_->read_attempt(r, x, blocked);
+        filemap_->flush_reads(x);
     }
     switch (res) {
         case ReadResult::Done:
@@ -101,18 +103,15 @@ void BufferedIo::io_read(Request& r, Exec& x) {
         std::lock_guard<std::mutex> lock(cache_->mutex());
         wb = cache_->take_writeback_wanted();
     }
-    if (wb && !writeback_scheduled_) {
-        writeback_scheduled_ = true;
-        loop_.defer(&BufferedIo::writeback_cb, this);
-    }
+    if (wb) wakeup_flusher();  // reclaim found only dirty pages
 }
 
 // io_async_buf_func(): the page the request waits on was unlocked (or left
 // writeback); queue task_work for the submitter. Reads and writes alike.
 void BufferedIo::on_page_wake(PageWaiter* w) {
-    auto* r = static_cast<Request*>(w->ctx);
-    r->self->drop_waiter_page(*w);
-    r->self->cpu_->queue_task_work(*r);
+    Request& r = Request::of(w);
+    r.self->filemap_->drop_waiter_page(*w);
+    r.self->cpu_->queue_task_work(r);
 }
 
 // task_work_run() for one retry, on the submitter (SubmitterCpu decides when).
@@ -142,8 +141,8 @@ void BufferedIo::punt(Request& r, Exec& x) {
 // Which pool runs it, and how it sleeps, is the IoWq's (io_wq.h).
 Page* BufferedIo::io_wq_submit_work(Request& r, Exec& x) {
     Page* page = nullptr;
-    ReadResult res = read_attempt(r, x, page);
-    flush_reads(x);
+    ReadResult res = filemap_->read_attempt(r, x, page);
+    filemap_->flush_reads(x);
     if (res == ReadResult::Block) {
         std::lock_guard<std::mutex> lock(cache_->mutex());
         stats_.worker_sleeps++;
@@ -236,8 +235,8 @@ void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, cons
 }
 
 void BufferedIo::io_write(Request& r, Exec& x) {
-    WriteResult res = write_attempt(r, x);
-    flush_reads(x);
+    WriteResult res = filemap_->write_attempt(r, x);
+    filemap_->flush_reads(x);
     if (res == WriteResult::Queued) return;  // resumes from the page's callback
     if (res == WriteResult::Error) {
         complete(r, x, r.error);

@@ -71,12 +71,12 @@ void IoWqThreads::worker_main(uint32_t id) {
 // sleeping on each page it must wait for.
 void IoWqThreads::run_work(BufferedIo::Request& r, uint32_t id) {
     r.path.worker = id;
-    BufferedIo::Exec x;
+    ExecContext x;
     x.where = BufferedWhere::Worker;
     x.pid = r.task->pid;
     x.on_loop = false;
     while (Page* page = io_.io_wq_submit_work(r, x))
-        if (!io_.wait_on_page_locked(page)) return;  // shutting down
+        if (!io_.filemap_->wait_on_page_locked(page)) return;  // shutting down
 }
 
 }  // namespace mdsplit

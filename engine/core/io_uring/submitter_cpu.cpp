@@ -9,15 +9,15 @@
 
 namespace mdsplit {
 
-BufferedIo::Exec SubmitterCpuReal::enter(BufferedWhere where, uint32_t pid) {
-    BufferedIo::Exec x;
+ExecContext SubmitterCpuReal::enter(BufferedWhere where, uint32_t pid) {
+    ExecContext x;
     x.where = where;
     x.pid = pid;
     return x;
 }
 
-BufferedIo::Exec SubmitterCpuReal::wake(uint32_t pid) const {
-    BufferedIo::Exec x;
+ExecContext SubmitterCpuReal::wake(uint32_t pid) const {
+    ExecContext x;
     x.where = BufferedWhere::TaskWork;
     x.pid = pid;
     x.t = io_.loop_.now();
@@ -27,8 +27,8 @@ BufferedIo::Exec SubmitterCpuReal::wake(uint32_t pid) const {
 // The loop thread is the submitting task: its task_work runs now.
 void SubmitterCpuReal::queue_task_work(BufferedIo::Request& r) { io_.run_task_work(r); }
 
-BufferedIo::Exec SubmitterCpuModelled::enter(BufferedWhere where, uint32_t pid) {
-    BufferedIo::Exec x;
+ExecContext SubmitterCpuModelled::enter(BufferedWhere where, uint32_t pid) {
+    ExecContext x;
     x.where = where;
     x.pid = pid;
     x.modelled = true;
@@ -36,12 +36,10 @@ BufferedIo::Exec SubmitterCpuModelled::enter(BufferedWhere where, uint32_t pid) 
     return x;
 }
 
-void SubmitterCpuModelled::leave(const BufferedIo::Exec& x) {
-    busy_until_ = std::max(busy_until_, x.t);
-}
+void SubmitterCpuModelled::leave(const ExecContext& x) { busy_until_ = std::max(busy_until_, x.t); }
 
-BufferedIo::Exec SubmitterCpuModelled::wake(uint32_t pid) const {
-    BufferedIo::Exec x;
+ExecContext SubmitterCpuModelled::wake(uint32_t pid) const {
+    ExecContext x;
     x.where = BufferedWhere::TaskWork;
     x.pid = pid;
     x.modelled = true;
@@ -77,7 +75,7 @@ void SubmitterCpuModelled::task_work_timer(void* arg, uint64_t) {
     if (!self->task_work_.empty()) self->arm_timer();
 }
 
-uint64_t SubmitterCpuModelled::cqe_wakeup(const BufferedIo::Exec& x) const {
+uint64_t SubmitterCpuModelled::cqe_wakeup(const ExecContext& x) const {
     return x.where == BufferedWhere::Worker && busy_until_ <= x.t ? io_.costs_.wakeup_ns : 0;
 }
 

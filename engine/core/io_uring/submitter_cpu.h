@@ -25,12 +25,12 @@ public:
     virtual ~SubmitterCpu() = default;
     // A context on the submitter for job `pid`: the modelled one starts once
     // the CPU is free and its steps advance its time by their cost.
-    virtual BufferedIo::Exec enter(BufferedWhere where, uint32_t pid) = 0;
+    virtual ExecContext enter(BufferedWhere where, uint32_t pid) = 0;
     // The context ended at x.t: the CPU is busy until then.
-    virtual void leave(const BufferedIo::Exec& x) = 0;
+    virtual void leave(const ExecContext& x) = 0;
     // A context in the task that runs now, whatever the submitter does (a
     // completion that write-back wakes: fsync, a throttled writer).
-    virtual BufferedIo::Exec wake(uint32_t pid) const = 0;
+    virtual ExecContext wake(uint32_t pid) const = 0;
     // The workload driver's own work (fio's per-I/O cost).
     virtual void charge(uint64_t ns) = 0;
     // When the submitter is free to issue again (0: always).
@@ -42,19 +42,19 @@ public:
     // worker's CQE wakes the task sleeping in io_cqring_wait() on another
     // CPU (io_cqring_ev_posted() -> wake_up(&ctx->wait)); a busy submitter
     // sees it without one.
-    virtual uint64_t cqe_wakeup(const BufferedIo::Exec& x) const = 0;
+    virtual uint64_t cqe_wakeup(const ExecContext& x) const = 0;
 };
 
 class SubmitterCpuReal final : public SubmitterCpu {
 public:
     explicit SubmitterCpuReal(BufferedIo& io) : io_(io) {}
-    BufferedIo::Exec enter(BufferedWhere where, uint32_t pid) override;
-    void leave(const BufferedIo::Exec&) override {}
-    BufferedIo::Exec wake(uint32_t pid) const override;
+    ExecContext enter(BufferedWhere where, uint32_t pid) override;
+    void leave(const ExecContext&) override {}
+    ExecContext wake(uint32_t pid) const override;
     void charge(uint64_t) override {}
     uint64_t free_at() const override { return 0; }
     void queue_task_work(BufferedIo::Request& r) override;
-    uint64_t cqe_wakeup(const BufferedIo::Exec&) const override { return 0; }
+    uint64_t cqe_wakeup(const ExecContext&) const override { return 0; }
 
 private:
     BufferedIo& io_;
@@ -63,13 +63,13 @@ private:
 class SubmitterCpuModelled final : public SubmitterCpu {
 public:
     explicit SubmitterCpuModelled(BufferedIo& io) : io_(io) {}
-    BufferedIo::Exec enter(BufferedWhere where, uint32_t pid) override;
-    void leave(const BufferedIo::Exec& x) override;
-    BufferedIo::Exec wake(uint32_t pid) const override;
+    ExecContext enter(BufferedWhere where, uint32_t pid) override;
+    void leave(const ExecContext& x) override;
+    ExecContext wake(uint32_t pid) const override;
     void charge(uint64_t ns) override;
     uint64_t free_at() const override { return busy_until_; }
     void queue_task_work(BufferedIo::Request& r) override;
-    uint64_t cqe_wakeup(const BufferedIo::Exec& x) const override;
+    uint64_t cqe_wakeup(const ExecContext& x) const override;
 
 private:
     void arm_timer();

@@ -17,7 +17,7 @@ namespace mdsplit {
 void BufferedIo::write_endio(Bio* bio) {
     auto* self = reinterpret_cast<BufferedIo*>(bio->tag);
     bool failed = bio->error != 0;
-    Wakeups wake;
+    Filemap::Wakeups wake;
     {
         std::lock_guard<std::mutex> lock(self->cache_->mutex());
         for (Page* p = static_cast<Page*>(bio->private_data); p;) {
@@ -28,7 +28,7 @@ void BufferedIo::write_endio(Bio* bio) {
                 self->wb_errors_++;
                 self->stats_.writeback_errors++;
             }
-            self->end_writeback_locked(p, wake);
+            self->filemap_->end_writeback_locked(p, wake);
             auto it = self->wb_outstanding_.find(p->wb_batch);
             if (it != self->wb_outstanding_.end() && --it->second == 0)
                 self->wb_outstanding_.erase(it);
@@ -37,14 +37,20 @@ void BufferedIo::write_endio(Bio* bio) {
         }
     }
     bio->pool->put(bio);
-    self->fire_waiters(wake, true);
-    // fsync completions, throttled writers and more write-back run from a
-    // deferred callback: we may be inside a submission here.
-    if (!self->writeback_scheduled_) {
-        self->writeback_scheduled_ = true;
-        self->loop_.defer(&BufferedIo::writeback_cb, self);
-    }
+    self->filemap_->fire_waiters(wake, true);
+    // fsync completions, throttled writers and more write-back.
+    self->wakeup_flusher();
 }
+
+// wakeup_flusher_threads(): write-back runs from a deferred callback (we
+// may be inside a submission here), once.
+void BufferedIo::wakeup_flusher() {
+    if (writeback_scheduled_) return;
+    writeback_scheduled_ = true;
+    loop_.defer(&BufferedIo::writeback_cb, this);
+}
+
+void BufferedIo::wakeup_flusher_cb(void* arg) { static_cast<BufferedIo*>(arg)->wakeup_flusher(); }
 
 // write_cache_pages(): up to max_pages dirty pages from the writeback index
 // on, cyclically, become PG_writeback and go down as writes. Returns the
@@ -91,7 +97,8 @@ uint64_t BufferedIo::start_writeback(size_t max_pages, bool sync) {
         size_t j = i;
         while (j < pages.size() && pages[j]->memcg_owner == pages[i]->memcg_owner) j++;
         std::vector<Page*> own(pages.begin() + i, pages.begin() + j);
-        submit_pages(own, Op::Write, own.front()->memcg_owner, sync);
+        filemap_->submit_pages(own, Op::Write, own.front()->memcg_owner, sync,
+                               &BufferedIo::write_endio, this);
         i = j;
     }
     return batch;
@@ -189,14 +196,7 @@ void BufferedIo::sync() {
 
 void BufferedIo::invalidate() {
     sync();
-    std::lock_guard<std::mutex> lock(cache_->mutex());
-    stats_.invalidations++;
-    stats_.invalidated_pages += cache_->invalidate_clean();
-    for (auto& [pid, ra] : ra_states_) {
-        uint64_t pages = ra.ra_pages;
-        ra = FileRaState{};
-        ra.ra_pages = pages;
-    }
+    filemap_->invalidate();
 }
 
 // balance_dirty_pages() after a write: above the background threshold
