@@ -3,7 +3,6 @@
 // (see buffered_io.h).
 #include "core/io_uring/buffered_io.h"
 
-#include <algorithm>
 #include <mutex>
 
 #include "config/stack_config.h"
@@ -19,17 +18,24 @@ BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
     cache_ = std::make_unique<PageCache>(config.size_bytes, top.capacity() << kSectorShift);
     filemap_ = std::make_unique<Filemap>(loop, layer, top, std::move(members), config_, *cache_,
                                          costs_, stats_);
-    filemap_->set_flusher(&BufferedIo::wakeup_flusher_cb, this);
+    WritebackClient& client = *this;
+    writeback_ = std::make_unique<PageWriteback>(loop, *cache_, *filemap_, stats_, client);
+    filemap_->set_writeback(writeback_.get());
     BufferedExec exec = make_buffered_exec(*this, loop.clock().is_virtual());
     cpu_ = std::move(exec.cpu);
     wq_ = std::move(exec.wq);
-    dirty_background_ = std::max<uint64_t>(cache_->capacity_pages() / 10, 8);
-    dirty_limit_ = std::max<uint64_t>(cache_->capacity_pages() / 5, 16);
 }
 
 BufferedIo::~BufferedIo() {
     filemap_->stop();  // sleeping workers give up
     wq_->stop();
+}
+
+void BufferedIo::sync() { writeback_->sync(); }
+
+void BufferedIo::invalidate() {
+    writeback_->sync();
+    filemap_->invalidate();
 }
 
 bool BufferedIo::virtual_time() const { return loop_.clock().is_virtual(); }

@@ -59,15 +59,16 @@
 // the modelled-CPU pool), submitter_cpu.{h,cpp} (the submitter's CPU and
 // its task_work, kernel/task_work.c: real or modelled, chosen once with the
 // pool, so the execution mode is a parameter, not a branch), kiocb.h (the
-// request, struct io_kiocb). Below, in core/mm: Filemap (filemap.h,
-// mm/filemap.c: the read and write attempts, page wait queues, page I/O and
-// its endio), the Kiocb it works on and the context a step runs in
-// (kiocb.h), the shared records and costs (buffered_path.h); Filemap calls
-// back only through the kiocb's page-wait callback (waitq_func:
-// io_async_buf_func()) and the flusher. page_writeback.cpp
-// (mm/page-writeback.c: write-back, throttling, fsync/sync) is still
-// BufferedIo's. This file and buffered_io.cpp: the owner, which wires them,
-// and its statistics.
+// request, struct io_kiocb). Below, in core/mm, which never includes
+// io_uring: Filemap (filemap.h, mm/filemap.c: the read and write attempts,
+// page wait queues, page I/O and its endio), PageWriteback
+// (page_writeback.h, mm/page-writeback.c: write-back, throttling,
+// fsync/sync), the Kiocb they work on and the context a step runs in
+// (kiocb.h), the shared records and costs (buffered_path.h). mm calls back
+// only through the kiocb's page-wait callback (waitq_func:
+// io_async_buf_func()) and WritebackClient (a throttled writer or an fsync
+// that write-back lets go). This file and buffered_io.cpp: the owner, which
+// wires them, and its statistics.
 //
 // What the real-clock emulation cannot move off the loop thread: the bio
 // submission for a page a worker wants read (the block layer is the loop's),
@@ -80,8 +81,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -95,6 +94,7 @@
 #include "core/mm/filemap.h"
 #include "core/mm/kiocb.h"
 #include "core/mm/page_cache.h"
+#include "core/mm/page_writeback.h"
 
 namespace mdsplit {
 
@@ -102,7 +102,7 @@ class MemberQueue;
 class IoWq;
 class SubmitterCpu;
 
-class BufferedIo {
+class BufferedIo final : private WritebackClient {
 public:
     BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
                std::vector<MemberQueue*> members, const PageCacheConfig& config);
@@ -170,23 +170,8 @@ private:
     void run_task_work(Request& r);
     // Writes.
     void io_write(Request& r, Exec& x);
-    // Write-back (page_writeback.cpp, mm/page-writeback.c).
-    struct FsyncWaiter {
-        TaskContext* task;
-        uint64_t cookie;
-        uint64_t batch;
-        Request* request;
-    };
-    uint64_t start_writeback(size_t max_pages, bool sync);
-    void wakeup_flusher();
-    static void wakeup_flusher_cb(void* arg);
-    static void writeback_cb(void* arg, uint64_t);
-    static void write_endio(Bio* bio);
-    bool balance_dirty_pages(Request& r);
-    void check_throttled();
-    void check_fsyncs();
-    bool writeback_done_through(uint64_t batch) const;
-    void run_until(bool (*done)(BufferedIo*));
+    // write-back lets a throttled writer or an fsync go (WritebackClient).
+    void writeback_wait_done(Kiocb& k, int32_t error) override;
 
     // Completion.
     void complete(Request& r, Exec& x, int32_t error);
@@ -215,28 +200,16 @@ private:
     size_t live_requests_ = 0;
     ObjectPool<Request> requests_;  // loop thread
 
-    // The page cache's read and write attempts, page waits and page I/O
-    // (core/mm/filemap.h).
+    // The page cache's mechanisms (core/mm): the read and write attempts,
+    // page waits and page I/O; write-back.
     std::unique_ptr<Filemap> filemap_;
+    std::unique_ptr<PageWriteback> writeback_;
 
     // The execution mode, chosen once by the clock (make_buffered_exec(),
     // io_wq.cpp): the submitter's CPU with its task_work (submitter_cpu.h)
     // and io-wq's workers (io_wq.h), real threads or modelled CPUs.
     std::unique_ptr<SubmitterCpu> cpu_;
     std::unique_ptr<IoWq> wq_;
-
-    // Write-back.
-    static constexpr size_t kWritebackChunk = 1024;  // MAX_WRITEBACK_PAGES
-    uint64_t dirty_background_;
-    uint64_t dirty_limit_;
-    uint64_t wb_seq_ = 0;
-    uint64_t wb_cursor_ = 0;                       // mapping->writeback_index
-    std::map<uint64_t, uint64_t> wb_outstanding_;  // batch -> pages still under write-back
-    uint64_t wb_errors_ = 0, wb_errors_reported_ = 0;
-    bool writeback_scheduled_ = false;
-    uint64_t sync_target_ = 0;
-    std::vector<FsyncWaiter> fsyncs_;
-    std::deque<Request*> throttled_;
 };
 
 }  // namespace mdsplit

@@ -103,7 +103,7 @@ void BufferedIo::io_read(Request& r, Exec& x) {
         std::lock_guard<std::mutex> lock(cache_->mutex());
         wb = cache_->take_writeback_wanted();
     }
-    if (wb) wakeup_flusher();  // reclaim found only dirty pages
+    if (wb) writeback_->wakeup_flusher();  // reclaim found only dirty pages
 }
 
 // io_async_buf_func(): the page the request waits on was unlocked (or left
@@ -242,8 +242,26 @@ void BufferedIo::io_write(Request& r, Exec& x) {
         complete(r, x, r.error);
         return;
     }
-    if (balance_dirty_pages(r)) return;  // throttled: completes from write-back
+    if (writeback_->balance_dirty_pages(r)) return;  // throttled: writeback_wait_done()
     complete(r, x, 0);
+}
+
+void BufferedIo::fsync(TaskContext& task, uint64_t cookie) {
+    Request* r = new_request(task, Op::Flush, 0, 0, nullptr, cookie);
+    stats_.fsyncs++;
+    int32_t error = 0;
+    if (!writeback_->fsync(*r, error)) return;  // waits: writeback_wait_done()
+    Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
+    complete(*r, x, error);
+    cpu_->leave(x);
+}
+
+// A throttled writer or an fsync that write-back let go completes in its
+// task, now.
+void BufferedIo::writeback_wait_done(Kiocb& k, int32_t error) {
+    Request& r = Request::of(k);
+    Exec x = cpu_->wake(r.task->pid);
+    complete(r, x, error);
 }
 
 }  // namespace mdsplit

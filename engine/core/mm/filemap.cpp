@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "core/block/member_queue.h"
+#include "core/mm/page_writeback.h"
 
 namespace mdsplit {
 
@@ -507,7 +508,7 @@ void Filemap::read_endio(Bio* bio) {
     }
     bio->pool->put(bio);
     self->fire_waiters(wake, true);
-    if (wb) self->wake_flusher_(self->flusher_arg_);  // reclaim found only dirty pages
+    if (wb) self->wb_->wakeup_flusher();  // reclaim found only dirty pages
 }
 
 // wake_up_page_bit(): the page's waiters for `bit` move to `wake`.

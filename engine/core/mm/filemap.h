@@ -31,6 +31,7 @@
 namespace mdsplit {
 
 class MemberQueue;
+class PageWriteback;
 
 class Filemap {
 public:
@@ -54,12 +55,8 @@ public:
             BufferedStats& stats);
     Filemap(const Filemap&) = delete;
     Filemap& operator=(const Filemap&) = delete;
-    // Where reclaim that finds only dirty pages wakes the flusher
-    // (wakeup_flusher_threads(), mm/page-writeback.c).
-    void set_flusher(void (*fn)(void*), void* arg) {
-        wake_flusher_ = fn;
-        flusher_arg_ = arg;
-    }
+    // Where reclaim that finds only dirty pages wakes the flusher.
+    void set_writeback(PageWriteback* wb) { wb_ = wb; }
     // FMODE_RANDOM (fadvise_hint=random): every miss is a forced readahead.
     void set_fadvise_random(bool on) { fadvise_random_ = on; }
 
@@ -148,8 +145,7 @@ private:
     PageCache& cache_;
     const BufferedCosts& costs_;
     BufferedStats& stats_;
-    void (*wake_flusher_)(void*) = nullptr;
-    void* flusher_arg_ = nullptr;
+    PageWriteback* wb_ = nullptr;
     bool fadvise_random_ = false;
     bool stopping_ = false;  // under the cache mutex: sleeping threads give up
     // per fio job (pid), under the cache mutex
