@@ -138,9 +138,10 @@ public:
     const PageCacheConfig& config() const { return config_; }
     PageCache& cache() { return *cache_; }
 
-    // Virtual clock: the submitter's modelled CPU is busy until this time.
-    // A driver should not issue before it; charge_submitter() adds the
-    // driver's own work (fio's per-I/O cost).
+    // The submitter's CPU (SubmitterCpu): a modelled one is busy until this
+    // time, and a driver should not issue before it; charge_submitter() adds
+    // the driver's own work (fio's per-I/O cost). On the real clock: 0, and
+    // nothing to charge (the work costs what it really does).
     uint64_t submitter_free_at() const;
     void charge_submitter(uint64_t ns);
 
