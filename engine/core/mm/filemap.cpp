@@ -132,6 +132,14 @@ Filemap::ReadResult Filemap::read_attempt(Kiocb& k, ExecContext& x, Page*& block
     const uint64_t last_index = (k.pos + k.len + kCachePageSize - 1) >> kPageShift;
     ReadResult result = ReadResult::Done;
 
+    // wait_on_page_locked_async() / lock_page_async(): -EIOCBQUEUED, the
+    // callback has our reference.
+    auto queue_on = [&](Page* p) {
+        arm_locked(k, p, kPgLocked, k.waitq_func);
+        k.path.callbacks_armed++;
+        stats_.callbacks_armed++;
+        return ReadResult::Queued;
+    };
     // The submitter never sleeps: where a read would wait (no NOWAIT, no
     // WAITQ: not reachable with these variants), it waits by callback.
     auto wait_on = [&](Page* p) {
@@ -140,11 +148,7 @@ Filemap::ReadResult Filemap::read_attempt(Kiocb& k, ExecContext& x, Page*& block
             return ReadResult::Block;
         }
         stats_.submitter_blocks++;
-        arm_locked(k, p, kPgLocked, k.waitq_func);
-        pc.put(p);
-        k.path.callbacks_armed++;
-        stats_.callbacks_armed++;
-        return ReadResult::Queued;
+        return queue_on(p);
     };
 
     while (k.done < k.len) {
@@ -193,11 +197,7 @@ Filemap::ReadResult Filemap::read_attempt(Kiocb& k, ExecContext& x, Page*& block
             if (!p->uptodate()) {
                 if (k.kflags & kIocbWaitq) {
                     if (p->locked()) {  // wait_on_page_locked_async()
-                        arm_locked(k, p, kPgLocked, k.waitq_func);
-                        pc.put(p);
-                        k.path.callbacks_armed++;
-                        stats_.callbacks_armed++;
-                        result = ReadResult::Queued;
+                        result = queue_on(p);
                         break;
                     }
                 } else {
@@ -240,11 +240,7 @@ Filemap::ReadResult Filemap::read_attempt(Kiocb& k, ExecContext& x, Page*& block
             }
             ctl.readpage(p);              // the read unlocks the page when it completes
             if (k.kflags & kIocbWaitq) {  // lock_page_async() (c8d317aa's mm/filemap.c part)
-                arm_locked(k, p, kPgLocked, k.waitq_func);
-                pc.put(p);
-                k.path.callbacks_armed++;
-                stats_.callbacks_armed++;
-                result = ReadResult::Queued;
+                result = queue_on(p);
                 break;
             }
             result = wait_on(p);  // lock_page_killable()
@@ -266,8 +262,8 @@ Filemap::ReadResult Filemap::read_attempt(Kiocb& k, ExecContext& x, Page*& block
     return result;
 }
 
+// The waiter takes over the caller's reference to `page`.
 void Filemap::arm_locked(Kiocb& k, Page* page, uint32_t bit, void (*fn)(PageWaiter*)) {
-    cache_.get(page);
     k.waiter.fn = fn;
     k.waiter.ctx = &k;
     k.waiter.bit = bit;
@@ -281,10 +277,9 @@ void Filemap::arm_locked(Kiocb& k, Page* page, uint32_t bit, void (*fn)(PageWait
 void Filemap::wait_on_page_locked_async(Kiocb& k, Page* page, void (*fn)(PageWaiter*)) {
     std::lock_guard<std::mutex> lock(cache_.mutex());
     arm_locked(k, page, kPgLocked, fn);
-    cache_.put(page);
 }
 
-// A page-wait callback ran: drop the reference arm_locked() took.
+// A page-wait callback ran: drop the reference its waiter held.
 void Filemap::drop_waiter_page(PageWaiter& w) {
     std::lock_guard<std::mutex> lock(cache_.mutex());
     cache_.put(w.page);
@@ -310,6 +305,12 @@ Filemap::WriteResult Filemap::write_attempt(Kiocb& k, ExecContext& x) {
     std::unique_lock<std::mutex> lk(pc.mutex());
     RaControl ctl(*this, x, k);
     WriteResult result = WriteResult::Done;
+    // write_begin waits for the page's `bit` by callback; it has our reference.
+    auto wait_for = [&](Page* p, uint32_t bit) {
+        arm_locked(k, p, bit, k.waitq_func);
+        k.path.waits++;
+        return WriteResult::Queued;
+    };
     while (k.done < k.len) {
         const uint64_t pos = k.pos + k.done;
         const uint64_t index = pos >> kPageShift;
@@ -331,10 +332,7 @@ Filemap::WriteResult Filemap::write_attempt(Kiocb& k, ExecContext& x) {
                 // A partial page: read it before writing into it.
                 stats_.read_for_write++;
                 ctl.readpage(p);
-                arm_locked(k, p, kPgLocked, k.waitq_func);
-                pc.put(p);
-                k.path.waits++;
-                result = WriteResult::Queued;
+                result = wait_for(p, kPgLocked);
                 break;
             }
         } else {
@@ -344,10 +342,7 @@ Filemap::WriteResult Filemap::write_attempt(Kiocb& k, ExecContext& x) {
                                              : 0u;
             if (busy) {
                 stats_.write_waits++;
-                k.path.waits++;
-                arm_locked(k, p, busy, k.waitq_func);
-                pc.put(p);
-                result = WriteResult::Queued;
+                result = wait_for(p, busy);
                 break;
             }
             if (!p->uptodate() && !full) {
@@ -364,10 +359,7 @@ Filemap::WriteResult Filemap::write_attempt(Kiocb& k, ExecContext& x) {
                 stats_.read_for_write++;
                 p->flags |= kPgLocked;
                 ctl.readpage(p);
-                arm_locked(k, p, kPgLocked, k.waitq_func);
-                pc.put(p);
-                k.path.waits++;
-                result = WriteResult::Queued;
+                result = wait_for(p, kPgLocked);
                 break;
             }
             p->flags |= kPgLocked;  // write_begin returns the page locked
