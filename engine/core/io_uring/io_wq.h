@@ -9,7 +9,10 @@
 //                                    and a wake-up costs BufferedCosts::wakeup_ns
 // What a worker does with a request is written once, in BufferedIo
 // (io_wq_submit_work(), io_uring_rw.cpp); the pools only decide where and
-// when it runs, and how a worker waits for a locked page.
+// when it runs, and which of Filemap's page waits a worker uses (sleeping:
+// wait_on_page_locked(); modelled: wait_on_page_locked_async()). The
+// submitter's CPU is the other half of the execution mode
+// (submitter_cpu.h); make_buffered_exec() chooses both at once.
 // The bound is io_wq_create()'s as io_uring sets it up: at most
 // min(iodepth, 4 x CPUs) workers (io_wqe_create_worker() on demand).
 #pragma once

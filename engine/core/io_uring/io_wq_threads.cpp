@@ -3,7 +3,7 @@
 // work from one queue (io_wqe_worker() -> io_worker_handle_work()) and
 // sleep on page locks for real (wait_on_page_locked_killable()). The reads
 // they start and their completions go to the loop thread by post()
-// (BufferedIo's Exec::on_loop = false).
+// (ExecContext::on_loop = false, core/mm/kiocb.h).
 #include <algorithm>
 
 #include "core/io_uring/io_wq.h"
