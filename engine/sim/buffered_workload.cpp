@@ -35,7 +35,6 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
     BufferedIo& bio = stack.buffered();
     bio.set_iodepth(depth);
     EventLoop& loop = stack.loop();
-    const bool virt = loop.clock().is_virtual();
 
     std::vector<std::unique_ptr<uint8_t, AlignedFree>> buffers;
     for (uint32_t i = 0; i < depth; i++) {
@@ -60,7 +59,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
     auto account = [&] {
         uint64_t now = loop.now();
         for (const IoCompletion& c : task.completions) {
-            if (virt) bio.charge_submitter(bio.costs().fio_complete_ns);
+            bio.charge_submitter(bio.costs().fio_complete_ns);
             if (c.cookie == kFsyncCookie) {
                 fsync_done = true;
                 if (c.error) r.errors++;
@@ -83,7 +82,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
         account();
         bool more = submitted < total;
         if (more && !free_slots.empty()) {
-            if (virt && bio.submitter_free_at() > loop.now()) {
+            if (bio.submitter_free_at() > loop.now()) {
                 // fio's thread is still busy (its own work, inline attempts,
                 // task_work): the next submission waits for it.
                 loop.schedule_at(bio.submitter_free_at(), &wake_up, nullptr);
@@ -96,7 +95,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
                 free_slots.pop_back();
                 busy[slot] = true;
                 uint64_t block = spec.random ? rng() % blocks : next_block++ % blocks;
-                if (virt) bio.charge_submitter(bio.costs().fio_submit_ns);
+                bio.charge_submitter(bio.costs().fio_submit_ns);
                 issued_at[slot] = loop.now();
                 stack.queue_buffered(task, spec.op, spec.offset + block * spec.block_size,
                                      spec.block_size, buffers[slot].get(), slot);

@@ -79,7 +79,7 @@ public:
     void flush_traces() { tracer_.flush(); }
     uint64_t elapsed_ns() const { return loop_.now() - start_ns_; }
 
-    // ---- Buffered I/O (fio direct=0; seed 003): engine/core/buffered_io.h ----
+    // ---- Buffered I/O (fio direct=0; seed 003): engine/core/io_uring/buffered_io.h ----
     // A buffered I/O through the page cache above the virtual device (the
     // config's [page_cache]); like queue(), inside the task's plug, and it
     // completes into task.completions. Op::Read or Op::Write, any alignment.

@@ -1,7 +1,7 @@
 """The engine's folders depend one way (README, "Layout"): every #include of our
 own headers goes to the same folder or a folder below it.
 
-    base  <-  config  <-  core (block, drivers, trace  <-  md, mm  <->  io_uring)
+    base  <-  config  <-  core (block, drivers, trace  <-  md, mm  <-  io_uring)
           <-  stack  <-  sim  <-  fio glue, Python bindings
 """
 import re
@@ -19,10 +19,7 @@ ALLOWED = {
     "config": {"base", "config"},
     **{f: {"base", "config"} | LOW_CORE for f in LOW_CORE},
     "core/md": {"base", "config", "core/md"} | LOW_CORE,
-    # mm's filemap and page-writeback files are still members of the buffered
-    # path's owner (BufferedIo, core/io_uring/buffered_io.h): the two folders
-    # see each other until those are classes of their own.
-    "core/mm": {"base", "config", "core/mm", "core/io_uring"} | LOW_CORE,
+    "core/mm": {"base", "config", "core/mm"} | LOW_CORE,
     "core/io_uring": {"base", "config", "core/io_uring", "core/mm"} | LOW_CORE,
 }
 CORE = {f for f in ALLOWED if f.startswith("core/")}

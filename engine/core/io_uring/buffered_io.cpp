@@ -3,52 +3,42 @@
 // (see buffered_io.h).
 #include "core/io_uring/buffered_io.h"
 
-#include <algorithm>
 #include <mutex>
 
 #include "config/stack_config.h"
-#include "core/block/member_queue.h"
 #include "core/io_uring/io_wq.h"
 #include "core/io_uring/kiocb.h"
+#include "core/io_uring/submitter_cpu.h"
 
 namespace mdsplit {
 
-const char* buffered_where_name(BufferedWhere where) {
-    switch (where) {
-        case BufferedWhere::None:
-            return "none";
-        case BufferedWhere::Submitter:
-            return "submitter";
-        case BufferedWhere::TaskWork:
-            return "task_work";
-        case BufferedWhere::Worker:
-            return "worker";
-    }
-    return "?";
-}
-
 BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
                        std::vector<MemberQueue*> members, const PageCacheConfig& config)
-    : loop_(loop),
-      layer_(layer),
-      top_(top),
-      members_(std::move(members)),
-      config_(config),
-      virtual_(loop.clock().is_virtual()) {
+    : loop_(loop), config_(config) {
     cache_ = std::make_unique<PageCache>(config.size_bytes, top.capacity() << kSectorShift);
-    wq_ = make_io_wq(*this, virtual_);
-    dirty_background_ = std::max<uint64_t>(cache_->capacity_pages() / 10, 8);
-    dirty_limit_ = std::max<uint64_t>(cache_->capacity_pages() / 5, 16);
+    filemap_ = std::make_unique<Filemap>(loop, layer, top, std::move(members), config_, *cache_,
+                                         costs_, stats_);
+    WritebackClient& client = *this;
+    writeback_ = std::make_unique<PageWriteback>(loop, *cache_, *filemap_, stats_, client);
+    filemap_->set_writeback(writeback_.get());
+    BufferedExec exec = make_buffered_exec(*this, loop.clock().is_virtual());
+    cpu_ = std::move(exec.cpu);
+    wq_ = std::move(exec.wq);
 }
 
 BufferedIo::~BufferedIo() {
-    {
-        std::lock_guard<std::mutex> lock(cache_->mutex());
-        stopping_ = true;
-    }
-    cache_->wake_all();
+    filemap_->stop();  // sleeping workers give up
     wq_->stop();
 }
+
+void BufferedIo::sync() { writeback_->sync(); }
+
+void BufferedIo::invalidate() {
+    writeback_->sync();
+    filemap_->invalidate();
+}
+
+bool BufferedIo::virtual_time() const { return loop_.clock().is_virtual(); }
 
 std::vector<BufferedPath> BufferedIo::take_paths() {
     std::vector<BufferedPath> out;
@@ -87,7 +77,7 @@ void BufferedIo::write_json(JsonWriter& j) const {
     j.begin_object().field("enabled", used_).field("size_bytes", config_.size_bytes);
     j.field("capacity_pages", cache_->capacity_pages()).field("ra_kb", config_.ra_kb);
     j.field("rasync", config_.rasync).field("variant", buffered_variant_name(config_.variant));
-    j.field("virtual_time", virtual_).field("max_workers", max_workers());
+    j.field("virtual_time", virtual_time()).field("max_workers", max_workers());
     j.field("pages", pages).field("dirty", dirty).field("writeback", writeback);
     j.field("high_water_pages", c.high_water).field("pages_added", c.pages_added);
     j.field("evictions", c.evictions).field("evict_skipped", c.evict_skipped);

@@ -11,6 +11,7 @@
 
 #include "core/io_uring/io_wq.h"
 #include "core/io_uring/kiocb.h"
+#include "core/io_uring/submitter_cpu.h"
 
 namespace mdsplit {
 
@@ -25,6 +26,8 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
     r->pos = offset;
     r->len = length;
     r->buf = static_cast<uint8_t*>(buffer);
+    r->pid = task.pid;
+    r->waitq_func = &BufferedIo::on_page_wake;  // io_async_buf_func()
     r->path.cookie = cookie;
     r->path.op = op;
     if (record_paths_) r->path.submit_ns = loop_.now();
@@ -34,9 +37,9 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
         r->path.resid = length - fit;  // a read past the end is short
         r->len = fit;
         std::lock_guard<std::mutex> lock(cache_->mutex());
-        r->ra = ra_state(task.pid);
+        r->ra = filemap_->ra_state(task.pid);
     }
-    TaskContext& io = io_task_for(task.pid);  // the reader's / writer's cgroup
+    TaskContext& io = filemap_->io_task_for(task.pid);  // the reader's / writer's cgroup
     io.sched = task.sched;
     task.in_flight++;
     live_requests_++;
@@ -44,36 +47,23 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
     return r;
 }
 
-BufferedIo::Exec BufferedIo::submitter_exec(uint32_t pid) {
-    Exec x;
-    x.where = BufferedWhere::Submitter;
-    x.pid = pid;
-    if (virtual_) x.t = std::max(loop_.now(), submitter_busy_);
-    return x;
-}
+uint64_t BufferedIo::submitter_free_at() const { return cpu_->free_at(); }
 
-void BufferedIo::submitter_done(const Exec& x) {
-    if (virtual_) submitter_busy_ = std::max(submitter_busy_, x.t);
-}
-
-void BufferedIo::charge_submitter(uint64_t ns) {
-    if (!virtual_) return;
-    submitter_busy_ = std::max(submitter_busy_, loop_.now()) + ns;
-}
+void BufferedIo::charge_submitter(uint64_t ns) { cpu_->charge(ns); }
 
 void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void* buffer,
                       uint64_t cookie) {
     Request* r = new_request(task, Op::Read, offset, length, buffer, cookie);
     stats_.reads++;
     stats_.read_bytes += r->len;
-    Exec x = submitter_exec(task.pid);
+    Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
     if (r->len == 0) {
         complete(*r, x, 0);
     } else {
-        r->kflags = kNowait;  // io_prep_rw(force_nonblock)
+        r->kflags = kIocbNowait;  // io_prep_rw(force_nonblock)
         io_read(*r, x);
     }
-    submitter_done(x);
+    cpu_->leave(x);
 }
 
 // io_read(): an attempt; on -EAGAIN with FMODE_BUF_RASYNC, arm the page-wait
@@ -81,16 +71,16 @@ void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void*
 // and again from task_work when an armed callback fires.
 void BufferedIo::io_read(Request& r, Exec& x) {
     Page* blocked = nullptr;
-    ReadResult res = read_attempt(r, x, blocked);
-    flush_reads(x);
+    ReadResult res = filemap_->read_attempt(r, x, blocked);
+    filemap_->flush_reads(x);
     if (res == ReadResult::Again && config_.rasync) {
         // io_rw_should_retry()
-        charge(x, costs_.arm_ns);
-        r.kflags |= kWaitq;
+        x.charge(costs_.arm_ns);
+        r.kflags |= kIocbWaitq;
         // c8d317aa: "kiocb->ki_flags &= ~IOCB_NOWAIT;" (324bcf54 took it out again)
-        if (config_.variant == BufferedVariant::C8d317aa) r.kflags &= ~kNowait;
-        res = read_attempt(r, x, blocked);
-        flush_reads(x);
+        if (config_.variant == BufferedVariant::C8d317aa) r.kflags &= ~kIocbNowait;
+        res = filemap_->read_attempt(r, x, blocked);
+        filemap_->flush_reads(x);
     }
     switch (res) {
         case ReadResult::Done:
@@ -113,68 +103,33 @@ void BufferedIo::io_read(Request& r, Exec& x) {
         std::lock_guard<std::mutex> lock(cache_->mutex());
         wb = cache_->take_writeback_wanted();
     }
-    if (wb && !writeback_scheduled_) {
-        writeback_scheduled_ = true;
-        loop_.defer(&BufferedIo::writeback_cb, this);
-    }
+    if (wb) writeback_->wakeup_flusher();  // reclaim found only dirty pages
 }
 
 // io_async_buf_func(): the page the request waits on was unlocked (or left
 // writeback); queue task_work for the submitter. Reads and writes alike.
 void BufferedIo::on_page_wake(PageWaiter* w) {
-    auto* r = static_cast<Request*>(w->ctx);
-    r->self->drop_waiter_page(*w);
-    r->self->queue_task_work(r);
+    Request& r = Request::of(w);
+    r.self->filemap_->drop_waiter_page(*w);
+    r.self->cpu_->queue_task_work(r);
 }
 
-// task_work runs on the submitting task. On the virtual clock it queues for
-// the submitter's modelled CPU, one item per turn.
-void BufferedIo::queue_task_work(Request* r) {
-    if (!virtual_) {
-        run_task_work(*r);
-        return;
-    }
-    task_work_.push_back(r);
-    if (!task_work_timer_) {
-        task_work_timer_ = true;
-        loop_.schedule_at(std::max(loop_.now(), submitter_busy_), &BufferedIo::task_work_timer,
-                          this);
-    }
-}
-
-void BufferedIo::task_work_timer(void* arg, uint64_t) {
-    auto* self = static_cast<BufferedIo*>(arg);
-    self->task_work_timer_ = false;
-    if (self->task_work_.empty()) return;
-    uint64_t now = self->loop_.now();
-    if (self->submitter_busy_ <= now) {
-        Request* r = self->task_work_.front();
-        self->task_work_.pop_front();
-        self->run_task_work(*r);
-    }
-    if (!self->task_work_.empty()) {
-        self->task_work_timer_ = true;
-        self->loop_.schedule_at(std::max(self->loop_.now(), self->submitter_busy_),
-                                &BufferedIo::task_work_timer, self);
-    }
-}
-
+// task_work_run() for one retry, on the submitter (SubmitterCpu decides when).
 void BufferedIo::run_task_work(Request& r) {
-    Exec x = submitter_exec(r.task->pid);
-    x.where = BufferedWhere::TaskWork;
-    charge(x, costs_.task_work_ns);
+    Exec x = cpu_->enter(BufferedWhere::TaskWork, r.task->pid);
+    x.charge(costs_.task_work_ns);
     stats_.task_work_runs++;
     r.path.task_work_runs++;
     if (r.op == Op::Read)
         io_read(r, x);
     else
         io_write(r, x);
-    submitter_done(x);
+    cpu_->leave(x);
 }
 
 // io_queue_async_work()
 void BufferedIo::punt(Request& r, Exec& x) {
-    charge(x, costs_.punt_ns);
+    x.charge(costs_.punt_ns);
     r.path.punted = true;
     stats_.punts++;
     wq_->enqueue(r, x.t);
@@ -186,8 +141,8 @@ void BufferedIo::punt(Request& r, Exec& x) {
 // Which pool runs it, and how it sleeps, is the IoWq's (io_wq.h).
 Page* BufferedIo::io_wq_submit_work(Request& r, Exec& x) {
     Page* page = nullptr;
-    ReadResult res = read_attempt(r, x, page);
-    flush_reads(x);
+    ReadResult res = filemap_->read_attempt(r, x, page);
+    filemap_->flush_reads(x);
     if (res == ReadResult::Block) {
         std::lock_guard<std::mutex> lock(cache_->mutex());
         stats_.worker_sleeps++;
@@ -199,7 +154,7 @@ Page* BufferedIo::io_wq_submit_work(Request& r, Exec& x) {
 }
 
 void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
-    charge(x, costs_.cqe_ns);
+    x.charge(costs_.cqe_ns);
     if (r.completed) {  // never expected: counted, not delivered twice
         std::lock_guard<std::mutex> lock(cache_->mutex());
         stats_.double_completions++;
@@ -212,13 +167,8 @@ void BufferedIo::complete(Request& r, Exec& x, int32_t error) {
         loop_.post(&BufferedIo::deliver_cb, &r);
         return;
     }
-    uint64_t at = x.t;
-    // A worker's CQE wakes the task sleeping in io_cqring_wait() on another
-    // CPU (io_cqring_ev_posted() -> wake_up(&ctx->wait)); a busy submitter
-    // sees it without one.
-    if (virtual_ && x.where == BufferedWhere::Worker && submitter_busy_ <= x.t)
-        at += costs_.wakeup_ns;
-    if (at > loop_.now()) {  // a modelled CPU finishes later (virtual clock)
+    uint64_t at = x.t + cpu_->cqe_wakeup(x);  // the task sleeping in io_cqring_wait()
+    if (at > loop_.now()) {                   // a modelled CPU finishes later (virtual clock)
         loop_.schedule_at(at, &BufferedIo::deliver_cb, &r);
         return;
     }
@@ -267,12 +217,12 @@ void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, cons
                        uint64_t cookie) {
     uint64_t size = cache_->file_bytes();
     Request* r = new_request(task, Op::Write, offset, length, const_cast<void*>(buffer), cookie);
-    Exec x = submitter_exec(task.pid);
+    Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
     if (offset > size || length > size - offset) {
         r->len = 0;
         r->path.resid = length;
         complete(*r, x, -ENOSPC);
-        submitter_done(x);
+        cpu_->leave(x);
         return;
     }
     stats_.writes++;
@@ -281,19 +231,37 @@ void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, cons
         complete(*r, x, 0);
     else
         io_write(*r, x);
-    submitter_done(x);
+    cpu_->leave(x);
 }
 
 void BufferedIo::io_write(Request& r, Exec& x) {
-    WriteResult res = write_attempt(r, x);
-    flush_reads(x);
+    WriteResult res = filemap_->write_attempt(r, x);
+    filemap_->flush_reads(x);
     if (res == WriteResult::Queued) return;  // resumes from the page's callback
     if (res == WriteResult::Error) {
         complete(r, x, r.error);
         return;
     }
-    if (balance_dirty_pages(r)) return;  // throttled: completes from write-back
+    if (writeback_->balance_dirty_pages(r)) return;  // throttled: writeback_wait_done()
     complete(r, x, 0);
+}
+
+void BufferedIo::fsync(TaskContext& task, uint64_t cookie) {
+    Request* r = new_request(task, Op::Flush, 0, 0, nullptr, cookie);
+    stats_.fsyncs++;
+    int32_t error = 0;
+    if (!writeback_->fsync(*r, error)) return;  // waits: writeback_wait_done()
+    Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
+    complete(*r, x, error);
+    cpu_->leave(x);
+}
+
+// A throttled writer or an fsync that write-back let go completes in its
+// task, now.
+void BufferedIo::writeback_wait_done(Kiocb& k, int32_t error) {
+    Request& r = Request::of(k);
+    Exec x = cpu_->wake(r.task->pid);
+    complete(r, x, error);
 }
 
 }  // namespace mdsplit

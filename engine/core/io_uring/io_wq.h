@@ -9,7 +9,10 @@
 //                                    and a wake-up costs BufferedCosts::wakeup_ns
 // What a worker does with a request is written once, in BufferedIo
 // (io_wq_submit_work(), io_uring_rw.cpp); the pools only decide where and
-// when it runs, and how a worker waits for a locked page.
+// when it runs, and which of Filemap's page waits a worker uses (sleeping:
+// wait_on_page_locked(); modelled: wait_on_page_locked_async()). The
+// submitter's CPU is the other half of the execution mode
+// (submitter_cpu.h); make_buffered_exec() chooses both at once.
 // The bound is io_wq_create()'s as io_uring sets it up: at most
 // min(iodepth, 4 x CPUs) workers (io_wqe_create_worker() on demand).
 #pragma once
@@ -95,6 +98,12 @@ private:
     uint64_t busy_high_water_ = 0;
 };
 
-std::unique_ptr<IoWq> make_io_wq(BufferedIo& io, bool virtual_clock);
+// The execution mode of the buffered path: the submitter's CPU and io-wq's
+// pool, both real (the real clock) or both modelled (the virtual clock).
+struct BufferedExec {
+    std::unique_ptr<SubmitterCpu> cpu;
+    std::unique_ptr<IoWq> wq;
+};
+BufferedExec make_buffered_exec(BufferedIo& io, bool virtual_clock);
 
 }  // namespace mdsplit

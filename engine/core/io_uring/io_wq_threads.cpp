@@ -3,7 +3,7 @@
 // work from one queue (io_wqe_worker() -> io_worker_handle_work()) and
 // sleep on page locks for real (wait_on_page_locked_killable()). The reads
 // they start and their completions go to the loop thread by post()
-// (BufferedIo's Exec::on_loop = false).
+// (ExecContext::on_loop = false, core/mm/kiocb.h).
 #include <algorithm>
 
 #include "core/io_uring/io_wq.h"
@@ -71,12 +71,12 @@ void IoWqThreads::worker_main(uint32_t id) {
 // sleeping on each page it must wait for.
 void IoWqThreads::run_work(BufferedIo::Request& r, uint32_t id) {
     r.path.worker = id;
-    BufferedIo::Exec x;
+    ExecContext x;
     x.where = BufferedWhere::Worker;
     x.pid = r.task->pid;
     x.on_loop = false;
     while (Page* page = io_.io_wq_submit_work(r, x))
-        if (!io_.wait_on_page_locked(page)) return;  // shutting down
+        if (!io_.filemap_->wait_on_page_locked(page)) return;  // shutting down
 }
 
 }  // namespace mdsplit

@@ -63,13 +63,14 @@ void IoWqVirtual::run_cb(void* arg, uint64_t) {
 // One turn of io_wq_submit_work() on r's worker; a wait on a page resumes
 // from on_page_wake().
 void IoWqVirtual::run(BufferedIo::Request& r) {
-    BufferedIo::Exec x;
+    ExecContext x;
     x.where = BufferedWhere::Worker;
     x.pid = r.task->pid;
+    x.modelled = true;
     x.t = io_.loop_.now();
     const uint32_t id = r.path.worker;
     if (Page* page = io_.io_wq_submit_work(r, x)) {  // may free r when it completes
-        io_.wait_on_page_locked_async(r, page, &IoWqVirtual::on_page_wake);
+        io_.filemap_->wait_on_page_locked_async(r, page, &IoWqVirtual::on_page_wake);
         return;
     }
     Worker& w = workers_[id - 1];
@@ -85,9 +86,9 @@ void IoWqVirtual::run(BufferedIo::Request& r) {
 }
 
 void IoWqVirtual::on_page_wake(PageWaiter* w) {
-    auto* r = static_cast<BufferedIo::Request*>(w->ctx);
+    auto* r = &BufferedIo::Request::of(w);
     BufferedIo& io = *r->self;
-    io.drop_waiter_page(*w);
+    io.filemap_->drop_waiter_page(*w);
     // The page's read completes on the CPU that issued it (nvme's per-CPU
     // queues; QUEUE_FLAG_SAME_COMP, blk_mq_complete_request(), 5.9): a
     // worker that read the page itself is woken by the interrupt on its own

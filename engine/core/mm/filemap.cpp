@@ -3,6 +3,9 @@
 // write_begin / copy / write_end (the write attempt), the page wait queues
 // (wait_on_page_locked_async(), wake_up_page_bit(), unlock_page()), and the
 // page I/O they start (->readpage / read_pages() of mm/readahead.c).
+// The contract is in filemap.h.
+#include "core/mm/filemap.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -10,80 +13,100 @@
 #include <mutex>
 
 #include "core/block/member_queue.h"
-#include "core/io_uring/kiocb.h"
+#include "core/mm/page_writeback.h"
 
 namespace mdsplit {
 
 // A set of pages whose I/O the loop thread must start (posted by a worker
 // thread, or scheduled at a modelled time).
-struct BufferedIo::IoBatch {
-    BufferedIo* self;
+struct Filemap::IoBatch {
+    Filemap* self;
     std::vector<Page*> pages;
     uint32_t pid;
 };
 
 // struct readahead_control over our page cache, for one attempt. Called
 // with the cache mutex held; the pages it adds are locked for their read
-// and go to Exec::reads, submitted when the attempt ends.
-class BufferedIo::RaControl final : public ReadaheadControl {
+// and go to ExecContext::reads, submitted when the attempt ends.
+class Filemap::RaControl final : public ReadaheadControl {
 public:
-    RaControl(BufferedIo& io, Exec& x, Request& r) : io_(io), x_(x), r_(r) {
+    RaControl(Filemap& io, ExecContext& x, Kiocb& k) : io_(io), x_(x), k_(k) {
         io_pages = std::max<uint64_t>(io.top_.max_sectors() >> (kPageShift - kSectorShift), 1);
     }
-    bool present(uint64_t index) override { return io_.cache_->find(index) != nullptr; }
-    uint64_t file_pages() override { return io_.cache_->file_pages(); }
+    bool present(uint64_t index) override { return io_.cache_.find(index) != nullptr; }
+    uint64_t file_pages() override { return io_.cache_.file_pages(); }
     bool add_page(uint64_t index, bool mark) override {
-        Page* p = io_.cache_->add_locked(index);  // its reference is the I/O's
+        Page* p = io_.cache_.add_locked(index);  // its reference is the I/O's
         if (!p) return false;
         if (mark) p->flags |= kPgReadahead;
-        io_.charge(x_, io_.costs_.page_alloc_ns);
+        x_.charge(io_.costs_.page_alloc_ns);
         x_.reads.push_back(PendingIo{p, 0});
         batch_++;
         return true;
     }
     void read_pages() override {
         if (!batch_) return;
-        io_.charge(x_, io_.costs_.bio_submit_ns + io_.costs_.bio_page_ns * batch_);
+        x_.charge(io_.costs_.bio_submit_ns + io_.costs_.bio_page_ns * batch_);
         for (size_t i = x_.reads.size() - batch_; i < x_.reads.size(); i++) x_.reads[i].t = x_.t;
         if (x_.where == BufferedWhere::Worker) {
             io_.stats_.worker_page_reads += batch_;
-            r_.path.worker_reads += uint32_t(batch_);
+            k_.path.worker_reads += uint32_t(batch_);
         } else {
             io_.stats_.submitter_page_reads += batch_;
-            r_.path.submitter_reads += uint32_t(batch_);
+            k_.path.submitter_reads += uint32_t(batch_);
         }
         batch_ = 0;
     }
     // ->readpage() of a page the caller has locked: the I/O takes its own
     // reference and will unlock the page.
     void readpage(Page* p) {
-        io_.cache_->get(p);
+        io_.cache_.get(p);
         x_.reads.push_back(PendingIo{p, 0});
         batch_ = 1;
         read_pages();
     }
     uint64_t next_miss(uint64_t index, uint64_t max) override {
-        return io_.cache_->next_miss(index, max);
+        return io_.cache_.next_miss(index, max);
     }
     uint64_t prev_miss(uint64_t index, uint64_t max) override {
-        return io_.cache_->prev_miss(index, max);
+        return io_.cache_.prev_miss(index, max);
     }
     // A readahead window's bookkeeping and plug (BufferedCosts::readahead_ns).
     void window(RaKind kind, uint64_t /*start*/, uint64_t nr, uint64_t /*async*/) override {
-        io_.charge(x_, io_.costs_.readahead_ns);
+        x_.charge(io_.costs_.readahead_ns);
         io_.stats_.ra_windows[size_t(kind)]++;
         io_.stats_.ra_pages[size_t(kind)] += nr;
         io_.stats_.ra_window_sizes[nr]++;
     }
 
 private:
-    BufferedIo& io_;
-    Exec& x_;
-    Request& r_;
+    Filemap& io_;
+    ExecContext& x_;
+    Kiocb& k_;
     uint64_t batch_ = 0;
 };
 
-FileRaState* BufferedIo::ra_state(uint32_t pid) {
+Filemap::Filemap(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
+                 std::vector<MemberQueue*> members, const PageCacheConfig& config, PageCache& cache,
+                 const BufferedCosts& costs, BufferedStats& stats)
+    : loop_(loop),
+      layer_(layer),
+      top_(top),
+      members_(std::move(members)),
+      config_(config),
+      cache_(cache),
+      costs_(costs),
+      stats_(stats) {}
+
+void Filemap::stop() {
+    {
+        std::lock_guard<std::mutex> lock(cache_.mutex());
+        stopping_ = true;
+    }
+    cache_.wake_all();
+}
+
+FileRaState* Filemap::ra_state(uint32_t pid) {
     auto it = ra_states_.find(pid);
     if (it != ra_states_.end()) return &it->second;
     FileRaState ra;  // file_ra_state_init()
@@ -91,31 +114,32 @@ FileRaState* BufferedIo::ra_state(uint32_t pid) {
     return &ra_states_.emplace(pid, ra).first->second;
 }
 
-// generic_file_buffered_read() for what is left of r, page by page, with
-// r.kflags' IOCB_NOWAIT / IOCB_WAITQ:
-//   Done    everything copied (Error: a page read failed twice)
-//   Again   -EAGAIN: would block and NOWAIT is set
-//   Queued  -EIOCBQUEUED: a page-wait callback is armed on a locked page
-//   Block   (workers only) must sleep until block_page (referenced) unlocks,
-//           then call again
-// Reads it starts are left in x.reads for flush_reads().
-BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& block_page) {
+// generic_file_buffered_read(), page by page (the outcomes: filemap.h).
+Filemap::ReadResult Filemap::read_attempt(Kiocb& k, ExecContext& x, Page*& block_page) {
     const bool worker = x.where == BufferedWhere::Worker;
     if (worker)
-        r.path.worker_attempts++;
+        k.path.worker_attempts++;
     else
-        r.path.inline_attempts++;
-    PageCache& pc = *cache_;
+        k.path.inline_attempts++;
+    PageCache& pc = cache_;
     Wakeups wake;
     std::unique_lock<std::mutex> lk(pc.mutex());
     if (worker)
         stats_.worker_attempts++;
     else
         stats_.inline_attempts++;
-    RaControl ctl(*this, x, r);
-    const uint64_t last_index = (r.pos + r.len + kCachePageSize - 1) >> kPageShift;
+    RaControl ctl(*this, x, k);
+    const uint64_t last_index = (k.pos + k.len + kCachePageSize - 1) >> kPageShift;
     ReadResult result = ReadResult::Done;
 
+    // wait_on_page_locked_async() / lock_page_async(): -EIOCBQUEUED, the
+    // callback has our reference.
+    auto queue_on = [&](Page* p) {
+        arm_locked(k, p, kPgLocked, k.waitq_func);
+        k.path.callbacks_armed++;
+        stats_.callbacks_armed++;
+        return ReadResult::Queued;
+    };
     // The submitter never sleeps: where a read would wait (no NOWAIT, no
     // WAITQ: not reachable with these variants), it waits by callback.
     auto wait_on = [&](Page* p) {
@@ -124,43 +148,39 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
             return ReadResult::Block;
         }
         stats_.submitter_blocks++;
-        arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
-        pc.put(p);
-        r.path.callbacks_armed++;
-        stats_.callbacks_armed++;
-        return ReadResult::Queued;
+        return queue_on(p);
     };
 
-    while (r.done < r.len) {
-        const uint64_t pos = r.pos + r.done;
+    while (k.done < k.len) {
+        const uint64_t pos = k.pos + k.done;
         const uint64_t index = pos >> kPageShift;
         const uint32_t off = uint32_t(pos & (kCachePageSize - 1));
-        const uint64_t n = std::min<uint64_t>(kCachePageSize - off, r.len - r.done);
-        charge(x, costs_.lookup_ns);
+        const uint64_t n = std::min<uint64_t>(kCachePageSize - off, k.len - k.done);
+        x.charge(costs_.lookup_ns);
         Page* p = pc.find(index);
-        if (r.last_counted != index) {
-            r.last_counted = index;
+        if (k.last_counted != index) {
+            k.last_counted = index;
             if (p && p->uptodate()) {
                 stats_.hits++;
-                r.path.pages_hit++;
+                k.path.pages_hit++;
             } else {
                 stats_.misses++;
-                r.path.pages_missed++;
+                k.path.pages_missed++;
             }
         }
         bool locked_by_us = false;
         if (!p) {
-            page_cache_sync_ra(ctl, *r.ra, index, last_index - index, fadvise_random_,
+            page_cache_sync_ra(ctl, *k.ra, index, last_index - index, fadvise_random_,
                                config_.variant == BufferedVariant::ForcedRa);
             p = pc.find(index);
             if (p) {
                 pc.get(p);
             } else {
                 // no_cached_page: allocate and add it ourselves, locked.
-                charge(x, costs_.page_alloc_ns);
+                x.charge(costs_.page_alloc_ns);
                 p = pc.add_locked(index);
                 if (!p) {  // cannot happen: index is inside the file
-                    r.error = -EIO;
+                    k.error = -EIO;
                     result = ReadResult::Error;
                     break;
                 }
@@ -172,20 +192,16 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
         if (!locked_by_us) {
             if (p->flags & kPgReadahead) {
                 p->flags &= ~kPgReadahead;
-                page_cache_async_ra(ctl, *r.ra, index, last_index - index, p->writeback());
+                page_cache_async_ra(ctl, *k.ra, index, last_index - index, p->writeback());
             }
             if (!p->uptodate()) {
-                if (r.kflags & kWaitq) {
+                if (k.kflags & kIocbWaitq) {
                     if (p->locked()) {  // wait_on_page_locked_async()
-                        arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
-                        pc.put(p);
-                        r.path.callbacks_armed++;
-                        stats_.callbacks_armed++;
-                        result = ReadResult::Queued;
+                        result = queue_on(p);
                         break;
                     }
                 } else {
-                    if (r.kflags & kNowait) {
+                    if (k.kflags & kIocbNowait) {
                         pc.put(p);
                         result = ReadResult::Again;
                         break;
@@ -205,30 +221,26 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
         }
         if (locked_by_us) {
             // readpage:
-            if (r.kflags & kNowait) {
+            if (k.kflags & kIocbNowait) {
                 unlock_page_locked(p, wake);
                 pc.put(p);
                 result = ReadResult::Again;
                 break;
             }
             if (p->flags & kPgError) {
-                if (r.failed_index == index) {  // failed again: readpage_error
+                if (k.failed_index == index) {  // failed again: readpage_error
                     unlock_page_locked(p, wake);
                     pc.put(p);
-                    r.error = -EIO;
+                    k.error = -EIO;
                     result = ReadResult::Error;
                     break;
                 }
-                r.failed_index = index;
+                k.failed_index = index;
                 p->flags &= ~kPgError;
             }
-            ctl.readpage(p);          // the read unlocks the page when it completes
-            if (r.kflags & kWaitq) {  // lock_page_async() (c8d317aa's mm/filemap.c part)
-                arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
-                pc.put(p);
-                r.path.callbacks_armed++;
-                stats_.callbacks_armed++;
-                result = ReadResult::Queued;
+            ctl.readpage(p);              // the read unlocks the page when it completes
+            if (k.kflags & kIocbWaitq) {  // lock_page_async() (c8d317aa's mm/filemap.c part)
+                result = queue_on(p);
                 break;
             }
             result = wait_on(p);  // lock_page_killable()
@@ -237,80 +249,82 @@ BufferedIo::ReadResult BufferedIo::read_attempt(Request& r, Exec& x, Page*& bloc
         // page_ok: copy to the user buffer outside the lock (we hold a reference).
         const uint8_t* src = p->data + off;
         lk.unlock();
-        memcpy(r.buf + r.done, src, n);
+        memcpy(k.buf + k.done, src, n);
         lk.lock();
-        charge(x, (costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize);
+        x.charge((costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize);
         pc.mark_accessed(p);
         pc.put(p);
-        r.done += n;
-        r.ra->prev_pos = (index << kPageShift) | ((off + n) & (kCachePageSize - 1));
+        k.done += n;
+        k.ra->prev_pos = (index << kPageShift) | ((off + n) & (kCachePageSize - 1));
     }
     lk.unlock();
     fire_waiters(wake, x.on_loop);
     return result;
 }
 
-void BufferedIo::arm_locked(Request& r, Page* page, uint32_t bit, void (*fn)(PageWaiter*)) {
-    cache_->get(page);
-    r.waiter.fn = fn;
-    r.waiter.ctx = &r;
-    r.waiter.bit = bit;
-    r.waiter.page = page;
-    r.waiter.next = page->waiters;
-    page->waiters = &r.waiter;
+// The waiter takes over the caller's reference to `page`.
+void Filemap::arm_locked(Kiocb& k, Page* page, uint32_t bit, void (*fn)(PageWaiter*)) {
+    k.waiter.fn = fn;
+    k.waiter.ctx = &k;
+    k.waiter.bit = bit;
+    k.waiter.page = page;
+    k.waiter.next = page->waiters;
+    page->waiters = &k.waiter;
 }
 
 // wait_on_page_locked_async() for a worker on modelled CPUs: `fn` runs
 // once the page (a reference the caller gives up) unlocks.
-void BufferedIo::wait_on_page_locked_async(Request& r, Page* page, void (*fn)(PageWaiter*)) {
-    std::lock_guard<std::mutex> lock(cache_->mutex());
-    arm_locked(r, page, kPgLocked, fn);
-    cache_->put(page);
+void Filemap::wait_on_page_locked_async(Kiocb& k, Page* page, void (*fn)(PageWaiter*)) {
+    std::lock_guard<std::mutex> lock(cache_.mutex());
+    arm_locked(k, page, kPgLocked, fn);
 }
 
-// A page-wait callback ran: drop the reference arm_locked() took.
-void BufferedIo::drop_waiter_page(PageWaiter& w) {
-    std::lock_guard<std::mutex> lock(cache_->mutex());
-    cache_->put(w.page);
+// A page-wait callback ran: drop the reference its waiter held.
+void Filemap::drop_waiter_page(PageWaiter& w) {
+    std::lock_guard<std::mutex> lock(cache_.mutex());
+    cache_.put(w.page);
     w.page = nullptr;
 }
 
 // wait_on_page_locked_killable() on a worker thread: sleeps until the page
 // (a reference the caller gives up) unlocks. False: the cache is shutting
 // down (the "fatal signal").
-bool BufferedIo::wait_on_page_locked(Page* page) {
-    std::unique_lock<std::mutex> lk(cache_->mutex());
+bool Filemap::wait_on_page_locked(Page* page) {
+    std::unique_lock<std::mutex> lk(cache_.mutex());
     page->sleepers++;
-    cache_->waitqueue(page).wait(lk, [&] { return !page->locked() || stopping_; });
+    cache_.waitqueue(page).wait(lk, [&] { return !page->locked() || stopping_; });
     page->sleepers--;
-    cache_->put(page);
+    cache_.put(page);
     return !stopping_;
 }
 
-// generic_perform_write(): write_begin (find or create the page, read it
-// first if it is partly written and not up to date, wait while it is
-// locked or under write-back: stable pages), copy, mark up to date and
-// dirty, write_end.
-BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
-    PageCache& pc = *cache_;
+// generic_perform_write(): write_begin, copy, write_end (filemap.h).
+Filemap::WriteResult Filemap::write_attempt(Kiocb& k, ExecContext& x) {
+    PageCache& pc = cache_;
     Wakeups wake;
     std::unique_lock<std::mutex> lk(pc.mutex());
-    RaControl ctl(*this, x, r);
+    RaControl ctl(*this, x, k);
     WriteResult result = WriteResult::Done;
-    while (r.done < r.len) {
-        const uint64_t pos = r.pos + r.done;
+    // write_begin waits for the page's `bit` by callback; it has our reference.
+    auto wait_for = [&](Page* p, uint32_t bit) {
+        arm_locked(k, p, bit, k.waitq_func);
+        k.path.waits++;
+        return WriteResult::Queued;
+    };
+    while (k.done < k.len) {
+        const uint64_t pos = k.pos + k.done;
         const uint64_t index = pos >> kPageShift;
         const uint32_t off = uint32_t(pos & (kCachePageSize - 1));
-        const uint64_t n = std::min<uint64_t>(kCachePageSize - off, r.len - r.done);
+        const uint64_t n = std::min<uint64_t>(kCachePageSize - off, k.len - k.done);
         const uint32_t valid = pc.page_bytes(index);
         const bool full = off == 0 && n >= valid;
-        charge(x, costs_.lookup_ns);
+        x.charge(costs_.lookup_ns);
         Page* p = pc.find(index);
         if (!p) {
-            charge(x, costs_.page_alloc_ns);
+            x.charge(costs_.page_alloc_ns);
             p = pc.add_locked(index);
             if (!p) {
-                r.error = -EIO;
+                k.error = -EIO;
                 result = WriteResult::Error;
                 break;
             }
@@ -318,10 +332,7 @@ BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
                 // A partial page: read it before writing into it.
                 stats_.read_for_write++;
                 ctl.readpage(p);
-                arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
-                pc.put(p);
-                r.path.waits++;
-                result = WriteResult::Queued;
+                result = wait_for(p, kPgLocked);
                 break;
             }
         } else {
@@ -331,30 +342,24 @@ BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
                                              : 0u;
             if (busy) {
                 stats_.write_waits++;
-                r.path.waits++;
-                arm_locked(r, p, busy, &BufferedIo::on_page_wake);
-                pc.put(p);
-                result = WriteResult::Queued;
+                result = wait_for(p, busy);
                 break;
             }
             if (!p->uptodate() && !full) {
                 if (p->flags & kPgError) {
-                    if (r.failed_index == index) {
+                    if (k.failed_index == index) {
                         pc.put(p);
-                        r.error = -EIO;
+                        k.error = -EIO;
                         result = WriteResult::Error;
                         break;
                     }
-                    r.failed_index = index;
+                    k.failed_index = index;
                     p->flags &= ~kPgError;
                 }
                 stats_.read_for_write++;
                 p->flags |= kPgLocked;
                 ctl.readpage(p);
-                arm_locked(r, p, kPgLocked, &BufferedIo::on_page_wake);
-                pc.put(p);
-                r.path.waits++;
-                result = WriteResult::Queued;
+                result = wait_for(p, kPgLocked);
                 break;
             }
             p->flags |= kPgLocked;  // write_begin returns the page locked
@@ -362,35 +367,33 @@ BufferedIo::WriteResult BufferedIo::write_attempt(Request& r, Exec& x) {
         // Copy outside the cache lock; the page is locked and referenced.
         uint8_t* dst = p->data;
         lk.unlock();
-        memcpy(dst + off, r.buf + r.done, n);
+        memcpy(dst + off, k.buf + k.done, n);
         if (full && valid < kCachePageSize) memset(dst + valid, 0, kCachePageSize - valid);
         lk.lock();
-        charge(x, (costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize +
-                      costs_.dirty_page_ns);
+        x.charge((costs_.copy_4k_ns * n + kCachePageSize - 1) / kCachePageSize +
+                 costs_.dirty_page_ns);
         p->flags |= kPgUptodate;
         p->flags &= ~kPgError;
         if (!p->dirty()) stats_.pages_dirtied++;
         pc.set_dirty(p);
-        p->memcg_owner = r.task->pid;  // account_page_dirtied(): the dirtier's memcg
+        p->memcg_owner = k.pid;  // account_page_dirtied(): the dirtier's memcg
         unlock_page_locked(p, wake);
         pc.mark_accessed(p);
         pc.put(p);
-        r.done += n;
+        k.done += n;
     }
     lk.unlock();
     fire_waiters(wake, true);
     return result;
 }
 
-// Starts the reads an attempt left in x.reads: on the loop thread now (or
-// at their modelled time), from a worker thread by post().
-void BufferedIo::flush_reads(Exec& x) {
+void Filemap::flush_reads(ExecContext& x) {
     if (x.reads.empty()) return;
     if (!x.on_loop) {
         auto* b = new IoBatch{this, {}, x.pid};
         for (const PendingIo& io : x.reads) b->pages.push_back(io.page);
         x.reads.clear();
-        loop_.post(&BufferedIo::submit_batch_cb, b);
+        loop_.post(&Filemap::submit_batch_cb, b);
         return;
     }
     uint64_t now = loop_.now();
@@ -401,24 +404,22 @@ void BufferedIo::flush_reads(Exec& x) {
         pages.clear();
         for (; i < x.reads.size() && x.reads[i].t == t; i++) pages.push_back(x.reads[i].page);
         if (t <= now) {  // (later only for a modelled CPU, virtual clock)
-            submit_pages(pages, Op::Read, x.pid, true);
+            submit_pages(pages, Op::Read, x.pid, true, &Filemap::read_endio, this);
         } else {
             auto* b = new IoBatch{this, pages, x.pid};
-            loop_.schedule_at(t, &BufferedIo::submit_batch_cb, b);
+            loop_.schedule_at(t, &Filemap::submit_batch_cb, b);
         }
     }
     x.reads.clear();
 }
 
-void BufferedIo::submit_batch_cb(void* arg, uint64_t) {
+void Filemap::submit_batch_cb(void* arg, uint64_t) {
     std::unique_ptr<IoBatch> b(static_cast<IoBatch*>(arg));
-    b->self->submit_pages(b->pages, Op::Read, b->pid, true);
+    b->self->submit_pages(b->pages, Op::Read, b->pid, true, &Filemap::read_endio, b->self);
 }
 
-// Page I/O down the stack: adjacent pages (in the file and in memory) share
-// a bio, as read_pages()/mpage writepages would put them in one; the rest
-// merge in the plug.
-void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bool sync) {
+void Filemap::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bool sync,
+                           void (*end_io)(Bio*), void* owner) {
     if (pages.empty()) return;
     TaskContext* prev = layer_.current();
     TaskContext& io = io_task_for(pid);
@@ -428,12 +429,12 @@ void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bo
     size_t i = 0;
     while (i < pages.size()) {
         Page* first = pages[i];
-        uint64_t bytes = cache_->page_bytes(first->index);
+        uint64_t bytes = cache_.page_bytes(first->index);
         size_t j = i + 1;
         while (j < pages.size() && j - i < kBioMaxPages && bytes == (j - i) * kCachePageSize &&
                pages[j]->index == pages[j - 1]->index + 1 &&
                pages[j]->data == pages[j - 1]->data + kCachePageSize) {
-            bytes += cache_->page_bytes(pages[j]->index);
+            bytes += cache_.page_bytes(pages[j]->index);
             j++;
         }
         for (size_t k = i; k < j; k++) pages[k]->io_next = k + 1 < j ? pages[k + 1] : nullptr;
@@ -445,9 +446,9 @@ void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bo
         bio->data = first->data;
         bio->dev = &top_;
         bio->pid = pid;
-        bio->end_io = op == Op::Read ? &BufferedIo::read_endio : &BufferedIo::write_endio;
+        bio->end_io = end_io;
         bio->private_data = first;
-        bio->tag = reinterpret_cast<uint64_t>(this);
+        bio->tag = reinterpret_cast<uint64_t>(owner);
         if (op == Op::Read)
             stats_.read_bios++;
         else
@@ -462,25 +463,25 @@ void BufferedIo::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bo
     layer_.set_current(prev);
 }
 
-TaskContext& BufferedIo::io_task_for(uint32_t pid) {
+TaskContext& Filemap::io_task_for(uint32_t pid) {
     auto [it, added] = io_tasks_.try_emplace(pid);
     if (added) it->second.pid = pid;
     return it->second;
 }
 
-void BufferedIo::kick() {
+void Filemap::kick() {
     for (MemberQueue* m : members_) m->backend().kick();
 }
 
 // The read completed: pages become up to date (or PG_error) and unlock,
 // which wakes their waiters (end_page_read / unlock_page).
-void BufferedIo::read_endio(Bio* bio) {
-    auto* self = reinterpret_cast<BufferedIo*>(bio->tag);
+void Filemap::read_endio(Bio* bio) {
+    auto* self = reinterpret_cast<Filemap*>(bio->tag);
     bool failed = bio->error != 0;
     Wakeups wake;
     bool wb;
     {
-        std::lock_guard<std::mutex> lock(self->cache_->mutex());
+        std::lock_guard<std::mutex> lock(self->cache_.mutex());
         for (Page* p = static_cast<Page*>(bio->private_data); p;) {
             Page* next = p->io_next;
             p->io_next = nullptr;
@@ -492,21 +493,18 @@ void BufferedIo::read_endio(Bio* bio) {
             }
             self->stats_.pages_read++;
             self->unlock_page_locked(p, wake);
-            self->cache_->put(p);
+            self->cache_.put(p);
             p = next;
         }
-        wb = self->cache_->take_writeback_wanted();
+        wb = self->cache_.take_writeback_wanted();
     }
     bio->pool->put(bio);
     self->fire_waiters(wake, true);
-    if (wb && !self->writeback_scheduled_) {
-        self->writeback_scheduled_ = true;
-        self->loop_.defer(&BufferedIo::writeback_cb, self);
-    }
+    if (wb) self->wb_->wakeup_flusher();  // reclaim found only dirty pages
 }
 
 // wake_up_page_bit(): the page's waiters for `bit` move to `wake`.
-void BufferedIo::take_waiters_locked(Page* page, uint32_t bit, Wakeups& wake) {
+void Filemap::take_waiters_locked(Page* page, uint32_t bit, Wakeups& wake) {
     for (PageWaiter** pp = &page->waiters; *pp;) {
         PageWaiter* w = *pp;
         if (w->bit == bit) {
@@ -519,34 +517,48 @@ void BufferedIo::take_waiters_locked(Page* page, uint32_t bit, Wakeups& wake) {
     }
 }
 
-void BufferedIo::unlock_page_locked(Page* page, Wakeups& wake) {
+void Filemap::unlock_page_locked(Page* page, Wakeups& wake) {
     page->flags &= ~kPgLocked;
     take_waiters_locked(page, kPgLocked, wake);
-    if (page->sleepers) wake.sleepers.push_back(&cache_->waitqueue(page));
+    if (page->sleepers) wake.sleepers.push_back(&cache_.waitqueue(page));
 }
 
-void BufferedIo::end_writeback_locked(Page* page, Wakeups& wake) {
-    cache_->end_writeback(page);
+void Filemap::end_writeback_locked(Page* page, Wakeups& wake) {
+    cache_.end_writeback(page);
     take_waiters_locked(page, kPgWriteback, wake);
 }
 
-// wake_page_function(): the callbacks run on the loop thread, after the
-// waker (as io_async_buf_func's task_work does).
-void BufferedIo::fire_waiters(Wakeups& wake, bool loop_thread) {
+// wake_page_function()
+void Filemap::fire_waiters(Wakeups& wake, bool loop_thread) {
     for (std::condition_variable* cv : wake.sleepers) cv->notify_all();
     wake.sleepers.clear();
     for (PageWaiter* w : wake.waiters) {
         if (loop_thread)
-            loop_.defer(&BufferedIo::fire_waiter_cb, w);
+            loop_.defer(&Filemap::fire_waiter_cb, w);
         else
-            loop_.post(&BufferedIo::fire_waiter_cb, w);
+            loop_.post(&Filemap::fire_waiter_cb, w);
     }
     wake.waiters.clear();
 }
 
-void BufferedIo::fire_waiter_cb(void* arg, uint64_t) {
+void Filemap::fire_waiter_cb(void* arg, uint64_t) {
     auto* w = static_cast<PageWaiter*>(arg);
     w->fn(w);
+}
+
+}  // namespace mdsplit
+
+namespace mdsplit {
+
+void Filemap::invalidate() {
+    std::lock_guard<std::mutex> lock(cache_.mutex());
+    stats_.invalidations++;
+    stats_.invalidated_pages += cache_.invalidate_clean();
+    for (auto& [pid, ra] : ra_states_) {
+        uint64_t pages = ra.ra_pages;
+        ra = FileRaState{};
+        ra.ra_pages = pages;
+    }
 }
 
 }  // namespace mdsplit

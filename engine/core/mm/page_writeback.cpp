@@ -2,23 +2,33 @@
 // dirty pages from mapping->writeback_index, cyclically),
 // end_page_writeback() accounting, balance_dirty_pages()' throttled
 // writers, and what waits for write-back: fsync (file_write_and_wait_range),
-// sync() and invalidate (invalidate_mapping_pages, mm/truncate.c).
+// sync(). The contract is in page_writeback.h.
+#include "core/mm/page_writeback.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
 
-#include "core/io_uring/kiocb.h"
-
 namespace mdsplit {
 
-void BufferedIo::write_endio(Bio* bio) {
-    auto* self = reinterpret_cast<BufferedIo*>(bio->tag);
+PageWriteback::PageWriteback(EventLoop& loop, PageCache& cache, Filemap& filemap,
+                             BufferedStats& stats, WritebackClient& client)
+    : loop_(loop),
+      cache_(cache),
+      filemap_(filemap),
+      stats_(stats),
+      client_(client),
+      dirty_background_(std::max<uint64_t>(cache.capacity_pages() / 10, 8)),
+      dirty_limit_(std::max<uint64_t>(cache.capacity_pages() / 5, 16)) {}
+
+void PageWriteback::write_endio(Bio* bio) {
+    auto* self = reinterpret_cast<PageWriteback*>(bio->tag);
     bool failed = bio->error != 0;
-    Wakeups wake;
+    Filemap::Wakeups wake;
     {
-        std::lock_guard<std::mutex> lock(self->cache_->mutex());
+        std::lock_guard<std::mutex> lock(self->cache_.mutex());
         for (Page* p = static_cast<Page*>(bio->private_data); p;) {
             Page* next = p->io_next;
             p->io_next = nullptr;
@@ -27,33 +37,33 @@ void BufferedIo::write_endio(Bio* bio) {
                 self->wb_errors_++;
                 self->stats_.writeback_errors++;
             }
-            self->end_writeback_locked(p, wake);
+            self->filemap_.end_writeback_locked(p, wake);
             auto it = self->wb_outstanding_.find(p->wb_batch);
             if (it != self->wb_outstanding_.end() && --it->second == 0)
                 self->wb_outstanding_.erase(it);
-            self->cache_->put(p);
+            self->cache_.put(p);
             p = next;
         }
     }
     bio->pool->put(bio);
-    self->fire_waiters(wake, true);
-    // fsync completions, throttled writers and more write-back run from a
-    // deferred callback: we may be inside a submission here.
-    if (!self->writeback_scheduled_) {
-        self->writeback_scheduled_ = true;
-        self->loop_.defer(&BufferedIo::writeback_cb, self);
-    }
+    self->filemap_.fire_waiters(wake, true);
+    // fsync completions, throttled writers and more write-back.
+    self->wakeup_flusher();
 }
 
-// write_cache_pages(): up to max_pages dirty pages from the writeback index
-// on, cyclically, become PG_writeback and go down as writes. Returns the
-// batch number fsync waits for (the last one when nothing was dirty).
-uint64_t BufferedIo::start_writeback(size_t max_pages, bool sync) {
+void PageWriteback::wakeup_flusher() {
+    if (writeback_scheduled_) return;
+    writeback_scheduled_ = true;
+    loop_.defer(&PageWriteback::writeback_cb, this);
+}
+
+// write_cache_pages()
+uint64_t PageWriteback::start_writeback(size_t max_pages, bool sync) {
     std::vector<Page*> pages;
     uint64_t batch;
     {
-        std::lock_guard<std::mutex> lock(cache_->mutex());
-        const std::set<uint64_t>& dirty = cache_->dirty_indices();
+        std::lock_guard<std::mutex> lock(cache_.mutex());
+        const std::set<uint64_t>& dirty = cache_.dirty_indices();
         if (dirty.empty()) return wb_seq_;
         batch = ++wb_seq_;
         auto take = [&](uint64_t from, uint64_t to) {
@@ -61,11 +71,11 @@ uint64_t BufferedIo::start_writeback(size_t max_pages, bool sync) {
             while (it != dirty.end() && *it < to && pages.size() < max_pages) {
                 uint64_t index = *it;
                 ++it;  // clear_dirty() erases index
-                Page* p = cache_->find(index);
+                Page* p = cache_.find(index);
                 if (!p || p->locked() || p->writeback()) continue;
-                cache_->clear_dirty(p);
-                cache_->set_writeback(p);
-                cache_->get(p);
+                cache_.clear_dirty(p);
+                cache_.set_writeback(p);
+                cache_.get(p);
                 p->wb_batch = batch;
                 pages.push_back(p);
             }
@@ -90,85 +100,78 @@ uint64_t BufferedIo::start_writeback(size_t max_pages, bool sync) {
         size_t j = i;
         while (j < pages.size() && pages[j]->memcg_owner == pages[i]->memcg_owner) j++;
         std::vector<Page*> own(pages.begin() + i, pages.begin() + j);
-        submit_pages(own, Op::Write, own.front()->memcg_owner, sync);
+        filemap_.submit_pages(own, Op::Write, own.front()->memcg_owner, sync,
+                              &PageWriteback::write_endio, this);
         i = j;
     }
     return batch;
 }
 
-void BufferedIo::writeback_cb(void* arg, uint64_t) {
-    auto* self = static_cast<BufferedIo*>(arg);
+void PageWriteback::writeback_cb(void* arg, uint64_t) {
+    auto* self = static_cast<PageWriteback*>(arg);
     self->writeback_scheduled_ = false;
     self->check_fsyncs();
     self->check_throttled();
     bool wanted;
     {
-        std::lock_guard<std::mutex> lock(self->cache_->mutex());
-        wanted = self->cache_->take_writeback_wanted();
+        std::lock_guard<std::mutex> lock(self->cache_.mutex());
+        wanted = self->cache_.take_writeback_wanted();
     }
     if (wanted) self->start_writeback(kWritebackChunk, false);
 }
 
-void BufferedIo::check_throttled() {
+void PageWriteback::check_throttled() {
     while (!throttled_.empty()) {
         size_t used, writeback;
         {
-            std::lock_guard<std::mutex> lock(cache_->mutex());
-            writeback = cache_->nr_writeback();
-            used = cache_->nr_dirty() + writeback;
+            std::lock_guard<std::mutex> lock(cache_.mutex());
+            writeback = cache_.nr_writeback();
+            used = cache_.nr_dirty() + writeback;
         }
         if (used > dirty_limit_) {
             if (writeback == 0) start_writeback(kWritebackChunk, false);
             return;
         }
-        Request* r = throttled_.front();
+        Kiocb* k = throttled_.front();
         throttled_.pop_front();
-        Exec x;
-        x.where = BufferedWhere::TaskWork;
-        x.pid = r->task->pid;
-        x.t = loop_.now();
-        complete(*r, x, 0);
+        client_.writeback_wait_done(*k, 0);
     }
 }
 
-bool BufferedIo::writeback_done_through(uint64_t batch) const {
+bool PageWriteback::writeback_done_through(uint64_t batch) const {
     return wb_outstanding_.empty() || wb_outstanding_.begin()->first > batch;
 }
 
-void BufferedIo::check_fsyncs() {
+void PageWriteback::check_fsyncs() {
     for (size_t i = 0; i < fsyncs_.size();) {
         if (!writeback_done_through(fsyncs_[i].batch)) {
             i++;
             continue;
         }
-        Request* r = fsyncs_[i].request;
+        Kiocb* k = fsyncs_[i].k;
         fsyncs_.erase(fsyncs_.begin() + long(i));
-        int32_t error = wb_errors_ > wb_errors_reported_ ? -EIO : 0;
-        wb_errors_reported_ = wb_errors_;
-        Exec x;
-        x.where = BufferedWhere::TaskWork;
-        x.pid = r->task->pid;
-        x.t = loop_.now();
-        complete(*r, x, error);
+        client_.writeback_wait_done(*k, take_error());
     }
 }
 
-void BufferedIo::fsync(TaskContext& task, uint64_t cookie) {
-    Request* r = new_request(task, Op::Flush, 0, 0, nullptr, cookie);
-    stats_.fsyncs++;
+// filemap_check_errors(): -EIO once for the write-back errors since the last call.
+int32_t PageWriteback::take_error() {
+    int32_t error = wb_errors_ > wb_errors_reported_ ? -EIO : 0;
+    wb_errors_reported_ = wb_errors_;
+    return error;
+}
+
+bool PageWriteback::fsync(Kiocb& k, int32_t& error) {
     uint64_t batch = start_writeback(std::numeric_limits<size_t>::max(), true);
     if (writeback_done_through(batch)) {
-        int32_t error = wb_errors_ > wb_errors_reported_ ? -EIO : 0;
-        wb_errors_reported_ = wb_errors_;
-        Exec x = submitter_exec(task.pid);
-        complete(*r, x, error);
-        submitter_done(x);
-        return;
+        error = take_error();
+        return true;
     }
-    fsyncs_.push_back(FsyncWaiter{&task, cookie, batch, r});
+    fsyncs_.push_back(FsyncWaiter{&k, batch});
+    return false;
 }
 
-void BufferedIo::run_until(bool (*done)(BufferedIo*)) {
+void PageWriteback::run_until(bool (*done)(PageWriteback*)) {
     for (;;) {
         loop_.run_ready();
         if (done(this)) return;
@@ -180,48 +183,33 @@ void BufferedIo::run_until(bool (*done)(BufferedIo*)) {
     }
 }
 
-void BufferedIo::sync() {
+void PageWriteback::sync() {
     stats_.syncs++;
     for (int round = 0; round < 16; round++) {
         sync_target_ = start_writeback(std::numeric_limits<size_t>::max(), true);
-        run_until([](BufferedIo* self) {
+        run_until([](PageWriteback* self) {
             return self->writeback_done_through(self->sync_target_) && self->throttled_.empty();
         });
-        std::lock_guard<std::mutex> lock(cache_->mutex());
-        if (cache_->nr_dirty() == 0) return;
+        std::lock_guard<std::mutex> lock(cache_.mutex());
+        if (cache_.nr_dirty() == 0) return;
     }
 }
 
-void BufferedIo::invalidate() {
-    sync();
-    std::lock_guard<std::mutex> lock(cache_->mutex());
-    stats_.invalidations++;
-    stats_.invalidated_pages += cache_->invalidate_clean();
-    for (auto& [pid, ra] : ra_states_) {
-        uint64_t pages = ra.ra_pages;
-        ra = FileRaState{};
-        ra.ra_pages = pages;
-    }
-}
-
-// balance_dirty_pages() after a write: above the background threshold
-// (10% of the cache) write-back starts; above the limit (20%) the writer
-// waits (true: r completes from check_throttled()).
-bool BufferedIo::balance_dirty_pages(Request& r) {
+bool PageWriteback::balance_dirty_pages(Kiocb& k) {
     size_t dirty, writeback;
     bool wanted;
     {
-        std::lock_guard<std::mutex> lock(cache_->mutex());
-        dirty = cache_->nr_dirty();
-        writeback = cache_->nr_writeback();
-        wanted = cache_->take_writeback_wanted();
+        std::lock_guard<std::mutex> lock(cache_.mutex());
+        dirty = cache_.nr_dirty();
+        writeback = cache_.nr_writeback();
+        wanted = cache_.take_writeback_wanted();
     }
     if (dirty > dirty_background_ || wanted) start_writeback(kWritebackChunk, false);
     if (dirty + writeback > dirty_limit_) {
         // The writer waits for write-back to bring the cache under the limit.
         stats_.throttled_writes++;
-        r.path.waits++;
-        throttled_.push_back(&r);
+        k.path.waits++;
+        throttled_.push_back(&k);
         return true;
     }
     return false;

@@ -1,0 +1,113 @@
+// Follows mm/page-writeback.c (5.9): write_cache_pages() (write-back of
+// dirty pages from mapping->writeback_index, cyclically), the flusher that
+// runs it (wakeup_flusher_threads()), end_page_writeback() accounting,
+// balance_dirty_pages()' throttled writers, and what waits for write-back:
+// fsync (file_write_and_wait_range()) and sync().
+//
+// A throttled writer or an fsync is a kiocb (kiocb.h) that the issuer
+// hands over and gets back through WritebackClient once write-back lets it
+// go: PageWriteback never completes a request itself. Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "base/event_loop.h"
+#include "core/mm/buffered_path.h"
+#include "core/mm/filemap.h"
+#include "core/mm/kiocb.h"
+#include "core/mm/page_cache.h"
+
+namespace mdsplit {
+
+// What write-back calls back: the issuer completes a kiocb it held.
+class WritebackClient {
+public:
+    // A throttled writer (error 0) or an fsync (-EIO if a write-back failed
+    // since the last fsync) may complete now. Runs from a deferred callback.
+    virtual void writeback_wait_done(Kiocb& k, int32_t error) = 0;
+
+protected:
+    ~WritebackClient() = default;
+};
+
+class PageWriteback {
+public:
+    // dirty_background / dirty_limit: 10% / 20% of the cache (at least 8 /
+    // 16 pages), as vm.dirty_background_ratio / vm.dirty_ratio.
+    PageWriteback(EventLoop& loop, PageCache& cache, Filemap& filemap, BufferedStats& stats,
+                  WritebackClient& client);
+    PageWriteback(const PageWriteback&) = delete;
+    PageWriteback& operator=(const PageWriteback&) = delete;
+
+    /**
+     * start_writeback() - write_cache_pages(): up to @max_pages dirty pages
+     * from the writeback index on, cyclically, become PG_writeback and go
+     * down as writes, each owner's in bios charged to its cgroup
+     * @sync: REQ_SYNC (fsync, sync) rather than background write-back
+     *
+     * Return: the batch number an fsync waits for (the last one when
+     * nothing was dirty).
+     */
+    uint64_t start_writeback(size_t max_pages, bool sync);
+    // wakeup_flusher_threads(): background write-back runs soon, from a
+    // deferred callback (we may be inside a submission), once.
+    void wakeup_flusher();
+    /**
+     * balance_dirty_pages() - after a write of @k: above the background
+     * threshold write-back starts; above the limit the writer waits.
+     *
+     * Return: true when @k is held; it comes back through
+     * WritebackClient::writeback_wait_done() once the cache is under the
+     * limit.
+     */
+    bool balance_dirty_pages(Kiocb& k);
+    /**
+     * fsync() - file_write_and_wait_range(): writes back every dirty page
+     * and waits for that write-back and every earlier one.
+     * @error: set when nothing is left to wait for: -EIO if a write-back
+     *         failed since the last fsync, else 0
+     *
+     * Return: true when @k may complete now with @error; false when it is
+     * held and comes back through WritebackClient::writeback_wait_done().
+     */
+    bool fsync(Kiocb& k, int32_t& error);
+    // Loop thread, outside callbacks: write back everything and run the
+    // loop until it is on the members (job end, sync(2)).
+    void sync();
+
+private:
+    struct FsyncWaiter {
+        Kiocb* k;
+        uint64_t batch;
+    };
+    static void write_endio(Bio* bio);
+    static void writeback_cb(void* arg, uint64_t);
+    void check_throttled();
+    void check_fsyncs();
+    bool writeback_done_through(uint64_t batch) const;
+    int32_t take_error();
+    void run_until(bool (*done)(PageWriteback*));
+
+    static constexpr size_t kWritebackChunk = 1024;  // MAX_WRITEBACK_PAGES
+
+    EventLoop& loop_;
+    PageCache& cache_;
+    Filemap& filemap_;
+    BufferedStats& stats_;
+    WritebackClient& client_;
+    uint64_t dirty_background_;
+    uint64_t dirty_limit_;
+    uint64_t wb_seq_ = 0;
+    uint64_t wb_cursor_ = 0;                       // mapping->writeback_index
+    std::map<uint64_t, uint64_t> wb_outstanding_;  // batch -> pages still under write-back
+    uint64_t wb_errors_ = 0, wb_errors_reported_ = 0;
+    bool writeback_scheduled_ = false;
+    uint64_t sync_target_ = 0;
+    std::vector<FsyncWaiter> fsyncs_;
+    std::deque<Kiocb*> throttled_;
+};
+
+}  // namespace mdsplit
