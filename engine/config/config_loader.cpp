@@ -928,6 +928,19 @@ void read_page_cache(const Reader& reader, const toml::table& table, PageCacheCo
             .value_or(cache.variant);
 }
 
+void read_cpu(const Reader& reader, const toml::table& table, CpuConfig& cpu) {
+    const std::string path = "cpu";
+    reader.check_keys(table, path, {"submit_bio"});
+    if (auto ns = reader.duration(table, "submit_bio", path)) {
+        if (*ns > kMaxSubmitBioNs) {
+            reader.fail(key_path(path, "submit_bio"),
+                        in_quotes(table["submit_bio"].value_or(std::string())) + " is out of range",
+                        "a duration from 0 to \"100us\", like \"2us\"");
+        }
+        cpu.submit_bio_ns = *ns;
+    }
+}
+
 // Cross-checks between sections.
 void check_stack(const Reader& reader, const StackConfig& config,
                  const std::vector<uint64_t>& known_sizes) {
@@ -1078,7 +1091,7 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
             "a TOML file of at most 1 MiB");
     toml::table root = parse_toml(toml_text, label);
     Reader reader(label);
-    reader.check_keys(root, "", {"device", "members", "bio", "bfq", "page_cache", "models"});
+    reader.check_keys(root, "", {"device", "members", "bio", "bfq", "page_cache", "cpu", "models"});
 
     StackConfig config;
     config.source = label;
@@ -1098,6 +1111,9 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
     }
     if (const toml::table* page_cache = reader.table(root, "page_cache", "")) {
         read_page_cache(reader, *page_cache, config.page_cache);
+    }
+    if (const toml::table* cpu = reader.table(root, "cpu", "")) {
+        read_cpu(reader, *cpu, config.cpu);
     }
     check_stack(reader, config, known_sizes);
     return config;

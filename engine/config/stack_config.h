@@ -132,6 +132,20 @@ struct PageCacheConfig {
     BufferedVariant variant = BufferedVariant::ForcedRa;
 };
 
+// The submitting host's CPU as the virtual clock models it ([cpu]). Real-
+// clock runs pay what the CPU really takes and ignore it.
+struct CpuConfig {
+    // The submitting task's time per ->submit_bio call of its
+    // __submit_bio_noacct loop (md_submit_bio of one piece with its split
+    // and clone, blk_mq_submit_bio of one member bio with its plug work):
+    // later calls happen later, so lower devices see the bios arrive over
+    // time. 0 = every call at one instant. In device time (time_scale
+    // stretches it with the devices).
+    uint64_t submit_bio_ns = 0;
+};
+// The largest submit_bio the loader takes: far above any CPU's (a few us).
+inline constexpr uint64_t kMaxSubmitBioNs = 100'000;
+
 struct StackConfig {
     std::string source;  // the file it came from (for messages), empty for inline text
     DeviceConfig device;
@@ -139,6 +153,7 @@ struct StackConfig {
     BioConfig bio;
     BfqConfig bfq;
     PageCacheConfig page_cache;
+    CpuConfig cpu;
     std::map<std::string, TimingModelConfig> models;  // the file's own [models.NAME]
 };
 

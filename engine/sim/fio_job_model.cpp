@@ -257,8 +257,13 @@ void charge_cpu(JobRun& j, uint64_t now, uint64_t ns) {
     j.cpu_free = std::max(j.cpu_free, now) + ns;
 }
 
+// When fio's thread can prepare the next I/O: after its own work and, with a
+// modelled submitting CPU ([cpu] submit_bio), after the kernel submission of
+// what it committed (the same thread: io_uring_enter / pwrite returns then).
 uint64_t cpu_free_at(JobRun& j) {
-    return j.spec->direct ? j.cpu_free : j.stack->buffered().submitter_free_at();
+    if (!j.spec->direct) return j.stack->buffered().submitter_free_at();
+    if (j.stack->submitting(j.task)) return kNever;
+    return std::max(j.cpu_free, j.task.cpu.busy_until);
 }
 
 // fio's io_completed(): the I/O's latencies into the direction's statistics.
@@ -436,6 +441,7 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
         }
         if (j.free_slots.empty()) return progress;
         uint64_t t = std::max(now, cpu_free_at(j));
+        if (t == kNever) return progress;  // the submission's own timer wakes the loop
         if (!verifying) {
             t = std::max(t, j.think_until);
             if (s.rate_iops)

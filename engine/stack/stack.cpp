@@ -38,6 +38,11 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         loop_, tracer_,
         config.device.split_order == SplitOrder::Fixed ? SplitInsert::Head : SplitInsert::Tail);
     layer_->set_plug_order(config.device.plug_order);
+    // [cpu] submit_bio: modelled on the virtual clock only (a real run pays
+    // the real CPU), in device time like the members' models.
+    if (clock.is_virtual())
+        layer_->set_submit_cost(
+            DeviceTime(config.device.time_scale).to_loop_ns(config.cpu.submit_bio_ns));
 
     for (size_t i = 0; i < config.members.size(); i++) {
         const MemberConfig& m = config.members[i];
@@ -152,6 +157,10 @@ std::vector<MemberQueue*> Stack::members() const {
 // one clock read, taken here.
 void Stack::begin_batch(TaskContext& task) {
     layer_->set_current(&task);
+    if (task.cpu.busy()) {  // after what the modelled CPU is still doing
+        task.cpu.steps.push_back({SubmitterCpu::Kind::StartPlug});
+        return;
+    }
     if (!task.plug.active) {
         layer_->start_plug(task);
         loop_.refresh();
@@ -203,6 +212,7 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
     } else {
         builder_->build(buffer, length, pieces_);
     }
+    const bool modelled_cpu = layer_->submit_cost() != 0;
     Bio* dio = layer_->bios().alloc();
     dio->op = op;
     dio->tag = cookie;
@@ -221,9 +231,13 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
         bio->dev = top_.get();
         bio->pid = task.pid;
         bio_chain(bio, dio);
-        layer_->submit_bio_noacct(bio);
+        if (modelled_cpu)
+            task.cpu.steps.push_back({SubmitterCpu::Kind::SubmitBio, bio});
+        else
+            layer_->submit_bio_noacct(bio);
     }
     bio_endio(dio);  // drop the submitter's reference
+    if (modelled_cpu) run_submitter(task);
 }
 
 void Stack::dio_endio(Bio* dio) {
@@ -235,8 +249,76 @@ void Stack::dio_endio(Bio* dio) {
 
 void Stack::commit(TaskContext& task) {
     layer_->set_current(&task);
+    if (layer_->submit_cost()) {
+        task.cpu.steps.push_back({SubmitterCpu::Kind::FinishPlug});
+        run_submitter(task);
+        return;
+    }
     layer_->finish_plug(task);  // at the plug's cached time
+    kick_members();
+}
+
+void Stack::kick_members() {
     for (auto& m : members_) m->backend().kick();
+}
+
+// The submitter's steps in order, each once its CPU is free: a dio bio's
+// submit_bio() first pays one ->submit_bio call, its __submit_bio_noacct
+// loop then pauses before every further call (BlockLayer::pause_after_call)
+// and resumes here; blk_start_plug / blk_finish_plug cost nothing of their
+// own (the flush's work is the calls that filled the plug).
+void Stack::run_submitter(TaskContext& task) {
+    SubmitterCpu& cpu = task.cpu;
+    TaskContext* saved = layer_->current();
+    layer_->set_current(&task);
+    for (;;) {
+        uint64_t now = loop_.now();
+        if (cpu.busy_until > now) {
+            if (!cpu.timer_armed) {
+                cpu.timer_armed = true;
+                loop_.schedule_at(cpu.busy_until, &Stack::submitter_timer, this,
+                                  reinterpret_cast<uint64_t>(&task));
+            }
+            break;
+        }
+        if (cpu.paused) {
+            cpu.modelled = true;
+            layer_->resume_submission(task);
+            cpu.modelled = false;
+            kick_members();
+            continue;
+        }
+        if (cpu.steps.empty()) break;
+        SubmitterCpu::Step step = cpu.steps.front();
+        if (step.kind == SubmitterCpu::Kind::SubmitBio && !step.charged) {
+            cpu.steps.front().charged = true;
+            cpu.busy_until = now + layer_->submit_cost();
+            continue;
+        }
+        cpu.steps.pop_front();
+        switch (step.kind) {
+            case SubmitterCpu::Kind::StartPlug:
+                if (!task.plug.active) layer_->start_plug(task);
+                break;
+            case SubmitterCpu::Kind::SubmitBio:
+                cpu.modelled = true;
+                layer_->submit_bio_noacct(step.bio);
+                cpu.modelled = false;
+                break;
+            case SubmitterCpu::Kind::FinishPlug:
+                layer_->finish_plug(task);
+                break;
+        }
+        kick_members();
+    }
+    layer_->set_current(saved);
+}
+
+void Stack::submitter_timer(void* arg, uint64_t task) {
+    auto* self = static_cast<Stack*>(arg);
+    auto* t = reinterpret_cast<TaskContext*>(task);
+    t->cpu.timer_armed = false;
+    self->run_submitter(*t);
 }
 
 void Stack::reap(TaskContext& task, size_t min, uint64_t timeout_ns) {

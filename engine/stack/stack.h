@@ -56,6 +56,10 @@ public:
     void queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                uint64_t cookie);
     void commit(TaskContext& task);
+    // With a modelled submitting CPU ([cpu] submit_bio, virtual clock): the
+    // task is still submitting what it queued, and its CPU is busy until at
+    // least busy_until. Never busy without the model.
+    bool submitting(const TaskContext& task) const { return task.cpu.busy(); }
 
     // Runs the loop until the task has at least `min` completions or
     // timeout_ns passes (real clock) / nothing is pending (virtual clock).
@@ -100,6 +104,11 @@ public:
 
 private:
     static void dio_endio(Bio* dio);
+    // The modelled submitting CPU: runs the task's steps (SubmitterCpu) as
+    // far as its CPU is free now, then waits on a timer for the rest.
+    void run_submitter(TaskContext& task);
+    static void submitter_timer(void* arg, uint64_t task);
+    void kick_members();
     void complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid);
 
     StackConfig config_;

@@ -9,7 +9,8 @@ from harness.device_time import DeviceTime
 from harness.fio_runner import run_fio
 
 NAME = "raid5"
-TITLE = "md RAID5 recursive split order (dd bs=4480k, 8 x sas-ssd-seed000 (fitted on the fixed column), 64 KiB chunks)"
+TITLE = ("md RAID5 recursive split order (dd bs=4480k, 8 x sas-ssd-seed000 and dd's CPU, both fitted "
+         "on the fixed column, 64 KiB chunks)")
 SEEDS = ["000_fa5278d1f568ad45.txt", "002_8e50d1a4837276ef.txt"]
 VARIANTS = ["legacy", "fixed"]
 
@@ -130,6 +131,7 @@ def variant_figures(fio, v: str) -> tuple:
         "sd_rareq_kb": sd["rareq_sz_kb"],
         "sd_pct_rrqm": sd["pct_rrqm"],
         "sd_r_await_ms": sd["r_await_ms"],
+        "md0_r_await_ms": md0["r_await_ms"],
         "member_MBps": sd["rMB_s"],
         "member_rareq_sz_kb": sd["rareq_sz_kb"],
     }
@@ -137,18 +139,22 @@ def variant_figures(fio, v: str) -> tuple:
 
 
 def fit_table(m: dict) -> str:
-    """The member model's fit (fixed column, member rMB/s only) and what it
-    predicts (jobs/models.toml, [models.sas-ssd-seed000])."""
+    """The fit (fixed column: the member rMB/s and md0's r_await) and what it
+    predicts (jobs/models.toml, [models.sas-ssd-seed000]; the stack files'
+    [cpu] submit_bio)."""
     rows = [("fitted", "fixed", "member_MBps", "sd", "rMB_s"),
+            ("fitted", "fixed", "md0_r_await_ms", "md0", "r_await_ms"),
             ("fit check", "fixed", "member_r_s", "sd", "r_s"),
             ("fit check", "fixed", "sd_r_await_ms", "sd", "r_await_ms"),
             ("prediction", "fixed", "md0_MBps", "md0", "rMB_s"),
             ("prediction", "legacy", "md0_MBps", "md0", "rMB_s"),
+            ("prediction", "legacy", "md0_r_await_ms", "md0", "r_await_ms"),
             ("prediction", "legacy", "member_MBps", "sd", "rMB_s"),
             ("prediction", "legacy", "member_r_s", "sd", "r_s"),
             ("prediction", "legacy", "sd_r_await_ms", "sd", "r_await_ms")]
-    lines = ["member model sas-ssd-seed000: bandwidth fitted on the fixed column's member rMB/s "
-             "only (jobs/models.toml); the rest are checks of the fit or predictions",
+    lines = ["fit on the fixed column only: [cpu] submit_bio (dd's CPU per ->submit_bio call) on "
+             "the member rMB/s, the sas-ssd-seed000 bandwidth on md0's r_await (jobs/models.toml); "
+             "the rest are checks of the fit or predictions",
              f"{'role':<11} {'figure':<28} {'ours':>9} {'thread':>9} {'ours/thread':>11}"]
     for role, v, key, dev, tkey in rows:
         ours, theirs = m[f"{v}.{key}"], THREAD[v][dev][tkey]

@@ -442,7 +442,7 @@ TEST_F(ConfigLoaderTest, EnumNamesRoundTrip) {
 
 TEST_F(ConfigLoaderTest, UnknownKeysAnywhereAreErrors) {
     expect_error(kOneMember + "[devices]\nkind = \"raid5\"\n", "devices",
-                 "device, members, bio, bfq, page_cache, models");
+                 "device, members, bio, bfq, page_cache, cpu, models");
     expect_error(kOneMember + "[device]\nchunk_size = \"64k\"\n", "device.chunk_size",
                  "kind, chunk, layout");
     expect_error(kOneMember + "[[members]]\npath = \"m1.img\"\nsise = \"1g\"\n", "members[1].sise",

@@ -32,6 +32,8 @@ CASES = [
     ("bad-max-sectors", '[device]\nkind = "passthrough"\n[[members]]\npath = "m0.img"\n'
      'size = "1m"\nmax_sectors = "1000"\n', "", "members[0].max_sectors"),
     ("no-members", '[device]\nkind = "passthrough"\n', "", "members"),
+    ("cpu-cost-range", '[device]\nkind = "passthrough"\n' + GOOD_MEMBER + '[cpu]\nsubmit_bio = "1ms"\n',
+     "", "cpu.submit_bio"),
     ("toml-syntax", '[device\nkind = "passthrough"\n', "", "stack.toml"),
     ("unknown-member-key", '[device]\nkind = "passthrough"\n[[members]]\npath = "m0.img"\n'
      'size = "1m"\nspeed = "fast"\n', "", "members[0].speed"),

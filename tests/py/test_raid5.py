@@ -89,6 +89,44 @@ def test_sim_two_mib_read_reaches_members_in_split_order(mdsplit_module, split_o
     assert sim.stats()["devices"][0]["read"]["ios"] == 4  # one per chunk-sized bio
 
 
+@pytest.mark.parametrize("split_order", ["legacy", "fixed"])
+def test_sim_submitting_cpu_spaces_the_member_bios(mdsplit_module, split_order):
+    """[cpu] submit_bio = c: every ->submit_bio call of the __submit_bio_noacct
+    loop takes c of the submitter's time, and what it does happens when it
+    returns. A 2 MiB read over 512 KiB chunks is 8 calls (md_submit_bio of a
+    chunk, blk_mq_submit_bio of its member bio, four times): md remaps chunk
+    k at (2k + 1) c, its member allocates the request at (2k + 2) c. Each
+    512 KiB request flushes the plug (>= BLK_PLUG_FLUSH_SIZE) when the next
+    one is added, yet every request counts from the plug's cached time, the
+    first one's (6.17: blk_add_rq_to_plug()'s flush keeps plug->cur_ktime);
+    md0 accounts each chunk from its own remap. With c = 0 all is at t = 0."""
+    c = 5000
+    bio = '[bio]\ncontiguity = { pattern = [512] }\n[cpu]\nsubmit_bio = "5us"'
+    sim = mdsplit_module.Simulation(ram_stack(members=4, size="8m", chunk="512k",
+                                              split_order=split_order, bio=bio))
+    sim.submit("read", 0, 2 * MiB)
+    assert [d["error"] for d in sim.run()] == [0]
+    ev = sim.events()
+    assert [e["time_ns"] for e in ev if e["action"] == "A"] == [c, 3 * c, 5 * c, 7 * c]
+    assert [e["time_ns"] for e in ev if e["action"] == "G"] == [2 * c, 4 * c, 6 * c, 8 * c]
+    # The last request is issued at blk_finish_plug, after the 8th call.
+    assert max(e["time_ns"] for e in ev if e["action"] == "D") == 8 * c
+    devices = sim.stats()["devices"]
+    md0, members = devices[0], devices[1:]
+    # ram members complete at dispatch: request k is dispatched when request
+    # k + 1 is added, at (2k + 4) c (the last at 8c), and counts from 2c
+    # (without the cached time: 2c each).
+    assert sorted(m["read"]["ticks_ns"] for m in members) == [2 * c, 4 * c, 6 * c, 6 * c]
+    # md0: chunk k from its remap, (2k + 1) c, to its request's completion.
+    assert md0["read"]["ticks_ns"] == (4 - 1) * c + (6 - 3) * c + (8 - 5) * c + (8 - 7) * c
+    free = mdsplit_module.Simulation(ram_stack(members=4, size="8m", chunk="512k",
+                                               split_order=split_order,
+                                               bio="[bio]\ncontiguity = { pattern = [512] }"))
+    free.submit("read", 0, 2 * MiB)
+    free.run()
+    assert {e["time_ns"] for e in free.events()} == {0}
+
+
 @pytest.mark.parametrize("failed", [0, 2, 4])
 def test_sim_degraded_writes_and_reads(mdsplit_module, failed):
     sim = mdsplit_module.Simulation(ram_stack(failed=failed))

@@ -1,5 +1,7 @@
 #include "core/block/block_layer.h"
 
+#include <algorithm>
+
 #include "core/block/member_queue.h"
 
 namespace mdsplit {
@@ -64,9 +66,14 @@ void BlockLayer::submit_bio_noacct(Bio* bio, bool split) {
 void BlockLayer::submit_mq(Bio* bio) {
     TaskContext* task = current_ ? current_ : &default_task_;
     BioList lists[2];
+    run_mq(task, lists, bio);
+}
+
+void BlockLayer::run_mq(TaskContext* task, BioList* lists, Bio* bio) {
     task->bio_list = lists;
     do {
         bio->dev->submit_bio(bio);
+        if (pause_after_call(task, lists, /*stacked=*/false)) return;
     } while ((bio = lists[0].pop_front()));
     task->bio_list = nullptr;
 }
@@ -77,6 +84,10 @@ void BlockLayer::submit_mq(Bio* bio) {
 void BlockLayer::submit_stacked(Bio* bio) {
     TaskContext* task = current_ ? current_ : &default_task_;
     BioList lists[2];
+    run_stacked(task, lists, bio);
+}
+
+void BlockLayer::run_stacked(TaskContext* task, BioList* lists, Bio* bio) {
     task->bio_list = lists;
     do {
         const BlockDevice* q = bio->dev;
@@ -93,8 +104,37 @@ void BlockLayer::submit_stacked(Bio* bio) {
         lists[0].append(lower);
         lists[0].append(same);
         lists[0].append(lists[1]);
+        if (pause_after_call(task, lists, /*stacked=*/true)) return;
     } while ((bio = lists[0].pop_front()));
     task->bio_list = nullptr;
+}
+
+// The submitting CPU: the next ->submit_bio call takes submit_cost_ns_ of
+// the task's time, and what it does happens when it returns, so the loop
+// waits that long first. Between two calls the loop's state is
+// current->bio_list alone, which the task keeps while it waits.
+bool BlockLayer::pause_after_call(TaskContext* task, BioList* lists, bool stacked) {
+    if (!submit_cost_ns_ || !task->cpu.modelled || lists[0].empty()) return false;
+    SubmitterCpu& cpu = task->cpu;
+    cpu.busy_until = std::max(cpu.busy_until, loop_.now()) + submit_cost_ns_;
+    cpu.loop = lists[0];
+    cpu.paused = true;
+    cpu.paused_stacked = stacked;
+    task->bio_list = nullptr;
+    return true;
+}
+
+void BlockLayer::resume_submission(TaskContext& task) {
+    SubmitterCpu& cpu = task.cpu;
+    if (!cpu.paused) return;
+    cpu.paused = false;
+    BioList lists[2] = {cpu.loop, BioList{}};
+    cpu.loop = BioList{};
+    Bio* bio = lists[0].pop_front();
+    if (cpu.paused_stacked)
+        run_stacked(&task, lists, bio);
+    else
+        run_mq(&task, lists, bio);
 }
 
 // block/blk-merge.c bio_submit_split()
@@ -119,8 +159,16 @@ void BlockLayer::end_clone(DiskStats& device_stats, Bio* clone) {
     bio_endio(orig);
 }
 
+// blk_finish_plug() -> __blk_flush_plug(), which also drops the plug's
+// cached time. The flushes blk_add_rq_to_plug() makes on the way
+// (blk_mq_flush_plug_list() directly) keep it in the thread's kernel
+// (6.9 .. 6.17): every request a task queues under one plug without
+// sleeping is stamped with the time first read under it. ("block: drop the
+// cached plug time when blk_add_rq_to_plug() flushes", in 6.12.117 stable
+// and later, invalidates it there too.)
 void BlockLayer::finish_plug(TaskContext& task) {
     if (task.plug.rq_count) flush_plug(task.plug);
+    task.plug.cur_ktime = 0;
     task.plug.active = false;
 }
 

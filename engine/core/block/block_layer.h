@@ -38,6 +38,18 @@ public:
     // submit_bio_noacct() / submit_bio_noacct_nocheck(bio, split)
     void submit_bio_noacct(Bio* bio, bool split = false);
 
+    // The submitting CPU's modelled time per ->submit_bio call, in loop time
+    // (virtual clock only; 0 = none). A task whose cpu.modelled is set pays
+    // it for every call of its __submit_bio_noacct loop (md_submit_bio of one
+    // piece, blk_mq_submit_bio of one member bio, ...) and the loop pauses
+    // (SubmitterCpu::paused) until its CPU is free; resume_submission()
+    // continues it. Other tasks (raid5d, the page cache's) run at once.
+    void set_submit_cost(uint64_t loop_ns) { submit_cost_ns_ = loop_ns; }
+    uint64_t submit_cost() const { return submit_cost_ns_; }
+    // Continues the task's paused loop (current() must be the task); it may
+    // pause again.
+    void resume_submission(TaskContext& task);
+
     // bio_submit_split(): splits off the first `sectors` of `bio` as a
     // REQ_NOMERGE front, traces X on `dev`, resubmits the remainder through
     // submit_bio_noacct(remainder, split=true) and returns the front.
@@ -50,7 +62,10 @@ public:
     void end_clone(DiskStats& device_stats, Bio* clone);
 
     // blk_start_plug() / blk_finish_plug()
-    void start_plug(TaskContext& task) { task.plug.active = true; }
+    void start_plug(TaskContext& task) {
+        task.plug.active = true;
+        task.plug.cur_ktime = 0;
+    }
     void finish_plug(TaskContext& task);
     // blk_mq_flush_plug_list()
     void flush_plug(PlugList& plug);
@@ -75,12 +90,19 @@ private:
     static TraceEvent bio_event(TraceAction action, const BlockDevice* dev, const Bio* bio);
     void submit_stacked(Bio* bio);  // __submit_bio_noacct()
     void submit_mq(Bio* bio);       // __submit_bio_noacct_mq()
+    // The loops, from `bio` with current->bio_list = lists (the caller's).
+    void run_stacked(TaskContext* task, BioList* lists, Bio* bio);
+    void run_mq(TaskContext* task, BioList* lists, Bio* bio);
+    // After one ->submit_bio call: charges the task's CPU; true when the
+    // loop must wait for it (its lists are then kept in task->cpu).
+    bool pause_after_call(TaskContext* task, BioList* lists, bool stacked);
 
     EventLoop& loop_;
     Tracer& tracer_;
     SplitInsert split_insert_;
     PlugOrder plug_order_ = PlugOrder::Fifo;
     TaskContext* current_ = nullptr;
+    uint64_t submit_cost_ns_ = 0;
     TaskContext default_task_;
     BioPool bios_;
     ObjectPool<Request> requests_;

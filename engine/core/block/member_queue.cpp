@@ -56,7 +56,12 @@ Request* MemberQueue::alloc_request(Bio* bio) {
     rq->nr_bios = 1;
     rq->queue = this;
     rq->pid = bio->pid;
-    rq->alloc_ns = layer_.loop().now();
+    // blk_mq_rq_time_init(): start_time_ns = blk_time_get_ns(), the plug's
+    // cached time when the submitter holds one (requests queued later under
+    // the same plug count from when its time was read).
+    uint64_t now = layer_.loop().now();
+    TaskContext* task = layer_.current();
+    rq->alloc_ns = task && task->plug.active ? task->plug.time_ns(now) : now;
     rq->issue_ns = 0;
     rq->error = 0;
     rq->next = nullptr;
@@ -66,7 +71,7 @@ Request* MemberQueue::alloc_request(Bio* bio) {
     rq->model_done_ns = 0;
     rq->result = 0;
     layer_.trace_rq(TraceAction::GetRq, this, rq);
-    stats_.start(rq->alloc_ns);  // blk_account_io_start()
+    stats_.start(now);  // blk_account_io_start(): io_ticks from jiffies, the real time
     return rq;
 }
 

@@ -18,6 +18,17 @@ struct PlugList {
     Request* tail = nullptr;  // newest
     uint32_t rq_count = 0;
     bool multiple_queues = false;
+    // plug->cur_ktime: blk_time_get_ns() reads the clock once and returns
+    // that time to every caller under the plug until a flush (or the task
+    // being scheduled) invalidates it (block/blk.h, blk_plug_invalidate_ts).
+    // 0 = not read yet, as in the kernel.
+    uint64_t cur_ktime = 0;
+
+    // blk_time_get_ns() for a task holding this plug.
+    uint64_t time_ns(uint64_t now) {
+        if (!cur_ktime) cur_ktime = now;
+        return cur_ktime;
+    }
 
     // blk_plug_max_rq_count()
     uint32_t max_rq_count() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,31 @@ struct SchedIdentity {
 };
 // ---------------------------------------------------------------------------
 
+// The submitting task's CPU on the virtual clock ([cpu] submit_bio,
+// BlockLayer::set_submit_cost): each ->submit_bio call of its
+// __submit_bio_noacct loop takes that long, so the loop pauses between two
+// calls until the CPU is free and the work queued behind it (the dio's next
+// bios, blk_finish_plug) waits its turn. Unused when the cost is 0 (the real
+// clock: the real CPU pays).
+struct SubmitterCpu {
+    // What the task does at the top level, in order (blk_start_plug,
+    // submit_bio of one dio bio, blk_finish_plug).
+    enum class Kind : uint8_t { StartPlug, SubmitBio, FinishPlug };
+    struct Step {
+        Kind kind;
+        Bio* bio = nullptr;
+        bool charged = false;  // SubmitBio: its call's CPU time is paid
+    };
+    uint64_t busy_until = 0;      // loop time: the CPU is busy until then
+    bool modelled = false;        // its submissions pause (set while a step runs)
+    bool paused = false;          // `loop` holds a __submit_bio_noacct loop to resume
+    bool paused_stacked = false;  // ... __submit_bio_noacct (true) or _mq (false)
+    BioList loop;                 // that loop's current->bio_list[0]
+    bool timer_armed = false;     // a resume timer is pending
+    std::deque<Step> steps;       // top-level work queued behind the loop
+    bool busy() const { return paused || !steps.empty(); }
+};
+
 struct TaskContext {
     uint32_t pid = 0;
     SchedIdentity sched;  // scheduling identity (bfq: queue weight, group)
@@ -40,6 +66,7 @@ struct TaskContext {
     uint64_t in_flight = 0;
     BioList* bio_list = nullptr;  // current->bio_list: [0] and [1]
     PlugList plug;
+    SubmitterCpu cpu;  // modelled submission time (virtual clock only)
 };
 
 }  // namespace mdsplit
