@@ -158,7 +158,7 @@ std::vector<MemberQueue*> Stack::members() const {
 void Stack::begin_batch(TaskContext& task) {
     layer_->set_current(&task);
     if (task.cpu.busy()) {  // after what the modelled CPU is still doing
-        task.cpu.steps.push_back({SubmitterCpu::Kind::StartPlug});
+        task.cpu.steps.push_back({TaskSubmitCpu::Kind::StartPlug});
         return;
     }
     if (!task.plug.active) {
@@ -232,7 +232,7 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
         bio->pid = task.pid;
         bio_chain(bio, dio);
         if (modelled_cpu)
-            task.cpu.steps.push_back({SubmitterCpu::Kind::SubmitBio, bio});
+            task.cpu.steps.push_back({TaskSubmitCpu::Kind::SubmitBio, bio});
         else
             layer_->submit_bio_noacct(bio);
     }
@@ -250,7 +250,7 @@ void Stack::dio_endio(Bio* dio) {
 void Stack::commit(TaskContext& task) {
     layer_->set_current(&task);
     if (layer_->submit_cost()) {
-        task.cpu.steps.push_back({SubmitterCpu::Kind::FinishPlug});
+        task.cpu.steps.push_back({TaskSubmitCpu::Kind::FinishPlug});
         run_submitter(task);
         return;
     }
@@ -268,7 +268,7 @@ void Stack::kick_members() {
 // and resumes here; blk_start_plug / blk_finish_plug cost nothing of their
 // own (the flush's work is the calls that filled the plug).
 void Stack::run_submitter(TaskContext& task) {
-    SubmitterCpu& cpu = task.cpu;
+    TaskSubmitCpu& cpu = task.cpu;
     TaskContext* saved = layer_->current();
     layer_->set_current(&task);
     for (;;) {
@@ -289,23 +289,23 @@ void Stack::run_submitter(TaskContext& task) {
             continue;
         }
         if (cpu.steps.empty()) break;
-        SubmitterCpu::Step step = cpu.steps.front();
-        if (step.kind == SubmitterCpu::Kind::SubmitBio && !step.charged) {
+        TaskSubmitCpu::Step step = cpu.steps.front();
+        if (step.kind == TaskSubmitCpu::Kind::SubmitBio && !step.charged) {
             cpu.steps.front().charged = true;
             cpu.busy_until = now + layer_->submit_cost();
             continue;
         }
         cpu.steps.pop_front();
         switch (step.kind) {
-            case SubmitterCpu::Kind::StartPlug:
+            case TaskSubmitCpu::Kind::StartPlug:
                 if (!task.plug.active) layer_->start_plug(task);
                 break;
-            case SubmitterCpu::Kind::SubmitBio:
+            case TaskSubmitCpu::Kind::SubmitBio:
                 cpu.modelled = true;
                 layer_->submit_bio_noacct(step.bio);
                 cpu.modelled = false;
                 break;
-            case SubmitterCpu::Kind::FinishPlug:
+            case TaskSubmitCpu::Kind::FinishPlug:
                 layer_->finish_plug(task);
                 break;
         }

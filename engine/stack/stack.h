@@ -104,7 +104,7 @@ public:
 
 private:
     static void dio_endio(Bio* dio);
-    // The modelled submitting CPU: runs the task's steps (SubmitterCpu) as
+    // The modelled submitting CPU: runs the task's steps (TaskSubmitCpu) as
     // far as its CPU is free now, then waits on a timer for the rest.
     void run_submitter(TaskContext& task);
     static void submitter_timer(void* arg, uint64_t task);

@@ -115,7 +115,7 @@ void BlockLayer::run_stacked(TaskContext* task, BioList* lists, Bio* bio) {
 // current->bio_list alone, which the task keeps while it waits.
 bool BlockLayer::pause_after_call(TaskContext* task, BioList* lists, bool stacked) {
     if (!submit_cost_ns_ || !task->cpu.modelled || lists[0].empty()) return false;
-    SubmitterCpu& cpu = task->cpu;
+    TaskSubmitCpu& cpu = task->cpu;
     cpu.busy_until = std::max(cpu.busy_until, loop_.now()) + submit_cost_ns_;
     cpu.loop = lists[0];
     cpu.paused = true;
@@ -125,7 +125,7 @@ bool BlockLayer::pause_after_call(TaskContext* task, BioList* lists, bool stacke
 }
 
 void BlockLayer::resume_submission(TaskContext& task) {
-    SubmitterCpu& cpu = task.cpu;
+    TaskSubmitCpu& cpu = task.cpu;
     if (!cpu.paused) return;
     cpu.paused = false;
     BioList lists[2] = {cpu.loop, BioList{}};

@@ -42,7 +42,7 @@ public:
     // (virtual clock only; 0 = none). A task whose cpu.modelled is set pays
     // it for every call of its __submit_bio_noacct loop (md_submit_bio of one
     // piece, blk_mq_submit_bio of one member bio, ...) and the loop pauses
-    // (SubmitterCpu::paused) until its CPU is free; resume_submission()
+    // (TaskSubmitCpu::paused) until its CPU is free; resume_submission()
     // continues it. Other tasks (raid5d, the page cache's) run at once.
     void set_submit_cost(uint64_t loop_ns) { submit_cost_ns_ = loop_ns; }
     uint64_t submit_cost() const { return submit_cost_ns_; }

@@ -40,7 +40,7 @@ struct SchedIdentity {
 // calls until the CPU is free and the work queued behind it (the dio's next
 // bios, blk_finish_plug) waits its turn. Unused when the cost is 0 (the real
 // clock: the real CPU pays).
-struct SubmitterCpu {
+struct TaskSubmitCpu {
     // What the task does at the top level, in order (blk_start_plug,
     // submit_bio of one dio bio, blk_finish_plug).
     enum class Kind : uint8_t { StartPlug, SubmitBio, FinishPlug };
@@ -66,7 +66,7 @@ struct TaskContext {
     uint64_t in_flight = 0;
     BioList* bio_list = nullptr;  // current->bio_list: [0] and [1]
     PlugList plug;
-    SubmitterCpu cpu;  // modelled submission time (virtual clock only)
+    TaskSubmitCpu cpu;  // modelled submission time (virtual clock only)
 };
 
 }  // namespace mdsplit
