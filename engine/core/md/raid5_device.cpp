@@ -319,7 +319,7 @@ void Raid5Device::make_stripe_request(Bio* bio) {
     size_t s = size_t((raid5_bio_lowest_chunk_sector(bio) - first) / kRaid5StripeSectors);
     for (;;) {
         Raid5Location loc = geometry_.compute_sector(first + s * kRaid5StripeSectors);
-        StripeRequest req{loc.member_sector, loc.pd_idx, write, sync, {}};
+        StripeRequest req{loc.member_sector, loc.pd_idx, bio->pid, write, sync, {}};
         for (uint32_t d = 0; d < members_.size(); d++) {
             if (d == loc.pd_idx) continue;
             sector_t dev_sector = geometry_.compute_blocknr(loc.member_sector, d);
@@ -351,14 +351,17 @@ void Raid5Device::make_stripe_request(Bio* bio) {
 }
 
 // raid5_get_active_stripe() / wait_on_bit(R5_Overlap): a blocked submitter
-// waits, in order, so once a request waits every later one does too.
+// sleeps in the walk, so once one of its requests waits, its later ones
+// (the rest of the bio, its next bios) wait behind it, in order; other
+// submitters go on (they too find no free head while R5_INACTIVE_BLOCKED).
 void Raid5Device::add_stripe_request(StripeRequest&& req) {
-    AddResult r = waiting_.empty() ? add_all_stripe_bios(req) : AddResult::NoHead;
+    AddResult r = waiting_pids_.count(req.pid) ? AddResult::Behind : add_all_stripe_bios(req);
     if (r == AddResult::Added) return;
     if (r == AddResult::Overlap)
         counters_.overlap_waits++;
     else
         cache_.counters.waits++;
+    waiting_pids_[req.pid]++;
     waiting_.push_back(std::move(req));
 }
 
@@ -404,17 +407,48 @@ Raid5Device::AddResult Raid5Device::add_all_stripe_bios(const StripeRequest& req
     return AddResult::Added;
 }
 
-// wake_up(&conf->wait_for_stripe) / wake_up_bit(R5_Overlap): the blocked
-// submitters go on, then the discards waiting for busy stripes.
+// wake_up(&conf->wait_for_stripe) / wake_up_bit(R5_Overlap): each blocked
+// submitter retries its first waiting request and goes on while they are
+// taken; then the discards waiting for busy stripes. Not re-entered: a wake
+// from inside (a discard completing at once) makes the loop run again.
 void Raid5Device::wake_stripe_waiters() {
-    while (!waiting_.empty() && add_all_stripe_bios(waiting_.front()) == AddResult::Added)
-        waiting_.pop_front();
-    if (waiting_.empty()) cache_.set_blocked(false);
-    while (!waiting_discards_.empty() && discard_may_start(waiting_discards_.front())) {
-        DiscardRange d = waiting_discards_.front();
-        waiting_discards_.pop_front();
-        start_discard(d);
+    if (waiting_.empty() && waiting_discards_.empty()) {
+        cache_.set_blocked(false);
+        return;
     }
+    if (waking_) {
+        wake_again_ = true;
+        return;
+    }
+    waking_ = true;
+    do {
+        wake_again_ = false;
+        bool no_head = false;
+        std::unordered_map<uint32_t, bool> stuck;  // submitters whose first request still waits
+        for (auto it = waiting_.begin();
+             it != waiting_.end() && stuck.size() < waiting_pids_.size();) {
+            if (stuck.count(it->pid)) {
+                ++it;
+                continue;
+            }
+            AddResult r = add_all_stripe_bios(*it);
+            if (r != AddResult::Added) {
+                no_head |= r == AddResult::NoHead;
+                stuck[it->pid] = true;
+                ++it;
+                continue;
+            }
+            if (--waiting_pids_[it->pid] == 0) waiting_pids_.erase(it->pid);
+            it = waiting_.erase(it);
+        }
+        cache_.set_blocked(no_head);
+        while (!waiting_discards_.empty() && discard_may_start(waiting_discards_.front())) {
+            DiscardRange d = waiting_discards_.front();
+            waiting_discards_.pop_front();
+            start_discard(d);
+        }
+    } while (wake_again_);
+    waking_ = false;
 }
 
 // The STRIPE_PREREAD_ACTIVE count drops (handle_stripe's dec_preread_active,

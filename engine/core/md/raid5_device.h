@@ -97,6 +97,7 @@ private:
     struct StripeRequest {
         sector_t row;
         uint32_t pd_idx;
+        uint32_t pid;  // the submitter
         bool write;
         bool sync;
         std::vector<StripeEntry> entries;
@@ -117,7 +118,7 @@ private:
 
     sector_t raid5_bio_lowest_chunk_sector(const Bio* bio) const;
     void add_stripe_request(StripeRequest&& req);
-    enum class AddResult { Added, NoHead, Overlap };
+    enum class AddResult { Added, NoHead, Overlap, Behind };
     AddResult add_all_stripe_bios(const StripeRequest& req);
     bool stripe_bio_overlaps(const StripeHead* sh, const StripeRequest& req) const;
     bool discard_may_start(const DiscardRange& d) const;
@@ -153,7 +154,9 @@ private:
     bool discard_safely_ = false;  // DeviceConfig::devices_handle_discard_safely
     Counters counters_;
     Raid5StripeCache cache_;
-    std::deque<StripeRequest> waiting_;          // submitters blocked on the stripe cache, in order
+    std::deque<StripeRequest> waiting_;  // requests of blocked submitters, in order
+    std::unordered_map<uint32_t, uint32_t> waiting_pids_;  // blocked submitter -> its requests
+    bool waking_ = false, wake_again_ = false;
     std::deque<DiscardRange> waiting_discards_;  // discards waiting for busy stripes (R5_Overlap)
     std::vector<DiscardRange> discards_;         // discards at the members
     bool raid5d_scheduled_ = false;
