@@ -148,6 +148,28 @@ def test_sim_full_stripe_writes_read_nothing(mdsplit_module):
     assert all(d["write"]["merges"] > 0 for d in stats if d["role"] == "member")
 
 
+def test_sim_whole_stripe_writes_with_the_smallest_stripe_cache_read_nothing(mdsplit_module):
+    """8 members, 64 KiB chunks (448 KiB stripes), stripe_cache_size 17:
+    eight sequential 896 KiB writes (two whole stripes, 32 rows, each) wait
+    for free heads, and md's row-by-row walk (raid5_make_request ->
+    add_all_stripe_bios) still makes every row a full-stripe write: 256 of
+    them, no member read, parity whole."""
+    stack = ram_stack(members=8, chunk="64k", size="4m").replace(
+        'split_order = "fixed"\n', 'split_order = "fixed"\nstripe_cache_size = 17\n')
+    sim = mdsplit_module.Simulation(stack)
+    rng = random.Random(17)
+    data = rng.randbytes(8 * 896 * KiB)
+    for k in range(8):
+        sim.write(k * 896 * KiB, data[k * 896 * KiB:(k + 1) * 896 * KiB])
+    devices = {d["name"]: d for d in sim.stats()["devices"]}
+    r5 = devices["md0"]["raid5"]
+    assert r5["stripe_cache_size"] == 17 and r5["stripe_cache_waits"] > 0
+    assert r5["full_stripe_writes"] == 256
+    assert r5["preread_reads"] == 0 and r5["rmw"] + r5["rcw"] == 0
+    assert all(devices[f"m{i}"]["read"]["ios"] == 0 for i in range(8))
+    assert sim.read(0, len(data)) == data
+
+
 # ---------------------------------------------------------------- parity checker
 
 def make_array(dir, members, chunk, layout, rows_data):

@@ -7,14 +7,19 @@
 // heads handled by a raid5d-like worker: full-stripe writes reconstruct
 // parity without reads, partial ones read-modify-write or reconstruct-write
 // (whichever reads less, handle_stripe_dirtying), degraded reads rebuild the
-// missing unit from the others. A stripe head handles one generation of
-// requests at a time, so writes to one stripe are serialized and parity is
+// missing unit from the others. raid5_make_request() walks a bio stripe
+// head by stripe head, each head taking all of the bio's pieces in its row
+// at once (add_all_stripe_bios); a row without a free head waits for one.
+// Writes queued on a head join its pending write until the reconstruction
+// starts (they stay on dev->towrite until ops_run_biodrain); one that
+// overlaps a queued piece, and every request to rows being discarded, waits
+// (R5_Overlap). A head writes one reconstruction at a time, so parity is
 // never torn.
 //
 // Member failure (md_error()): a member whose I/O fails is marked Faulty and
 // never submitted to again; the array continues degraded (an aligned read
 // that failed is retried through the stripe cache and rebuilt, a stripe
-// generation that lost a member is redone without it, a write whose member
+// whose pre-read or degraded read lost a member decides again without it, a write whose member
 // write failed completes: its unit lives on in parity). With two members
 // Faulty the array has failed: every bio, queued or new, completes with EIO.
 #pragma once
@@ -49,9 +54,10 @@ public:
         uint64_t discarded_stripes = 0;   // whole stripes make_discard_request() discarded
         uint64_t members_failed = 0;      // members marked Faulty while running (md_error)
         uint64_t read_retries = 0;        // aligned reads retried through the stripe cache
-        uint64_t stripe_retries = 0;      // stripe generations redone without a failed member
+        uint64_t stripe_retries = 0;      // stripe reads redone without a failed member
         uint64_t preread_reads = 0;       // member reads handle_stripe_dirtying() issued
         uint64_t delayed_stripes = 0;     // stripes put on the delayed list (STRIPE_DELAYED)
+        uint64_t overlap_waits = 0;       // requests and discards that waited (R5_Overlap)
     };
 
     // `failed[i]`: member i is failed from the start (at most one); it is
@@ -85,23 +91,39 @@ public:
 private:
     using StripeEntry = Raid5StripeEntry;
     using StripeHead = Raid5StripeHead;
-    // A piece waiting for a free stripe head (raid5_get_active_stripe blocked).
-    struct WaitingPiece {
+    // What make_stripe_request() adds to one stripe head: every piece of the
+    // bio in that row at once (add_all_stripe_bios), or nothing while the
+    // submitter waits (no free head, or an overlapping request).
+    struct StripeRequest {
         sector_t row;
         uint32_t pd_idx;
+        uint32_t pid;  // the submitter
         bool write;
         bool sync;
-        StripeEntry entry;
+        std::vector<StripeEntry> entries;
+    };
+    // A discard on its way to the members: writes to its rows wait for it.
+    struct DiscardRange {
+        Bio* bio;             // the md-accounted bio
+        sector_t begin, end;  // member sectors of the whole stripes
+        uint32_t pending;     // member discards in flight + the submission
     };
 
     Bio* chunk_aligned_read(Bio* bio);
     bool raid5_read_one_chunk(Bio* bio);
     void make_discard_request(Bio* bio);
+    static void discard_endio(Bio* bio);
     void make_stripe_request(Bio* bio);
     Bio* account_bio(Bio* bio);
 
-    void add_stripe_piece(const WaitingPiece& piece);
-    bool add_stripe_piece_now(const WaitingPiece& piece);
+    sector_t raid5_bio_lowest_chunk_sector(const Bio* bio) const;
+    void add_stripe_request(StripeRequest&& req);
+    enum class AddResult { Added, NoHead, Overlap, Behind };
+    AddResult add_all_stripe_bios(const StripeRequest& req);
+    bool stripe_bio_overlaps(const StripeHead* sh, const StripeRequest& req) const;
+    bool discard_may_start(const DiscardRange& d) const;
+    void start_discard(DiscardRange d);
+    void end_discard(Bio* ab);
     void wake_stripe_waiters();
     void release_stripe(StripeHead* sh);
     void clear_preread_active(StripeHead* sh);
@@ -112,6 +134,7 @@ private:
     void start_degraded_read(StripeHead* sh);
     void end_degraded_read(StripeHead* sh);
     bool handle_stripe_dirtying(StripeHead* sh);
+    void compute_failed_unit(StripeHead* sh);
     void reconstruct_and_write(StripeHead* sh);
     void end_writes(StripeHead* sh);
     void submit_member_io(StripeHead* sh, Op op, uint64_t member_mask);
@@ -131,7 +154,11 @@ private:
     bool discard_safely_ = false;  // DeviceConfig::devices_handle_discard_safely
     Counters counters_;
     Raid5StripeCache cache_;
-    std::deque<WaitingPiece> waiting_;  // submitters blocked on the stripe cache, in order
+    std::deque<StripeRequest> waiting_;  // requests of blocked submitters, in order
+    std::unordered_map<uint32_t, uint32_t> waiting_pids_;  // blocked submitter -> its requests
+    bool waking_ = false, wake_again_ = false;
+    std::deque<DiscardRange> waiting_discards_;  // discards waiting for busy stripes (R5_Overlap)
+    std::vector<DiscardRange> discards_;         // discards at the members
     bool raid5d_scheduled_ = false;
     TaskContext raid5d_task_;  // raid5d's own context and plug
 };

@@ -54,6 +54,23 @@ Raid5StripeHead* Raid5StripeCache::find_get_stripe(sector_t sector) {
     return sh;
 }
 
+const Raid5StripeHead* Raid5StripeCache::lookup(sector_t sector) const {
+    auto it = hash_.find(sector);
+    return it == hash_.end() ? nullptr : it->second;
+}
+
+bool Raid5StripeCache::any_busy(sector_t begin, sector_t end) const {
+    for (const auto& [sector, sh] : hash_) {
+        if (sector < begin || sector >= end) continue;
+        if (sh->phase != Raid5StripeHead::Phase::Idle || sh->pending || sh->handling ||
+            !sh->toread.empty() || !sh->towrite.empty() ||
+            (sh->list != Raid5StripeHead::List::Inactive &&
+             sh->list != Raid5StripeHead::List::None))
+            return true;
+    }
+    return false;
+}
+
 bool Raid5StripeCache::can_get_free_stripe(sector_t sector) const {
     uint32_t h = hash_of(sector);
     if (inactive_[h].empty() && allocated_[h] >= quota_[h]) return false;
@@ -90,6 +107,7 @@ Raid5StripeHead* Raid5StripeCache::get_free_stripe(sector_t sector, uint32_t pd_
     sh->uptodate = 0;
     sh->phase = Raid5StripeHead::Phase::Idle;
     sh->pending = 0;
+    sh->locked = sh->read_mask = 0;
     sh->error = 0;
     sh->handling = sh->delayed = sh->preread_active = sh->full_write = false;
     sh->io_started = sh->forget_when_idle = false;

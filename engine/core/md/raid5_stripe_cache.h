@@ -45,13 +45,13 @@ struct Raid5StripeEntry {
     uint8_t* data = nullptr;  // the piece in the bio's buffer (null: no data)
 };
 
-// struct stripe_head. It handles one generation of requests at a time;
-// requests that arrive meanwhile wait for the next one, which serializes
-// writes per stripe.
+// struct stripe_head. Queued writes (towrite) are decided on again each time
+// the head is handled, until its reconstruction drains them into `writing`;
+// writes queued while that is written wait for the next reconstruction.
 struct Raid5StripeHead {
     enum class Phase { Idle, DegradedRead, PreRead, Write };
     // How handle_stripe_dirtying() chose to compute the new parity.
-    enum class Mode { Rcw, Rmw, RebuildFailed };
+    enum class Mode { Rcw, Rmw };
     // The list sh->lru is on.
     enum class List { None, Inactive, Handle, Hold, Delayed };
 
@@ -60,15 +60,15 @@ struct Raid5StripeHead {
     uint32_t hash = 0;                               // hash_lock_index
     uint8_t* pages = nullptr;                        // one page per member (sh->dev[i].page)
     uint64_t uptodate = 0;                           // R5_UPTODATE per member page
-    std::vector<Raid5StripeEntry> toread, towrite;   // waiting for the next generation
-    std::vector<Raid5StripeEntry> reading, writing;  // the generation being handled
+    std::vector<Raid5StripeEntry> toread, towrite;   // queued (dev->toread / towrite)
+    std::vector<Raid5StripeEntry> reading, writing;  // being read / drained and written
     Phase phase = Phase::Idle;
     Mode mode = Mode::Rcw;
-    uint64_t written = 0;     // members with a piece to write in this generation
+    uint64_t written = 0;     // members with a piece in the reconstruction (dev->written)
     uint64_t write_mask = 0;  // members written after the pre-reads
-    uint64_t read_mask = 0;   // members read in this generation
+    uint64_t read_mask = 0;   // members pre-read for the pending write
+    uint64_t locked = 0;      // members with a bio in flight (R5_LOCKED)
     uint32_t pending = 0;     // member bios in flight
-    uint64_t skip = 0;        // members Faulty when this generation started (not read)
     int32_t error = 0;
     bool handling = false;          // inside handle_stripe() (STRIPE_ACTIVE)
     bool hashed = false;            // in the cache's hash (insert_hash / remove_hash)
@@ -93,7 +93,7 @@ public:
     struct Counters {
         uint64_t hits = 0;    // __find_stripe() found the row's head
         uint64_t misses = 0;  // get_free_stripe() gave it a head (pages forgotten)
-        uint64_t waits = 0;   // pieces that waited for a free head (R5_INACTIVE_BLOCKED)
+        uint64_t waits = 0;   // stripe requests that waited for a free head (R5_INACTIVE_BLOCKED)
     };
 
     Raid5StripeCache(Raid5Device* conf, uint32_t disks, uint32_t size);
@@ -106,6 +106,10 @@ public:
     // find_get_stripe(): the row's cached head, taken off the inactive or
     // delayed list (a head on the handle or hold list stays there).
     Raid5StripeHead* find_get_stripe(sector_t sector);
+    // __find_stripe() without taking the head: the row's cached head or null.
+    const Raid5StripeHead* lookup(sector_t sector) const;
+    // Some cached head of a row in [begin, end) holds requests or member I/O.
+    bool any_busy(sector_t begin, sector_t end) const;
     // is_inactive_blocked() / get_free_stripe(): whether a head is free now.
     bool can_get_free_stripe(sector_t sector) const;
     // get_free_stripe() + init_stripe(): the least recently released head of
