@@ -203,9 +203,9 @@ ARGS = {
 # Every run is also capped at this many seconds (fio's runtime= without
 # time_based ends a job early, not in error).
 RUNTIME_CAP = "2"
-# Every run writes the engine's statistics (forked jobs: the last one ends
-# writing it; numjobs clones write SIDECAR.1, .2, ...).
-SIDECAR = "stats/example.json"
+# Every job writes the engine's statistics: job N (in file order) to
+# stats/jobN.json, its numjobs clones to stats/jobN.json.1, .2, ...
+SIDECAR_DIR = "stats"
 
 # Options naming files, directories or devices, or another engine: dropped.
 DROPPED = {"filename", "directory", "filename_format", "nrfiles", "nr_files", "filesize",
@@ -281,7 +281,8 @@ def rewrite_example(text: str, engine: Path, thread: bool, overrides=None) -> st
     merges later [global] sections into it), then the example's lines with
     inline comments removed and each option through rewrite_option."""
     out = ["[global]", f"ioengine=external:{engine}", "mdsplit_config=stack.toml",
-           "filename=md0", f"mdsplit_stats={SIDECAR}"]
+           "filename=md0"]
+    jobs = 0
     if "fill_device" not in text:
         # fill_device=1 writes the whole stack (a size would stop it there)
         # and its verify phase reads it all back: neither may be cut short.
@@ -294,6 +295,11 @@ def rewrite_example(text: str, engine: Path, thread: bool, overrides=None) -> st
             continue
         if line.startswith("["):
             out.append(line)
+            if line.strip("[]").strip().lower() != "global":
+                # A sidecar per job: forked jobs have devices of their own,
+                # and two of them may not name one file (the engine refuses).
+                jobs += 1
+                out.append(f"mdsplit_stats={SIDECAR_DIR}/job{jobs}.json")
             continue
         key, eq, value = line.partition("=")
         option = rewrite_option(key.strip(), value.strip(), overrides or {})
@@ -346,7 +352,7 @@ def run_fio_bounded(job: Path, args=(), timeout=60) -> FioResult:
     start = text.find("{")
     result = FioResult(str(job), proc.returncode,
                        json.loads(text[start:]) if start >= 0 else {}, stderr)
-    for p in sorted((job.parent / SIDECAR).parent.glob(Path(SIDECAR).name + "*")):
+    for p in sorted((job.parent / SIDECAR_DIR).glob("job*.json*")):
         result.sidecars[str(p.relative_to(job.parent))] = load_sidecar(p)
     return result
 
@@ -370,7 +376,7 @@ def assert_example_passed(result, name, verifies):
     # The I/O went through the engine: some job read or wrote.
     assert sum(result.total_ios(j) for j in result.jobs) > 0, f"{name}: no I/O"
     # The engine's statistics were written, whole, with no device error.
-    assert result.sidecars, f"{name}: no {SIDECAR}"
+    assert result.sidecars, f"{name}: no sidecar in {SIDECAR_DIR}/"
     for path, sidecar in result.sidecars.items():
         assert sidecar.device("md0")["read"]["ios"] + sidecar.device("md0")["write"]["ios"] > 0
         for d in sidecar.devices:
