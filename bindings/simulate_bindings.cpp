@@ -69,17 +69,34 @@ std::vector<FioBlockSize> block_sizes(const py::handle& h) {
     return out;
 }
 
+// "trim": "" (no trims), "trim" (rw=trim/randtrim), "trimwrite" (rw=trimwrite/randtrimwrite).
+FioTrim trim_of(const std::string& v) {
+    if (v.empty()) return FioTrim::None;
+    if (v == "trim") return FioTrim::Only;
+    if (v == "trimwrite") return FioTrim::ThenWrite;
+    throw py::value_error("run_fio_jobs: trim=\"" + v + "\"; allowed: \"\", trim, trimwrite");
+}
+
 FioJobSpec job_spec(const py::dict& d, size_t index) {
-    static const std::set<std::string> kKeys = {
-        "name",           "stack",        "phase",         "pid",
-        "group",          "group_weight", "prio",          "prioclass",
-        "random",         "read_pct",     "bs_read",       "bs_write",
-        "bs_max",         "align",        "offset",        "size",
-        "io_size",        "loops",        "norandommap",   "seed",
-        "iodepth",        "batch",        "direct",        "invalidate",
-        "fsync_blocks",   "end_fsync",    "rate_iops",     "think_ns",
-        "think_blocks",   "verify",       "fio_submit_ns", "fio_complete_ns",
-        "start_delay_ns", "runtime_ns",   "ramp_ns",       "time_based"};
+    static const std::set<std::string> kKeys = {"name",           "stack",
+                                                "phase",          "pid",
+                                                "group",          "group_weight",
+                                                "prio",           "prioclass",
+                                                "random",         "read_pct",
+                                                "trim",           "bs_read",
+                                                "bs_write",       "bs_trim",
+                                                "bs_max",         "align",
+                                                "offset",         "size",
+                                                "io_size",        "loops",
+                                                "norandommap",    "seed",
+                                                "iodepth",        "batch",
+                                                "direct",         "invalidate",
+                                                "fsync_blocks",   "end_fsync",
+                                                "rate_iops",      "think_ns",
+                                                "think_blocks",   "verify",
+                                                "fio_submit_ns",  "fio_complete_ns",
+                                                "start_delay_ns", "runtime_ns",
+                                                "ramp_ns",        "time_based"};
     check_keys(d, kKeys, "job " + std::to_string(index));
     FioJobSpec s;
     s.name = get<std::string>(d, "name", "job" + std::to_string(index));
@@ -92,10 +109,12 @@ FioJobSpec job_spec(const py::dict& d, size_t index) {
     s.sched.ioprio_class = IoprioClass(get<uint32_t>(d, "prioclass", 2));
     s.random = get<bool>(d, "random", false);
     s.read_pct = get<uint32_t>(d, "read_pct", 100);
-    if (d.contains("bs_read")) s.bs[0] = block_sizes(d["bs_read"]);
-    if (d.contains("bs_write")) s.bs[1] = block_sizes(d["bs_write"]);
-    if (d.contains("bs_max")) s.bs_max = d["bs_max"].cast<std::array<uint64_t, 2>>();
-    if (d.contains("align")) s.align = d["align"].cast<std::array<uint64_t, 2>>();
+    s.trim = trim_of(get<std::string>(d, "trim", ""));
+    if (d.contains("bs_read")) s.bs[kFioRead] = block_sizes(d["bs_read"]);
+    if (d.contains("bs_write")) s.bs[kFioWrite] = block_sizes(d["bs_write"]);
+    if (d.contains("bs_trim")) s.bs[kFioTrim] = block_sizes(d["bs_trim"]);
+    if (d.contains("bs_max")) s.bs_max = d["bs_max"].cast<std::array<uint64_t, kFioDirections>>();
+    if (d.contains("align")) s.align = d["align"].cast<std::array<uint64_t, kFioDirections>>();
     s.offset = get<uint64_t>(d, "offset", 0);
     s.size = get<uint64_t>(d, "size", 0);
     s.io_size = get<uint64_t>(d, "io_size", 0);
@@ -205,8 +224,9 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
     py::list out;
     for (const FioJobResult& r : results) {
         py::dict d;
-        d["read"] = direction_dict(r.dir[0]);
-        d["write"] = direction_dict(r.dir[1]);
+        d["read"] = direction_dict(r.dir[kFioRead]);
+        d["write"] = direction_dict(r.dir[kFioWrite]);
+        d["trim"] = direction_dict(r.dir[kFioTrim]);
         d["start_ns"] = r.start_ns;
         d["end_ns"] = r.end_ns;
         d["runtime_ns"] = r.runtime_ns;

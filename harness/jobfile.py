@@ -233,36 +233,42 @@ def parse_bool(key: str, value: str) -> bool:
         raise JobFileError(f"simulate: {key}={value}: not a boolean (0 or 1)") from None
 
 
-def parse_size_pair(key: str, value: str):
-    """fio's per-direction values: "R" or "R,W" (",W" keeps the read default)."""
+def parse_size_per_direction(key: str, value: str):
+    """fio's per-direction values (parse.c __handle_option, off1..off3):
+    "R" for all three, "R,W" (the trim's is W's), or "R,W,T"; an empty W
+    keeps R, an empty T keeps W. Returns (read, write, trim)."""
     parts = value.split(",")
     if len(parts) > 3:
         raise JobFileError(f"simulate: {key}={value}: at most read,write,trim values")
     r = parse_size(key, parts[0]) if parts[0] else None
     w = parse_size(key, parts[1]) if len(parts) > 1 and parts[1] else r
-    return r, w
+    t = parse_size(key, parts[2]) if len(parts) > 2 and parts[2] else w
+    return r, w, t
 
 
 def parse_range(key: str, value: str):
-    """bsrange=MIN-MAX[,MIN-MAX]: ((rmin, rmax), (wmin, wmax))."""
+    """bsrange=MIN-MAX[,MIN-MAX[,MIN-MAX]]: [(rmin, rmax), (wmin, wmax),
+    (tmin, tmax)]; a missing write range is the read's, a missing trim
+    range the write's (parse.c FIO_OPT_RANGE, off1..off6)."""
     out = []
-    for part in value.split(",")[:2]:
+    for part in value.split(",")[:3]:
         if "-" not in part:
             raise JobFileError(f"simulate: {key}={value}: expected MIN-MAX (e.g. 4k-256k)")
         lo, hi = part.split("-", 1)
         a, b = parse_size(key, lo), parse_size(key, hi)
         out.append((min(a, b), max(a, b)))
-    if len(out) == 1:
-        out.append(out[0])
+    while len(out) < 3:
+        out.append(out[-1])
     return out
 
 
 def parse_bssplit(key: str, value: str):
-    """bssplit=BS/PCT:BS/PCT[,WRITE...]: per direction a list of (bs, pct);
-    entries without a percentage share what is left equally (fio's
-    bssplit_ddir)."""
+    """bssplit=BS/PCT:BS/PCT[,WRITE...[,TRIM...]]: per direction (read,
+    write, trim) a list of (bs, pct); a missing write list is the read's,
+    a missing trim list the write's (options.c str_split_parse); entries
+    without a percentage share what is left equally (fio's bssplit_ddir)."""
     out = []
-    for part in value.split(",")[:2]:
+    for part in value.split(",")[:3]:
         entries, missing, total = [], 0, 0
         for item in filter(None, part.split(":")):
             if "/" in item:
@@ -283,6 +289,6 @@ def parse_bssplit(key: str, value: str):
                 if e[1] is None:
                     e[1] = share
         out.append([tuple(e) for e in entries])
-    if len(out) == 1:
-        out.append(out[0])
+    while len(out) < 3:
+        out.append(out[-1])
     return out

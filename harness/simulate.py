@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.jobfile import (JobFileError, parse_bool, parse_bssplit, parse_int,
-                             parse_job_file, parse_range, parse_size, parse_size_pair,
+                             parse_job_file, parse_range, parse_size, parse_size_per_direction,
                              parse_time_us)
 
 VERSION = "mdsplit-simulate-1"
@@ -105,22 +105,24 @@ def _check_options(job):
                             "(ioengine=external:.../libmdsplit.so)")
 
 
-_RW = {  # fio's rw values: (random, read_pct)
-    "read": (False, 100), "write": (False, 0), "randread": (True, 100),
-    "randwrite": (True, 0), "rw": (False, None), "readwrite": (False, None),
-    "randrw": (True, None),
+_RW = {  # fio's rw values: (random, read_pct, trim); rwmix does not apply to trims
+    "read": (False, 100, ""), "write": (False, 0, ""), "randread": (True, 100, ""),
+    "randwrite": (True, 0, ""), "rw": (False, None, ""), "readwrite": (False, None, ""),
+    "randrw": (True, None, ""), "trim": (False, 0, "trim"), "randtrim": (True, 0, "trim"),
+    "trimwrite": (False, 0, "trimwrite"), "randtrimwrite": (True, 0, "trimwrite"),
 }
+# The engine's refusal (mdsplit_engine.cpp unsupported_option()), word for word.
+BUFFERED_TRIM = ("mdsplit: rw=trim/randtrim/trimwrite with direct=0: a buffered job's discard "
+                 "is not emulated; allowed: direct=1 for jobs that trim")
 
 
 def _pattern(o):
     rw = o.get("rw", "read").split(":")[0].strip().lower()
-    if rw in ("trim", "randtrim", "trimwrite", "randtrimwrite"):
-        raise unsupported(f"rw={rw}")
     if rw not in _RW:
         raise SimulateError(f"simulate: rw={rw}: allowed: " + ", ".join(_RW))
     if ":" in o.get("rw", ""):
         raise unsupported(f"rw={o['rw']} (offset modifier)")
-    random, read_pct = _RW[rw]
+    random, read_pct, trim = _RW[rw]
     if read_pct is None:
         if "rwmixread" in o:
             read_pct = parse_int("rwmixread", o["rwmixread"])
@@ -130,24 +132,22 @@ def _pattern(o):
             read_pct = 50
         if not 0 <= read_pct <= 100:
             raise SimulateError("simulate: rwmixread/rwmixwrite must be 0..100")
-    return random, read_pct
+    return random, read_pct, trim
 
 
 def _block_sizes(o):
-    r, w = parse_size_pair("bs", o.get("bs", "4k"))
-    bs = [[(r, 100)], [(w, 100)]]
-    bs_max = [0, 0]
+    """Per direction (read, write, trim): bs, bsrange, bssplit, blockalign."""
+    bs = [[(b, 100)] for b in parse_size_per_direction("bs", o.get("bs", "4k"))]
+    bs_max = [0, 0, 0]
     if "bsrange" in o:
-        (rlo, rhi), (wlo, whi) = parse_range("bsrange", o["bsrange"])
-        bs = [[(rlo, 100)], [(wlo, 100)]]
-        bs_max = [rhi, whi]
+        ranges = parse_range("bsrange", o["bsrange"])
+        bs = [[(lo, 100)] for lo, _ in ranges]
+        bs_max = [hi for _, hi in ranges]
     if "bssplit" in o:
-        split = parse_bssplit("bssplit", o["bssplit"])
-        bs = [[(b, p) for b, p in split[0]], [(b, p) for b, p in split[1]]]
-    align = [0, 0]
+        bs = [[(b, p) for b, p in d] for d in parse_bssplit("bssplit", o["bssplit"])]
+    align = [0, 0, 0]
     if "blockalign" in o:
-        ar, aw = parse_size_pair("blockalign", o["blockalign"])
-        align = [ar or 0, aw or 0]
+        align = [a or 0 for a in parse_size_per_direction("blockalign", o["blockalign"])]
     for d in bs:
         for b, _ in d:
             if b <= 0:
@@ -196,14 +196,19 @@ def build_run(job_file, sections=None, seed=None, env=None):
             if not 1 <= gw <= 1000:
                 raise SimulateError(f"mdsplit: mdsplit_group_weight={gw_text} is not a group "
                                     "weight; allowed: an integer 1..1000", 1)
-            random, read_pct = _pattern(o)
+            random, read_pct, trim = _pattern(o)
             bs, bs_max, align = _block_sizes(o)
             direct = parse_bool("direct", o.get("direct", "0"))
             if "buffered" in o:
                 direct = not parse_bool("buffered", o["buffered"])
+            if trim and not direct:
+                raise SimulateError(BUFFERED_TRIM, 1)
             verify = o.get("verify", "0") not in ("0", "null") and \
                 parse_bool("do_verify", o.get("do_verify", "1"))
-            writes = read_pct < 100 or bool(o.get("read_iolog"))
+            if verify and trim:
+                raise unsupported(f"verify with rw={o['rw']}")
+            # The engine's may_write(): writes, trims, or replays a log.
+            writes = read_pct < 100 or bool(trim) or bool(o.get("read_iolog"))
             offset = parse_size("offset", o.get("offset", "0")) + job.subjob * \
                 parse_size("offset_increment", o.get("offset_increment", "0"))
             if job.stonewall or phase < 0:
@@ -241,8 +246,9 @@ def build_run(job_file, sections=None, seed=None, env=None):
             stats = _resolve(base, stats) + (f".{job.subjob}" if job.subjob else "")
         spec = {
             "name": job.name, "stack": stack_keys[key], "phase": phase, "pid": 1000 + index,
-            "random": random, "read_pct": read_pct,
-            "bs_read": bs[0], "bs_write": bs[1], "bs_max": bs_max, "align": align,
+            "random": random, "read_pct": read_pct, "trim": trim,
+            "bs_read": bs[0], "bs_write": bs[1], "bs_trim": bs[2], "bs_max": bs_max,
+            "align": align,
             "offset": offset, "size": parse_size("size", o.get("size", "0")),
             "io_size": parse_size("io_size", o.get("io_size", "0")),
             "loops": parse_int("loops", o.get("loops", "1")),
@@ -396,30 +402,23 @@ _NS_KEYS = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"]
 _MS_KEYS = _NS_KEYS + ["2000", ">=2000"]
 
 
-def _empty_direction():
-    z = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
-    return {"io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0, "iops": 0.0, "runtime": 0,
-            "total_ios": 0, "short_ios": 0, "drop_ios": 0, "slat_ns": dict(z),
-            "clat_ns": dict(z, percentile={f"{p:f}": 0 for p in PERCENTILES}),
-            "lat_ns": dict(z), "errors": 0}
-
-
 def fio_json(jf, specs, meta, raw, seed, data=True):
     jobs = []
     for spec, m, r in zip(specs, meta, raw["jobs"]):
         job = m["job"]
-        total = r["read"]["ios"] + r["write"]["ios"]
+        # stat.c stat_calc_lat(): over every direction's I/Os (ddir_rw_sum)
+        total = r["read"]["ios"] + r["write"]["ios"] + r["trim"]["ios"]
 
         def pct(key):
-            return [100.0 * (r["read"][key][i] + r["write"][key][i]) / total if total else 0.0
-                    for i in range(len(r["read"][key]))]
+            return [100.0 * (r["read"][key][i] + r["write"][key][i] + r["trim"][key][i]) / total
+                    if total else 0.0 for i in range(len(r["read"][key]))]
         j = {
             "jobname": job.name, "groupid": job.groupid, "error": -r["error"],
             "verify_errors": r["verify_errors"],
             "job options": dict(sorted(job.options.items())),
             "read": _direction(r["read"], r["runtime_ns"]),
             "write": _direction(r["write"], r["runtime_ns"]),
-            "trim": _empty_direction(),
+            "trim": _direction(r["trim"], r["runtime_ns"]),
             "sync": {"total_ios": r["syncs"]},
             "job_runtime": int(round(r["runtime_ns"] / 1e6)),
             "job_start_ns": r["start_ns"], "job_end_ns": r["end_ns"],
@@ -482,7 +481,7 @@ def normal_output(result) -> str:
     for j in result["jobs"]:
         lines.append(f"{j['jobname']}: (groupid={j['groupid']}) err={j['error']} "
                      f"runtime={j['job_runtime']}ms")
-        for d in ("read", "write"):
+        for d in ("read", "write", "trim"):
             r = j[d]
             if not r["total_ios"]:
                 continue

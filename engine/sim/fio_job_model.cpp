@@ -94,7 +94,12 @@ struct JobRun {
     uint64_t unit = 0, units = 0;  // random offsets: grid of the smallest block / blockalign
     std::vector<uint64_t> map;     // random map (fio's axmap): units used this pass
     uint64_t map_used = 0;
-    uint64_t seq_pos = 0;
+    std::array<uint64_t, kFioDirections> seq_pos{};  // see seq_index()
+    // trimwrite: the last trim (offset, length, its block size draw), whose
+    // write is due next (fio's f->last_start/last_pos[DDIR_TRIM]).
+    bool write_after_trim = false;
+    uint64_t trim_offset = 0, trim_length = 0, trim_draw = 0;
+    bool trim_drew = false;
     uint64_t target_bytes = 0;
     uint64_t issued_bytes = 0, issued_ios = 0, writes_since_sync = 0;
     uint64_t start_ns = 0, stats_from = 0, stop_at = kNever;
@@ -122,6 +127,24 @@ uint64_t max_bs(const FioJobSpec& s, int d) {
     return m ? m : 4096;
 }
 
+// The directions a job issues (fio's td_read/td_write/td_trim): a trim job's
+// rwmixread does not apply; verify reads back what was written.
+bool issues(const FioJobSpec& s, int d) {
+    switch (d) {
+        case kFioRead:
+            return (s.trim == FioTrim::None && s.read_pct > 0) || s.verify;
+        case kFioWrite:
+            return (s.trim == FioTrim::None && s.read_pct < 100) || s.trim == FioTrim::ThenWrite;
+        default:
+            return s.trim != FioTrim::None;
+    }
+}
+
+// fio keeps a sequential position per direction (f->last_pos[ddir]). The
+// model's reads and writes of rw=rw share one; a trimwrite job's trims and
+// writes keep their own, so each write follows its trim over the same blocks.
+size_t seq_index(const FioJobSpec& s, int d) { return s.trim == FioTrim::None ? 0 : size_t(d); }
+
 // What fio's setup does before the job's first I/O (setup_files, init_io_u).
 void start_job(JobRun& j, Stack& stack, uint64_t now) {
     const FioJobSpec& s = *j.spec;
@@ -135,10 +158,9 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
                                     std::to_string(dev) + " bytes)");
     j.region_off = s.offset;
     j.region_len = s.size ? std::min(s.size, dev - s.offset) : dev - s.offset;
-    bool reads = s.read_pct > 0, writes = s.read_pct < 100;
     uint64_t smallest = kNever, largest = 0;
-    for (int d = 0; d < 2; d++) {
-        if ((d == 0 && !reads && !s.verify) || (d == 1 && !writes)) continue;
+    for (int d = 0; d < int(kFioDirections); d++) {
+        if (!issues(s, d)) continue;
         uint64_t a = s.align[size_t(d)] ? s.align[size_t(d)] : min_bs(s, d);
         smallest = std::min(smallest, a);
         largest = std::max(largest, max_bs(s, d));
@@ -174,16 +196,28 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     j.state = JobState::Running;
 }
 
-uint64_t pick_block_size(JobRun& j, int d) {
-    const FioJobSpec& s = *j.spec;
+// Whether direction d's block size is drawn (a bssplit list or a bsrange),
+// as fio's get_next_buflen() draws only when min_bs != max_bs.
+bool block_size_is_drawn(const FioJobSpec& s, int d) {
+    const auto& list = s.bs[size_t(d)];
+    if (list.size() > 1) {
+        uint64_t total = 0;
+        for (const FioBlockSize& b : list) total += b.weight;
+        return total > 0;
+    }
+    return max_bs(s, d) > min_bs(s, d);
+}
+
+// Direction d's block size for the random draw `r` (unused when not drawn).
+uint64_t block_size_of(const FioJobSpec& s, int d, uint64_t r) {
     const auto& list = s.bs[size_t(d)];
     if (list.size() > 1) {  // bssplit: weights out of 100
         uint64_t total = 0;
         for (const FioBlockSize& b : list) total += b.weight;
-        uint64_t r = total ? j.rng() % total : 0, acc = 0;
+        uint64_t pick = total ? r % total : 0, acc = 0;
         for (const FioBlockSize& b : list) {
             acc += b.weight;
-            if (r < acc) return b.bytes;
+            if (pick < acc) return b.bytes;
         }
         return list.back().bytes;
     }
@@ -191,7 +225,23 @@ uint64_t pick_block_size(JobRun& j, int d) {
     if (hi <= lo) return lo;
     uint64_t a = s.align[size_t(d)] ? s.align[size_t(d)] : lo;
     uint64_t steps = (hi - lo) / a;
-    return lo + (j.rng() % (steps + 1)) * a;
+    return lo + (r % (steps + 1)) * a;
+}
+
+// A sequential trimwrite job's write: fio seeds the write and trim block
+// size generators alike (init.c td_fill_rand_seeds_internal: "trimwrite is
+// special ... we need to generate the same offsets"), so the write draws
+// what its trim drew.
+uint64_t pick_block_size(JobRun& j, int d) {
+    const FioJobSpec& s = *j.spec;
+    if (!block_size_is_drawn(s, d)) return block_size_of(s, d, 0);
+    bool reuse = s.trim == FioTrim::ThenWrite && d == kFioWrite && j.trim_drew;
+    uint64_t r = reuse ? j.trim_draw : j.rng();
+    if (d == kFioTrim) {
+        j.trim_draw = r;
+        j.trim_drew = true;
+    }
+    return block_size_of(s, d, r);
 }
 
 // get_next_rand_offset(): a random unit; with the random map, the next unused
@@ -219,17 +269,73 @@ uint64_t pick_random_unit(JobRun& j) {
     return u;
 }
 
-uint64_t pick_offset(JobRun& j, uint64_t len) {
+uint64_t pick_offset(JobRun& j, int d, uint64_t len) {
     uint64_t off;
     if (j.spec->random) {
         off = pick_random_unit(j) * j.unit;
         if (off + len > j.region_len) off = (j.region_len - len) / j.unit * j.unit;
     } else {
-        if (j.seq_pos + len > j.region_len) j.seq_pos = 0;
-        off = j.seq_pos;
-        j.seq_pos += len;
+        uint64_t& pos = j.seq_pos[seq_index(*j.spec, d)];
+        if (pos + len > j.region_len) pos = 0;
+        off = pos;
+        pos += len;
     }
     return j.region_off + off;
+}
+
+// io_u.c set_rw_ddir(): a trimwrite job trims when its last write was at its
+// last trim (f->last_start[DDIR_WRITE] == f->last_start[DDIR_TRIM]), and
+// writes otherwise; a trim after each write (get_next_offset() moves
+// last_start[DDIR_WRITE] when a random trim repeats the last offset, so
+// randtrimwrite alternates too). Other jobs: get_rw_ddir()'s rwmix draw.
+int next_direction(JobRun& j) {
+    const FioJobSpec& s = *j.spec;
+    if (s.trim == FioTrim::Only) return kFioTrim;
+    if (s.trim == FioTrim::ThenWrite) return j.write_after_trim ? kFioWrite : kFioTrim;
+    return s.read_pct >= 100            ? kFioRead
+           : s.read_pct == 0            ? kFioWrite
+           : j.rng() % 100 < s.read_pct ? kFioRead
+                                        : kFioWrite;
+}
+
+// The bytes that end the job (backend.c io_bytes_exceeded()): a trimwrite
+// job counts its writes (td_write), so each write's trim comes on top; the
+// others count everything they issue.
+bool counts_toward_size(const FioJobSpec& s, int d) {
+    return s.trim != FioTrim::ThenWrite || d == kFioWrite;
+}
+
+// The next I/O of the job's pattern (get_io_u: direction, length, offset).
+Slot next_io(JobRun& j) {
+    const FioJobSpec& s = *j.spec;
+    Slot io;
+    int d = next_direction(j);
+    io.op = d == kFioTrim ? Op::Discard : d == kFioWrite ? Op::Write : Op::Read;
+    if (s.trim == FioTrim::ThenWrite && d == kFioWrite && s.random) {
+        // get_next_block()/get_next_buflen(): randtrimwrite writes exactly
+        // the block it trimmed (f->last_start/last_pos[DDIR_TRIM]), not
+        // marked in the random map.
+        io.offset = j.trim_offset;
+        io.length = j.trim_length;
+    } else {
+        io.length = pick_block_size(j, d);
+        if (j.target_bytes != kNever && j.target_bytes - j.issued_bytes < io.length) {
+            uint64_t a = j.unit;
+            uint64_t left = (j.target_bytes - j.issued_bytes + a - 1) / a * a;
+            io.length = std::min(io.length, left);
+        }
+        io.offset = pick_offset(j, d, io.length);
+    }
+    if (s.trim == FioTrim::ThenWrite) {
+        j.write_after_trim = d == kFioTrim;
+        if (d == kFioTrim) {
+            j.trim_offset = io.offset;
+            j.trim_length = io.length;
+        }
+    }
+    if (counts_toward_size(s, d)) j.issued_bytes += io.length;
+    if (d == kFioWrite) j.writes_since_sync++;
+    return io;
 }
 
 void fill_pattern(const FioJobSpec& s, uint8_t* buf, uint64_t offset, uint64_t len) {
@@ -280,8 +386,8 @@ bool reap_completions(JobRun& j, uint64_t now) {
         }
         uint32_t slot = uint32_t(c.cookie);
         Slot& io = j.slots[slot];
-        int d = io.op == Op::Write ? 1 : 0;
-        FioDirectionResult& dir = j.r.dir[size_t(d)];
+        size_t d = io.op == Op::Discard ? kFioTrim : io.op == Op::Write ? kFioWrite : kFioRead;
+        FioDirectionResult& dir = j.r.dir[d];
         if (io.verify_read && !c.error)
             j.r.verify_errors += count_mismatches(s, j.buffers[slot].get(), io.offset, io.length);
         if (c.error) {
@@ -363,20 +469,7 @@ void prepare_batch(JobRun& j, uint64_t now, bool verifying) {
             io.verify_read = true;
         } else {
             if (j.issued_bytes >= j.target_bytes) break;
-            int d = s.read_pct >= 100            ? 0
-                    : s.read_pct == 0            ? 1
-                    : j.rng() % 100 < s.read_pct ? 0
-                                                 : 1;
-            io.op = d ? Op::Write : Op::Read;
-            io.length = pick_block_size(j, d);
-            if (j.target_bytes != kNever && j.target_bytes - j.issued_bytes < io.length) {
-                uint64_t a = j.unit;
-                uint64_t left = (j.target_bytes - j.issued_bytes + a - 1) / a * a;
-                io.length = std::min(io.length, left);
-            }
-            io.offset = pick_offset(j, io.length);
-            j.issued_bytes += io.length;
-            if (d == 1) j.writes_since_sync++;
+            io = next_io(j);
         }
         uint32_t slot = j.free_slots.back();
         j.free_slots.pop_back();

@@ -12,6 +12,10 @@
 // I/O is prepared, fio_complete_ns when it is reaped; the seed-003 fit,
 // BufferedCosts). slat = commit - prepare, clat = completion - commit,
 // lat = slat + clat, as fio's io_u start_time / issue_time.
+//
+// Trims (rw=trim, randtrim, trimwrite, randtrimwrite) are Op::Discard
+// through Stack::queue, as the engine queues DDIR_TRIM; buffered jobs never
+// trim (the engine refuses them at setup, and so does the harness).
 #pragma once
 
 #include <array>
@@ -23,6 +27,17 @@
 #include "stack/stack.h"
 
 namespace mdsplit {
+
+// fio's data directions (DDIR_READ, DDIR_WRITE, DDIR_TRIM): the index of a
+// direction's block sizes and of its results.
+enum FioDirection : size_t { kFioRead = 0, kFioWrite = 1, kFioTrim = 2, kFioDirections = 3 };
+
+// What a job does besides reads and writes (fio's td_ddir TRIM bits).
+enum class FioTrim : uint8_t {
+    None,
+    Only,       // rw=trim, randtrim: trims alone (rwmixread does not apply)
+    ThenWrite,  // rw=trimwrite, randtrimwrite: each block trimmed, then written
+};
 
 // One block size of a bssplit list (or the only one) and its weight.
 struct FioBlockSize {
@@ -39,15 +54,16 @@ struct FioJobSpec {
 
     // What to do (fio's rw, rwmixread, bs/bsrange/bssplit, blockalign).
     bool random = false;
-    uint32_t read_pct = 100;  // 100 = reads only, 0 = writes only
-    // Per direction (0 = read, 1 = write): a bssplit list, or one entry; with
+    uint32_t read_pct = 100;  // 100 = reads only, 0 = writes only (FioTrim::None only)
+    FioTrim trim = FioTrim::None;
+    // Per direction (FioDirection): a bssplit list, or one entry; with
     // bs_max > the single entry's size, a uniform bsrange in multiples of align.
-    std::array<std::vector<FioBlockSize>, 2> bs;
-    std::array<uint64_t, 2> bs_max = {0, 0};
-    std::array<uint64_t, 2> align = {0, 0};  // blockalign (0 = the smallest block size)
-    uint64_t offset = 0;                     // offset (+ offset_increment * subjob)
-    uint64_t size = 0;                       // region (0 = device size - offset)
-    uint64_t io_size = 0;                    // bytes per loop (0 = size)
+    std::array<std::vector<FioBlockSize>, kFioDirections> bs;
+    std::array<uint64_t, kFioDirections> bs_max = {0, 0, 0};
+    std::array<uint64_t, kFioDirections> align = {0, 0, 0};  // blockalign (0 = smallest bs)
+    uint64_t offset = 0;                                     // offset (+ offset_increment * subjob)
+    uint64_t size = 0;                                       // region (0 = device size - offset)
+    uint64_t io_size = 0;                                    // bytes per loop (0 = size)
     uint32_t loops = 1;
     bool norandommap = false;
     uint64_t seed = 0;  // randseed (randrepeat: a fixed one)
@@ -98,10 +114,10 @@ struct FioDirectionResult {
 };
 
 struct FioJobResult {
-    std::array<FioDirectionResult, 2> dir;  // read, write
-    uint64_t start_ns = 0;                  // the job's first I/O could be prepared
-    uint64_t end_ns = 0;                    // the job ended
-    uint64_t runtime_ns = 0;                // end - start - ramp (fio's job runtime)
+    std::array<FioDirectionResult, kFioDirections> dir;  // read, write, trim
+    uint64_t start_ns = 0;                               // the job's first I/O could be prepared
+    uint64_t end_ns = 0;                                 // the job ended
+    uint64_t runtime_ns = 0;                             // end - start - ramp (fio's job runtime)
     uint64_t syncs = 0;
     uint64_t verify_errors = 0;  // bytes that did not read back as written
     int32_t error = 0;           // first I/O error (negative errno)

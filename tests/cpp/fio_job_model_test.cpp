@@ -49,6 +49,7 @@ FioJobSpec job(bool random, uint64_t bs, uint64_t size) {
     s.random = random;
     s.bs[0] = {FioBlockSize{bs, 100}};
     s.bs[1] = s.bs[0];
+    s.bs[2] = s.bs[0];
     s.size = size;
     s.seed = 7;
     s.pid = 1000;
@@ -115,6 +116,42 @@ TEST(FioJobModelTest, RateIopsLimitsIssue) {
     JobRunner run;
     auto r = run.go({spec});
     EXPECT_EQ(r[0].dir[0].ios, 50u);
+}
+
+// The I/Os of `op` a job queued on the virtual device, as (sector, bytes).
+std::vector<std::pair<uint64_t, uint32_t>> queued(const JobRunner& run, Op op) {
+    std::vector<std::pair<uint64_t, uint32_t>> out;
+    for (const TraceEvent& e : run.recorder.events)
+        if (e.action == TraceAction::Queue && e.device == run.stacks[0]->top().devt() && e.op == op)
+            out.emplace_back(e.sector, e.bytes);
+    return out;
+}
+
+// rw=trim: only trims, the region's size once, counted in the trim direction.
+TEST(FioJobModelTest, TrimJobTrimsItsSizeOnce) {
+    auto spec = job(false, 64 << 10, 2 << 20);
+    spec.trim = FioTrim::Only;
+    JobRunner run;
+    auto r = run.go({spec});
+    EXPECT_EQ(r[0].dir[kFioTrim].ios, 32u);
+    EXPECT_EQ(r[0].dir[kFioTrim].bytes, 2u << 20);
+    EXPECT_EQ(r[0].dir[kFioRead].ios + r[0].dir[kFioWrite].ios, 0u);
+    EXPECT_EQ(queued(run, Op::Discard).size(), 32u);
+}
+
+// randtrimwrite: every write goes to the block its trim just discarded
+// (io_u.c get_next_block: f->last_start[DDIR_TRIM]), and size counts writes.
+TEST(FioJobModelTest, RandTrimWriteWritesEachTrimmedBlock) {
+    auto spec = job(true, 4096, 1 << 20);
+    spec.trim = FioTrim::ThenWrite;
+    spec.bs[kFioTrim] = {FioBlockSize{4096, 50}, FioBlockSize{16384, 50}};
+    JobRunner run;
+    auto r = run.go({spec});
+    auto trims = queued(run, Op::Discard), writes = queued(run, Op::Write);
+    EXPECT_EQ(trims, writes);
+    EXPECT_EQ(r[0].dir[kFioWrite].bytes, 1u << 20);
+    EXPECT_EQ(r[0].dir[kFioTrim].bytes, r[0].dir[kFioWrite].bytes);
+    EXPECT_GT(trims.size(), 64u);  // some 16 KiB, most 4 KiB
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 import pytest
 
 from harness.jobfile import (JobFileError, parse_bssplit, parse_job_file, parse_range,
-                             parse_size, parse_time_us)
+                             parse_size, parse_size_per_direction, parse_time_us)
 
 
 def write(tmp_path, name, text):
@@ -86,9 +86,18 @@ def test_times_default_unit_per_option():
 
 
 def test_bsrange_and_bssplit():
-    assert parse_range("bsrange", "4k-256k") == [(4096, 262144), (4096, 262144)]
+    assert parse_range("bsrange", "4k-256k") == [(4096, 262144)] * 3
     split = parse_bssplit("bssplit", "4k/50:64k/")
     assert split[0] == [(4096, 50), (65536, 50)]
+
+
+def test_trim_values_are_the_third_or_else_the_writes():
+    """bs=R,W gives trims W's value, R,W,T gives them T (fio's off3)."""
+    assert parse_size_per_direction("bs", "4k") == (4096, 4096, 4096)
+    assert parse_size_per_direction("bs", "4k,8k") == (4096, 8192, 8192)
+    assert parse_size_per_direction("bs", "4k,8k,1m") == (4096, 8192, 1 << 20)
+    assert parse_range("bsrange", "4k-8k,16k-32k")[2] == (16384, 32768)
+    assert parse_bssplit("bssplit", "4k/100,8k/100,64k/100")[2] == [(65536, 100)]
 
 
 def test_bad_size_names_the_option():

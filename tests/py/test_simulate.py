@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.fio_runner import parse_fio_json, run_simulated
-from harness.simulate import PERCENTILES, SimulateError, simulate_job
+from harness.fio_runner import parse_fio_json, run_fio, run_simulated
+from harness.simulate import PERCENTILES, simulate_job
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ROOT / "jobs"
@@ -252,12 +252,84 @@ def test_rwmixread_splits_directions(tmp_path, mdsplit_module):
     assert 0.65 < reads / (reads + writes) < 0.75
 
 
-def test_simulate_error_is_raised_for_trim(tmp_path, mdsplit_module):
-    """rw=trim is not modelled: SimulateError naming it."""
+def engine_job(d: Path, engine, body, direct=1) -> Path:
+    """d/t.fio on the null.toml stack with the build's engine, for simulate and for fio."""
+    write_stack(d)
+    (d / "t.fio").write_text(f"[global]\nioengine=external:{engine}\nmdsplit_config=null.toml\n"
+                             f"filename=md0\ndirect={direct}\n" + body)
+    return d / "t.fio"
+
+
+def md0_discards(sidecar):
+    return {k: v for k, v in sidecar.device("md0")["discard"].items() if k != "ticks_ns"}
+
+
+def test_randtrim_counts_discards_as_fio_with_the_engine(tmp_path, engine, mdsplit_module):
+    """randtrim: trim ios/bytes in the JSON, and md0's discard counters in the
+    sidecar as a real fio run of the same job with the engine reports them."""
+    job = engine_job(tmp_path, engine, "[j]\nrw=randtrim\nbs=64k\nsize=8m\niodepth=4\n"
+                     "mdsplit_stats=stats/t.json\n")
+    sim = run_simulated(job)
+    real = run_fio(job, timeout=60)
+    t = sim.job("j")["trim"]
+    assert (t["total_ios"], t["io_bytes"]) == (128, 8 << 20)
+    assert sim.job("j")["read"]["total_ios"] + sim.job("j")["write"]["total_ios"] == 0
+    assert t["clat_ns"]["N"] == 128 and t["clat_ns"]["percentile"]["50.000000"] > 0
+    assert (real.job("j")["trim"]["total_ios"], real.job("j")["trim"]["io_bytes"]) == \
+        (128, 8 << 20)
+    assert md0_discards(sim.sidecars["stats/t.json"]) == \
+        md0_discards(real.sidecars["stats/t.json"]) == \
+        {"ios": 128, "merges": 0, "sectors": 16384, "errors": 0}
+
+
+def test_trimwrite_trims_then_writes_each_block_as_fio(tmp_path, engine, mdsplit_module):
+    """trimwrite: equal trim and write bytes (size each), each write after the
+    trim of its block, md0's queue order as a real fio run's."""
+    job = engine_job(tmp_path, engine, "[j]\nrw=trimwrite\nbs=16k\nsize=4m\niodepth=4\n"
+                     "mdsplit_trace=tr\n")
+    order = {}
+    for run in ("sim", "real"):
+        res = run_simulated(job) if run == "sim" else run_fio(job, timeout=60)
+        j = res.job("j")
+        assert j["trim"]["io_bytes"] == j["write"]["io_bytes"] == 4 << 20, run
+        events = mdsplit_module.read_blktrace(str(tmp_path / "tr/md0.blktrace.0"))
+        order[run] = [(e["op"], e["sector"]) for e in events if e["action"] == "Q"]
+        shutil.rmtree(tmp_path / "tr")
+    assert order["sim"][:4] == [("D", 0), ("W", 0), ("D", 32), ("W", 32)]
+    assert order["sim"] == order["real"]
+
+
+def test_buffered_trim_is_refused_with_the_engines_line(tmp_path, engine, mdsplit_module):
+    """direct=0 with rw=trim: the engine's one line (as fio prints it), exit 1."""
+    job = engine_job(tmp_path, engine, "[j]\nrw=trim\nsize=1m\n", direct=0)
+    p = run_cli([str(job)])
+    assert p.returncode == 1
+    real = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode != 0
+    assert p.stderr.strip() in real.stderr.splitlines()
+    assert p.stderr.strip().startswith("mdsplit: rw=trim/randtrim/trimwrite with direct=0")
+
+
+def test_randtrimwrite_runs_byte_identically_twice(tmp_path, mdsplit_module):
+    """randtrimwrite with bssplit, sidecar and trace: two runs give identical bytes."""
     write_stack(tmp_path)
-    (tmp_path / "t.fio").write_text(job_text("[j]\nrw=trim\n"))
-    with pytest.raises(SimulateError, match="option 'rw=trim' is not supported"):
-        simulate_job(tmp_path / "t.fio")
+    (tmp_path / "t.fio").write_text(job_text(
+        "[j]\nrw=randtrimwrite\nbssplit=4k/50:64k/50\nsize=8m\niodepth=8\n"
+        "mdsplit_stats=stats/t.json\nmdsplit_trace=traces/t\n"))
+    texts, files = [], []
+    for _ in range(2):
+        p = run_cli([str(tmp_path / "t.fio"), "--output-format", "json"])
+        assert p.returncode == 0, p.stderr
+        texts.append(p.stdout)
+        files.append(outputs(tmp_path))
+        for sub in ("stats", "traces"):
+            shutil.rmtree(tmp_path / sub)
+    assert texts[0] == texts[1] and files[0] == files[1]
+    j = json.loads(texts[0])["jobs"][0]
+    assert j["trim"]["io_bytes"] == j["write"]["io_bytes"] == 8 << 20
+    assert set(files[0]) == {"stats/t.json", "traces/t/md0.blktrace.0",
+                             "traces/t/m0.blktrace.0"}
 
 
 # The two clocks' agreement (bw and iops within 15 % where the host keeps up)
