@@ -78,25 +78,45 @@ FioTrim trim_of(const std::string& v) {
 }
 
 FioJobSpec job_spec(const py::dict& d, size_t index) {
-    static const std::set<std::string> kKeys = {"name",           "stack",
-                                                "phase",          "pid",
-                                                "group",          "group_weight",
-                                                "prio",           "prioclass",
-                                                "random",         "read_pct",
-                                                "trim",           "bs_read",
-                                                "bs_write",       "bs_trim",
-                                                "bs_max",         "align",
-                                                "offset",         "size",
-                                                "io_size",        "loops",
-                                                "norandommap",    "seed",
-                                                "iodepth",        "batch",
-                                                "direct",         "invalidate",
-                                                "fsync_blocks",   "end_fsync",
-                                                "rate_iops",      "think_ns",
-                                                "think_blocks",   "verify",
-                                                "fio_submit_ns",  "fio_complete_ns",
-                                                "start_delay_ns", "runtime_ns",
-                                                "ramp_ns",        "time_based"};
+    static const std::set<std::string> kKeys = {"name",
+                                                "stack",
+                                                "phase",
+                                                "pid",
+                                                "group",
+                                                "group_weight",
+                                                "prio",
+                                                "prioclass",
+                                                "random",
+                                                "read_pct",
+                                                "trim",
+                                                "bs_read",
+                                                "bs_write",
+                                                "bs_trim",
+                                                "bs_max",
+                                                "align",
+                                                "offset",
+                                                "size",
+                                                "io_size",
+                                                "loops",
+                                                "norandommap",
+                                                "seed",
+                                                "iodepth",
+                                                "batch",
+                                                "direct",
+                                                "invalidate",
+                                                "fsync_blocks",
+                                                "end_fsync",
+                                                "rate_iops",
+                                                "think_ns",
+                                                "think_blocks",
+                                                "verify",
+                                                "continue_on_error",
+                                                "fio_submit_ns",
+                                                "fio_complete_ns",
+                                                "start_delay_ns",
+                                                "runtime_ns",
+                                                "ramp_ns",
+                                                "time_based"};
     check_keys(d, kKeys, "job " + std::to_string(index));
     FioJobSpec s;
     s.name = get<std::string>(d, "name", "job" + std::to_string(index));
@@ -127,6 +147,7 @@ FioJobSpec job_spec(const py::dict& d, size_t index) {
     s.invalidate = get<bool>(d, "invalidate", false);
     s.fsync_blocks = get<uint32_t>(d, "fsync_blocks", 0);
     s.end_fsync = get<bool>(d, "end_fsync", false);
+    s.continue_on_error = get<uint32_t>(d, "continue_on_error", 0);
     s.rate_iops = get<uint64_t>(d, "rate_iops", 0);
     s.think_ns = get<uint64_t>(d, "think_ns", 0);
     s.think_blocks = get<uint32_t>(d, "think_blocks", 1);
@@ -232,6 +253,8 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
         d["runtime_ns"] = r.runtime_ns;
         d["syncs"] = r.syncs;
         d["verify_errors"] = r.verify_errors;
+        d["total_err"] = r.total_err;
+        d["first_error"] = r.first_error;
         d["error"] = r.error;
         out.append(d);
     }

@@ -10,6 +10,7 @@
 """
 import argparse
 import json
+import os
 import shutil
 import sys
 
@@ -65,7 +66,13 @@ def cmd_simulate(args) -> int:
             f.write(text)
     else:
         sys.stdout.write(text)
-    return 0
+    # As fio: the output is whole, and a job that ended in error makes the
+    # exit status non-zero, with one line per such job.
+    failed = [j for j in result["jobs"] if j["jobname"] in result["jobs_in_error"]]
+    for j in failed:
+        print(f"simulate: job {j['jobname']}: error={j['error']} ({os.strerror(j['error'])})",
+              file=sys.stderr)
+    return 1 if failed else 0
 
 
 # --- run --hosts (harness/hosts.py) ---------------------------------------------

@@ -54,7 +54,7 @@ SUPPORTED = {
     "thinktime_blocks", "verify", "do_verify", "invalidate", "filename", "ioengine",
     "stonewall", "wait_for_previous", "new_group", "name", "description",
     "mdsplit_config", "mdsplit_stats", "mdsplit_trace", "mdsplit_group",
-    "mdsplit_group_weight",
+    "mdsplit_group_weight", "continue_on_error",
 }
 # Options that only change what fio reports or how the host runs fio, not
 # the I/O: accepted and ignored.
@@ -65,7 +65,7 @@ REPORTING_ONLY = {
     "group_reporting", "percentile_list", "clat_percentiles", "lat_percentiles",
     "slat_percentiles", "disable_lat", "disable_clat", "disable_slat", "disable_bw_measurement",
     "stats", "unit_base", "significant_figures", "disk_util", "verify_fatal", "verify_dump",
-    "exitall", "exitall_on_error", "continue_on_error", "clocksource", "gtod_reduce",
+    "exitall", "clocksource", "gtod_reduce",
     "gtod_cpu", "cpus_allowed", "cpus_allowed_policy", "cpumask", "nice", "uid", "gid",
     "allow_file_create", "allow_mounted_write", "create_on_open", "fallocate", "unlink",
     "overwrite", "kb_base", "eta_newline", "status_interval", "verify_backlog_batch",
@@ -75,6 +75,12 @@ REPORTING_ONLY = {
 VERIFY_KINDS = {"0", "1", "md5", "crc64", "crc32c", "crc32c-intel", "crc32", "crc16", "crc7",
                 "xxhash", "sha512", "sha256", "sha1", "sha3-224", "sha3-256", "sha3-384",
                 "sha3-512", "meta", "pattern", "null"}
+
+
+# fio's continue_on_error values (options.c) as ERROR_TYPE_*_BIT masks
+# (fio.h: read 1, write 2, verify 4); fio_job_model.cpp ends_job().
+CONTINUE_ON_ERROR = {"none": 0, "0": 0, "read": 1, "write": 2, "io": 3, "verify": 4,
+                     "all": 7, "1": 7}
 
 
 def unsupported(option):
@@ -156,6 +162,14 @@ def _block_sizes(o):
 
 
 _PRIOCLASS = {"0": 0, "none": 0, "1": 1, "rt": 1, "2": 2, "be": 2, "3": 3, "idle": 3}
+
+
+def _continue_on_error(o) -> int:
+    value = o.get("continue_on_error", "none").strip().lower()
+    if value not in CONTINUE_ON_ERROR:
+        raise SimulateError(f"simulate: continue_on_error={value}: allowed: "
+                            + ", ".join(CONTINUE_ON_ERROR))
+    return CONTINUE_ON_ERROR[value]
 
 
 def _resolve(base: Path, p: str) -> str:
@@ -265,6 +279,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
             "think_ns": time_us["thinktime"] * 1000,
             "think_blocks": max(1, parse_int("thinktime_blocks", o.get("thinktime_blocks", "1"))),
             "verify": verify and writes,
+            "continue_on_error": _continue_on_error(o),
             "start_delay_ns": time_us["startdelay"] * 1000,
             "runtime_ns": time_us["runtime"] * 1000,
             "ramp_ns": time_us["ramp_time"] * 1000,
@@ -392,7 +407,8 @@ def _direction(r, runtime_ns):
     return {
         "io_bytes": r["bytes"], "io_kbytes": r["bytes"] // 1024, "bw_bytes": bw_bytes,
         "bw": bw_bytes // 1024, "iops": iops, "runtime": ms if r["ios"] else 0,
-        "total_ios": r["ios"], "short_ios": 0, "drop_ios": 0,
+        # fio counts an I/O that completed in error among total_ios, not in io_bytes.
+        "total_ios": r["ios"] + r["errors"], "short_ios": 0, "drop_ios": 0,
         "slat_ns": _lat(r["slat"]), "clat_ns": _lat(r["clat"], True), "lat_ns": _lat(r["lat"]),
         "errors": r["errors"],
     }
@@ -403,7 +419,7 @@ _MS_KEYS = _NS_KEYS + ["2000", ">=2000"]
 
 
 def fio_json(jf, specs, meta, raw, seed, data=True):
-    jobs = []
+    jobs, in_error = [], []
     for spec, m, r in zip(specs, meta, raw["jobs"]):
         job = m["job"]
         # stat.c stat_calc_lat(): over every direction's I/Os (ddir_rw_sum)
@@ -415,6 +431,7 @@ def fio_json(jf, specs, meta, raw, seed, data=True):
         j = {
             "jobname": job.name, "groupid": job.groupid, "error": -r["error"],
             "verify_errors": r["verify_errors"],
+            "total_err": r["total_err"], "first_error": -r["first_error"],
             "job options": dict(sorted(job.options.items())),
             "read": _direction(r["read"], r["runtime_ns"]),
             "write": _direction(r["write"], r["runtime_ns"]),
@@ -428,10 +445,18 @@ def fio_json(jf, specs, meta, raw, seed, data=True):
         }
         if r["verify_errors"] and not j["error"]:
             j["error"] = 84  # EILSEQ, as fio reports a verify failure
+        if j["error"]:
+            in_error.append(job.name)
+        elif r["total_err"]:
+            # stat.c: with continue_on_error the job reports its first error
+            # that was let pass; it did not fail (fio's exit status stays 0).
+            j["error"] = j["first_error"]
         jobs.append(j)
     return {"mdsplit-simulate": VERSION, "mdsplit-version": paths.import_mdsplit().__version__,
             "seed": seed, "virtual_time": True, "data": data,
-            "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"], "jobs": jobs}
+            "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"],
+            # The jobs an error ended (fio's exit status is non-zero for them).
+            "jobs_in_error": in_error, "jobs": jobs}
 
 
 def _write_sidecars(stacks, specs, meta, raw):

@@ -1,6 +1,7 @@
 #include "sim/fio_job_model.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -89,6 +90,7 @@ struct JobRun {
     std::vector<Slot> slots;
     std::vector<uint32_t> free_slots;
     uint32_t busy = 0;
+    bool failed = false;  // an error ended the job (ends_job): no more I/O, no verify
     std::mt19937_64 rng;
     uint64_t region_off = 0, region_len = 0;
     uint64_t unit = 0, units = 0;  // random offsets: grid of the smallest block / blockalign
@@ -372,6 +374,29 @@ uint64_t cpu_free_at(JobRun& j) {
     return std::max(j.cpu_free, j.task.cpu.busy_until);
 }
 
+// fio's td_non_fatal_error() (backend.c) with td_error_type() (fio.h): an
+// error ends the job unless continue_on_error names its type (EILSEQ:
+// verify; a read; anything else a write) and it is one of __NON_FATAL_ERR
+// (EIO, EILSEQ) -- fio's default ignore_error list.
+bool ends_job(const FioJobSpec& s, size_t direction, int32_t error) {
+    int e = error < 0 ? -error : error;
+    uint32_t type = e == EILSEQ             ? kFioErrorVerify
+                    : direction == kFioRead ? kFioErrorRead
+                                            : kFioErrorWrite;
+    return !(s.continue_on_error & type) || (e != EIO && e != EILSEQ);
+}
+
+// An I/O (or sync) error: the job's error, which ends it, or one that
+// continue_on_error lets pass (fio's update_error_count()).
+void note_error(JobRun& j, size_t direction, int32_t error) {
+    if (ends_job(*j.spec, direction, error)) {
+        j.failed = true;
+        if (!j.r.error) j.r.error = error;
+        return;
+    }
+    if (!j.r.total_err++) j.r.first_error = error;
+}
+
 // fio's io_completed(): the I/O's latencies into the direction's statistics.
 bool reap_completions(JobRun& j, uint64_t now) {
     if (j.task.completions.empty()) return false;
@@ -381,7 +406,7 @@ bool reap_completions(JobRun& j, uint64_t now) {
         if (c.cookie == kSyncCookie) {
             j.sync_in_flight = false;
             j.r.syncs++;
-            if (c.error && !j.r.error) j.r.error = c.error;
+            if (c.error) note_error(j, kFioWrite, c.error);
             continue;
         }
         uint32_t slot = uint32_t(c.cookie);
@@ -392,7 +417,7 @@ bool reap_completions(JobRun& j, uint64_t now) {
             j.r.verify_errors += count_mismatches(s, j.buffers[slot].get(), io.offset, io.length);
         if (c.error) {
             dir.errors++;
-            if (!j.r.error) j.r.error = c.error;
+            note_error(j, d, c.error);
         } else if (now >= j.stats_from) {
             dir.ios++;
             dir.bytes += io.length - c.resid;
@@ -505,10 +530,10 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
     }
     if (j.sync_in_flight) return progress;
     if (j.state == JobState::Running) {
-        bool stopping = j.issued_bytes >= j.target_bytes || now >= j.stop_at;
+        bool stopping = j.issued_bytes >= j.target_bytes || now >= j.stop_at || j.failed;
         if (stopping) {
             if (j.busy) return progress;
-            if (s.verify && !j.written.empty()) {
+            if (s.verify && !j.written.empty() && !j.failed) {
                 std::stable_sort(j.written.begin(), j.written.end());
                 j.state = JobState::Verifying;
             } else {
@@ -525,7 +550,7 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
     }
     if (j.state == JobState::Running || j.state == JobState::Verifying) {
         bool verifying = j.state == JobState::Verifying;
-        if (verifying && j.verify_next >= j.written.size()) {
+        if (verifying && (j.verify_next >= j.written.size() || j.failed)) {
             if (!j.busy) {
                 j.state = JobState::Finishing;
                 return true;

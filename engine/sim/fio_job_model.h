@@ -45,6 +45,13 @@ struct FioBlockSize {
     uint32_t weight = 100;
 };
 
+// fio's ERROR_TYPE_*_BIT (fio.h), for continue_on_error.
+enum FioErrorType : uint32_t {
+    kFioErrorRead = 1u << 0,
+    kFioErrorWrite = 1u << 1,
+    kFioErrorVerify = 1u << 2
+};
+
 struct FioJobSpec {
     std::string name;
     size_t stack = 0;  // index into the stacks given to run_fio_jobs()
@@ -79,6 +86,9 @@ struct FioJobSpec {
     uint64_t think_ns = 0;      // thinktime
     uint32_t think_blocks = 1;  // thinktime_blocks
     bool verify = false;        // verify=<any> + do_verify: read back and compare
+    // continue_on_error: the error types (FioErrorType bits) that do not end
+    // the job (0 = none, fio's default: the first I/O error ends it).
+    uint32_t continue_on_error = 0;
     uint64_t fio_submit_ns = 700;
     uint64_t fio_complete_ns = 300;
 
@@ -120,7 +130,10 @@ struct FioJobResult {
     uint64_t runtime_ns = 0;                             // end - start - ramp (fio's job runtime)
     uint64_t syncs = 0;
     uint64_t verify_errors = 0;  // bytes that did not read back as written
-    int32_t error = 0;           // first I/O error (negative errno)
+    int32_t error = 0;           // the error that ended the job (negative errno), 0 = none
+    // Errors continue_on_error let pass (fio's total_err_count, first_error).
+    uint64_t total_err = 0;
+    int32_t first_error = 0;
 };
 
 // Runs the jobs on `clock`, which every stack's loop must use. The stacks

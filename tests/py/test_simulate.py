@@ -352,3 +352,41 @@ def test_forked_jobs_naming_one_sidecar_are_refused_as_by_the_engine(tmp_path, m
     (tmp_path / "t.fio").write_text(job_text("thread=1\nmdsplit_stats=stats/s.json\n" + both))
     r = simulate_job(tmp_path / "t.fio")
     assert [j["read"]["io_bytes"] for j in r["jobs"]] == [1 << 20, 1 << 20]
+
+
+@pytest.mark.parametrize("continue_on_error", ["none", "read"])
+def test_an_io_error_ends_the_job_as_in_fio_unless_continued(tmp_path, engine, mdsplit_module,
+                                                             continue_on_error):
+    """The 10th read fails with EIO: by default the job ends there (error 5,
+    exit 1); continue_on_error=read lets it pass (total_err 1, exit 0), each
+    as a real fio run of the same job reports it."""
+    (tmp_path / "null.toml").write_text(
+        '[device]\nkind = "passthrough"\n[[members]]\npath = "m0.img"\nsize = "16m"\n'
+        'backend = "ram"\nmodel = "nvme"\n[members.faults]\nfail_nth = [10]\n')
+    job = tmp_path / "e.fio"
+    job.write_text(f"[global]\nioengine=external:{engine}\nmdsplit_config=null.toml\n"
+                   f"filename=md0\ndirect=1\nrw=read\nbs=4k\nsize=256k\n"
+                   f"continue_on_error={continue_on_error}\n[j]\n")
+    real = subprocess.run(["fio", "--output-format=json", job.name], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    sim = run_cli([str(job), "--output-format", "json"])
+    figures = {}
+    for run, p in (("real", real), ("sim", sim)):
+        j = parse_fio_json(p.stdout)["jobs"][0]
+        figures[run] = (p.returncode != 0, j["error"], j["read"]["total_ios"],
+                        j["read"]["io_bytes"], j.get("total_err", 0))
+    expected = (True, 5, 10, 9 * 4096, 0) if continue_on_error == "none" else \
+        (False, 5, 64, 63 * 4096, 1)
+    assert figures["sim"] == figures["real"] == expected
+    if continue_on_error == "none":
+        assert sim.stderr.strip() == "simulate: job j: error=5 (Input/output error)"
+
+
+def test_continue_on_error_takes_fios_values(tmp_path, mdsplit_module):
+    """continue_on_error=sometimes: one line naming the option and fio's values, exit 2."""
+    write_stack(tmp_path)
+    (tmp_path / "c.fio").write_text(job_text("[j]\nrw=read\ncontinue_on_error=sometimes\n"))
+    p = run_cli([str(tmp_path / "c.fio")])
+    assert p.returncode == 2
+    assert p.stderr.strip() == ("simulate: continue_on_error=sometimes: allowed: none, 0, read, "
+                                "write, io, verify, all, 1")
