@@ -142,10 +142,10 @@ bool issues(const FioJobSpec& s, int d) {
     }
 }
 
-// fio keeps a sequential position per direction (f->last_pos[ddir]). The
-// model's reads and writes of rw=rw share one; a trimwrite job's trims and
-// writes keep their own, so each write follows its trim over the same blocks.
-size_t seq_index(const FioJobSpec& s, int d) { return s.trim == FioTrim::None ? 0 : size_t(d); }
+// fio keeps a sequential position per direction (io_u.c get_next_seq_offset():
+// f->last_pos[ddir]): rw=rw reads and writes each walk the region from its
+// start, and a trimwrite job's writes follow its trims over the same blocks.
+size_t seq_index(const FioJobSpec&, int d) { return size_t(d); }
 
 // What fio's setup does before the job's first I/O (setup_files, init_io_u).
 void start_job(JobRun& j, Stack& stack, uint64_t now) {
