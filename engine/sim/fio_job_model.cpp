@@ -96,7 +96,10 @@ struct JobRun {
     uint64_t unit = 0, units = 0;  // random offsets: grid of the smallest block / blockalign
     std::vector<uint64_t> map;     // random map (fio's axmap): units used this pass
     uint64_t map_used = 0;
-    std::array<uint64_t, kFioDirections> seq_pos{};  // see seq_index()
+    // A sequential position per direction, as fio's f->last_pos[ddir] (io_u.c
+    // get_next_seq_offset()): rw=rw reads and writes each walk the region from
+    // its start, and a trimwrite job's writes follow its trims over the same blocks.
+    std::array<uint64_t, kFioDirections> seq_pos{};
     // trimwrite: the last trim (offset, length, its block size draw), whose
     // write is due next (fio's f->last_start/last_pos[DDIR_TRIM]).
     bool write_after_trim = false;
@@ -141,11 +144,6 @@ bool issues(const FioJobSpec& s, int d) {
             return s.trim != FioTrim::None;
     }
 }
-
-// fio keeps a sequential position per direction (io_u.c get_next_seq_offset():
-// f->last_pos[ddir]): rw=rw reads and writes each walk the region from its
-// start, and a trimwrite job's writes follow its trims over the same blocks.
-size_t seq_index(const FioJobSpec&, int d) { return size_t(d); }
 
 // What fio's setup does before the job's first I/O (setup_files, init_io_u).
 void start_job(JobRun& j, Stack& stack, uint64_t now) {
@@ -277,7 +275,7 @@ uint64_t pick_offset(JobRun& j, int d, uint64_t len) {
         off = pick_random_unit(j) * j.unit;
         if (off + len > j.region_len) off = (j.region_len - len) / j.unit * j.unit;
     } else {
-        uint64_t& pos = j.seq_pos[seq_index(*j.spec, d)];
+        uint64_t& pos = j.seq_pos[size_t(d)];
         if (pos + len > j.region_len) pos = 0;
         off = pos;
         pos += len;

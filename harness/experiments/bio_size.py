@@ -199,7 +199,6 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     machine, machine_sizes, error, fio = real_clock_run(jobs_dir, progress)
     if fio is not None:
         result.raw["fio"] = fio.fio
-        agreement = clock_agreement_table([("", simulated, fio)], result)
     for rw in ("read", "write"):
         result.tables.append(figures_table(rw, virt, machine.get(rw, {})))
         for p, v in machine.get(rw, {}).items():
@@ -207,7 +206,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     if error:
         result.tables.append(f"This machine (real clock): not run: {error}")
     else:
-        result.tables.append(agreement)
+        result.tables.append(clock_agreement_table([("", simulated, fio)], result))
     sizes = {p: {"bios": virt[p]["bios"], "requests": virt[p]["requests"]} for p in POLICIES}
     dist = ["One 64 MiB read, virtual clock (the thread's layout, jobs/bio-*.toml): bio sizes "
             "(md0 Q) and device requests (m0 D), sectors x count"]

@@ -65,7 +65,7 @@ def stack_text(jobs_dir: Path, variant: str) -> str:
 
 IOS_PER_POINT = 20000  # the measured-cost sweep (bindings), per point
 JOB = "uring-buffered-ra.fio"
-# The real-clock points run with fio (2 s each).
+# The real-clock points run with fio (the job file's runtime each).
 REAL_VARIANTS = ["c8d317aa", "forced-ra"]
 REAL_DEPTHS = [1, 32, 128]
 
