@@ -805,7 +805,8 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
         // Run lengths repeated in order from the buffer's first page.
         const std::string pattern_key = key_path(contiguity_key, "pattern");
         const std::string pattern_allowed =
-            "a non-empty array of run lengths in pages (1..1048576)";
+            "a non-empty array of run lengths in pages (1..1048576) or [pages, times] pairs "
+            "(times 1..1048576)";
         if (distribution.get("runs"))
             reader.fail(contiguity_key, "has both runs and pattern", "one of them");
         if (distribution.get("seed"))
@@ -815,12 +816,22 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
             reader.fail(pattern_key, "expected a non-empty array, got " + describe(*pattern),
                         pattern_allowed);
         const toml::array& items = *pattern->as_array();
+        auto count = [](const toml::node& n) -> int64_t {
+            return n.is_integer() && n.as_integer()->get() >= 1 &&
+                           n.as_integer()->get() <= (1 << 20)
+                       ? n.as_integer()->get()
+                       : 0;
+        };
         for (size_t i = 0; i < items.size(); ++i) {
-            if (!items[i].is_integer() || items[i].as_integer()->get() < 1 ||
-                items[i].as_integer()->get() > (1 << 20))
-                reader.fail(index_path(pattern_key, i), describe(items[i]) + " is not a page count",
+            // A run length, or [run length, times]: that run repeated.
+            const toml::array* pair = items[i].as_array();
+            int64_t pages = pair ? (pair->size() == 2 ? count((*pair)[0]) : 0) : count(items[i]);
+            int64_t times = pair ? (pair->size() == 2 ? count((*pair)[1]) : 0) : 1;
+            if (!pages || !times || bio.run_pattern.size() + size_t(times) > (1u << 20))
+                reader.fail(index_path(pattern_key, i),
+                            describe(items[i]) + " is not a page count or [pages, times]",
                             pattern_allowed);
-            bio.run_pattern.push_back(uint32_t(items[i].as_integer()->get()));
+            bio.run_pattern.insert(bio.run_pattern.end(), size_t(times), uint32_t(pages));
         }
         bio.contiguity = Contiguity::Pattern;
         return;
@@ -930,15 +941,19 @@ void read_page_cache(const Reader& reader, const toml::table& table, PageCacheCo
 
 void read_cpu(const Reader& reader, const toml::table& table, CpuConfig& cpu) {
     const std::string path = "cpu";
-    reader.check_keys(table, path, {"submit_bio"});
-    if (auto ns = reader.duration(table, "submit_bio", path)) {
-        if (*ns > kMaxSubmitBioNs) {
-            reader.fail(key_path(path, "submit_bio"),
-                        in_quotes(table["submit_bio"].value_or(std::string())) + " is out of range",
-                        "a duration from 0 to \"100us\", like \"2us\"");
+    reader.check_keys(table, path, {"submit_bio", "dispatch"});
+    auto read_cost = [&](const char* key, uint64_t& out) {
+        if (auto ns = reader.duration(table, key, path)) {
+            if (*ns > kMaxSubmitBioNs) {
+                reader.fail(key_path(path, key),
+                            in_quotes(table[key].value_or(std::string())) + " is out of range",
+                            "a duration from 0 to \"100us\", like \"2us\"");
+            }
+            out = *ns;
         }
-        cpu.submit_bio_ns = *ns;
-    }
+    };
+    read_cost("submit_bio", cpu.submit_bio_ns);
+    read_cost("dispatch", cpu.dispatch_ns);
 }
 
 // Cross-checks between sections.

@@ -142,8 +142,17 @@ struct CpuConfig {
     // time. 0 = every call at one instant. In device time (time_scale
     // stretches it with the devices).
     uint64_t submit_bio_ns = 0;
+    // The submitting task's time per request a plug flush hands to a
+    // driver (blk_mq_flush_plug_list -> blk_mq_dispatch_list: the
+    // elevator's insert, the hardware queue's run and the driver's
+    // ->queue_rq): a flush of n requests keeps the task n times this long,
+    // and each queue's batch reaches its driver once the task has done the
+    // requests before it and the batch's first. 0 = the whole flush at one
+    // instant. In device time.
+    uint64_t dispatch_ns = 0;
 };
-// The largest submit_bio the loader takes: far above any CPU's (a few us).
+// The largest [cpu] cost (submit_bio, dispatch) the loader takes: far above
+// any CPU's (a few us).
 inline constexpr uint64_t kMaxSubmitBioNs = 100'000;
 
 struct StackConfig {

@@ -40,9 +40,11 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
     layer_->set_plug_order(config.device.plug_order);
     // [cpu] submit_bio: modelled on the virtual clock only (a real run pays
     // the real CPU), in device time like the members' models.
-    if (clock.is_virtual())
-        layer_->set_submit_cost(
-            DeviceTime(config.device.time_scale).to_loop_ns(config.cpu.submit_bio_ns));
+    if (clock.is_virtual()) {
+        DeviceTime device_time(config.device.time_scale);
+        layer_->set_submit_cost(device_time.to_loop_ns(config.cpu.submit_bio_ns));
+        layer_->set_dispatch_cost(device_time.to_loop_ns(config.cpu.dispatch_ns));
+    }
 
     for (size_t i = 0; i < config.members.size(); i++) {
         const MemberConfig& m = config.members[i];
@@ -212,7 +214,7 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
     } else {
         builder_->build(buffer, length, pieces_);
     }
-    const bool modelled_cpu = layer_->submit_cost() != 0;
+    const bool modelled_cpu = layer_->cpu_modelled();
     Bio* dio = layer_->bios().alloc();
     dio->op = op;
     dio->tag = cookie;
@@ -249,7 +251,7 @@ void Stack::dio_endio(Bio* dio) {
 
 void Stack::commit(TaskContext& task) {
     layer_->set_current(&task);
-    if (layer_->submit_cost()) {
+    if (layer_->cpu_modelled()) {
         task.cpu.steps.push_back({TaskSubmitCpu::Kind::FinishPlug});
         run_submitter(task);
         return;
@@ -306,7 +308,9 @@ void Stack::run_submitter(TaskContext& task) {
                 cpu.modelled = false;
                 break;
             case TaskSubmitCpu::Kind::FinishPlug:
+                cpu.modelled = true;  // its flush's dispatching is the task's
                 layer_->finish_plug(task);
+                cpu.modelled = false;
                 break;
         }
         kick_members();

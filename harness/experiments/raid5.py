@@ -36,6 +36,13 @@ THREAD_SEEKS = {
     "fixed": {"count": 28644, "zero": 21483,
               "buckets": [21483, 0, 0, 0, 0, 0, 7161, 0, 0, 0, 0, 0]},
 }
+# The thread's histogram is one disk's ("io seek for sdx"); its blktrace G
+# lines (seed 000 lines 74-80, on sda) show which: rows 9, 7, 8 ending one
+# read and 5, 3, 0, 2 starting the next, with parity at rows 1 and 9 of that
+# read, the pattern of md's even members (left-symmetric: the parity rotation
+# gives even and odd members two different patterns). The checked rows
+# compare that member's histogram with it (README, "RAID5 split order").
+TRACED_MEMBER = 0
 SEEK_LABELS = ["0 .. 1", "1 .. 2", "2 .. 4", "4 .. 8", "8 .. 16", "16 .. 32", "32 .. 64",
                "64 .. 128", "128 .. 256", "256 .. 512", "512 .. 1024", ">= 1024"]
 COLUMNS = [("r/s", "r_s"), ("rMB/s", "rMB_s"), ("rrqm/s", "rrqm_s"), ("%rrqm", "pct_rrqm"),
@@ -61,7 +68,8 @@ def member_mean(members: list, dt: DeviceTime) -> dict:
 
 def seek_totals(members: list, key: str = "buckets_kb") -> tuple:
     """Seek buckets summed over the members: key "buckets_kb" is ours ([lo, hi)
-    KiB), "buckets_kb_thread" the thread's tool's convention ((lo, hi] KiB)."""
+    KiB), "buckets_kb_thread" the thread's tool's convention ((lo, hi] KiB).
+    One member: seek_totals([members[i]], key)."""
     buckets = [sum(m["seek"][key][i] for m in members) for i in range(len(SEEK_LABELS))]
     count = sum(m["seek"]["count"] for m in members)
     zero = sum(m["seek"]["zero_count"] for m in members)
@@ -83,17 +91,26 @@ def seek_pcts(buckets: list, count: int) -> list:
     return [100.0 * n / count if count else 0.0 for n in buckets]
 
 
-def seek_compare_table(variant: str, buckets: list, count: int) -> str:
-    """Ours and the thread's, both in the thread's convention ((lo, hi] KiB)."""
-    ours = seek_pcts(buckets, count)
+def seek_compare_table(variant: str, members: list) -> str:
+    """The thread's one disk against the same member of ours (TRACED_MEMBER),
+    in the thread's convention ((lo, hi] KiB), with our even and odd members'
+    histograms and their mean beside it for information."""
+    key = "buckets_kb_thread"
+    traced = seek_pcts(*seek_totals([members[TRACED_MEMBER]], key)[:2])
+    even = seek_pcts(*seek_totals(members[0::2], key)[:2])
+    odd = seek_pcts(*seek_totals(members[1::2], key)[:2])
+    mean = seek_pcts(*seek_totals(members, key)[:2])
     t = THREAD_SEEKS[variant]
     theirs = seek_pcts(t["buckets"], t["count"])
     lines = [f"{variant}: seek histogram in the thread's convention ((lo, hi] KiB: 64 KiB is "
-             f"\"32 .. 64\"), ours (virtual clock) vs the thread's, % of seeks",
-             f"{'(lo, hi] KiB':>15}   {'ours':>7} {'thread':>7} {'diff':>7}"]
-    for label, a, b in zip(SEEK_LABELS, ours, theirs):
+             f"\"32 .. 64\"), % of seeks: member {TRACED_MEMBER} (the thread's traced disk, "
+             "checked) vs the thread's sdx; even/odd members and all members for information",
+             f"{'(lo, hi] KiB':>15}   {'m' + str(TRACED_MEMBER):>7} {'thread':>7} {'diff':>7}"
+             f"   {'even':>7} {'odd':>7} {'all':>7}"]
+    for i, label in enumerate(SEEK_LABELS):
         lab = "> 1024" if label == ">= 1024" else label
-        lines.append(f"{lab:>15}   {a:7.1f} {b:7.1f} {a - b:+7.1f}")
+        lines.append(f"{lab:>15}   {traced[i]:7.1f} {theirs[i]:7.1f} {traced[i] - theirs[i]:+7.1f}"
+                     f"   {even[i]:7.1f} {odd[i]:7.1f} {mean[i]:7.1f}")
     return "\n".join(lines)
 
 
@@ -187,8 +204,9 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         tbuckets = seek_totals(sidecar.members, "buckets_kb_thread")[0]
         result.tables.append(seek_table(v, tbuckets, count, zero,
                                         "thread's convention: (lo, hi] KiB, 64 KiB is \"32 .. 64\""))
-        result.tables.append(seek_compare_table(v, tbuckets, count))
-        for label, pct in zip(SEEK_LABELS, seek_pcts(tbuckets, count)):
+        result.tables.append(seek_compare_table(v, sidecar.members))
+        traced, traced_count, _ = seek_totals([sidecar.members[TRACED_MEMBER]], "buckets_kb_thread")
+        for label, pct in zip(SEEK_LABELS, seek_pcts(traced, traced_count)):
             key = label.replace(" .. ", "_").replace(">= ", "gt")
             result.metrics[f"{v}.seek_thread_pct_{key}"] = pct
         result.metrics.update({f"{v}.{k}": x for k, x in metrics.items()})

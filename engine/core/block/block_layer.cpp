@@ -114,9 +114,10 @@ void BlockLayer::run_stacked(TaskContext* task, BioList* lists, Bio* bio) {
 // waits that long first. Between two calls the loop's state is
 // current->bio_list alone, which the task keeps while it waits.
 bool BlockLayer::pause_after_call(TaskContext* task, BioList* lists, bool stacked) {
-    if (!submit_cost_ns_ || !task->cpu.modelled || lists[0].empty()) return false;
+    if (!task->cpu.modelled || lists[0].empty()) return false;
     TaskSubmitCpu& cpu = task->cpu;
     cpu.busy_until = std::max(cpu.busy_until, loop_.now()) + submit_cost_ns_;
+    if (cpu.busy_until <= loop_.now()) return false;  // no CPU time modelled
     cpu.loop = lists[0];
     cpu.paused = true;
     cpu.paused_stacked = stacked;
@@ -177,6 +178,11 @@ void BlockLayer::finish_plug(TaskContext& task) {
 // plug list was LIFO and, for a single queue, blk_mq_plug_issue_direct()
 // popped it newest first; with several queues blk_mq_dispatch_plug_list()
 // restored submission order.
+// The flushing task does the dispatching itself: with [cpu] dispatch its
+// CPU spends that long per request (the elevator's insert, the queue run,
+// the driver's ->queue_rq), so a queue's batch reaches the queue when the
+// task has done the batches before it and the batch's first request, and
+// the task is busy until it has done them all.
 void BlockLayer::flush_plug(PlugList& plug) {
     bool newest_first = plug_order_ == PlugOrder::Lifo && !plug.multiple_queues;
     Request* list = plug.take_all();
@@ -190,6 +196,9 @@ void BlockLayer::flush_plug(PlugList& plug) {
         }
         list = reversed;
     }
+    TaskContext* task = current_;
+    const bool charged = dispatch_cost_ns_ && task && task->cpu.modelled;
+    uint64_t at = charged ? std::max(task->cpu.busy_until, loop_.now()) : loop_.now();
     while (list) {
         MemberQueue* q = list->queue;
         // Collect this queue's requests, keep the others in order.
@@ -216,15 +225,42 @@ void BlockLayer::flush_plug(PlugList& plug) {
             e.depth = depth;
             tracer_.emit(e);
         }
-        for (Request* rq = mine; rq;) {
-            Request* next = rq->next;
-            rq->next = nullptr;
-            q->dispatch(rq);
-            rq = next;
+        if (charged) {
+            hand_over_batch(q, mine, at + dispatch_cost_ns_);
+            at += uint64_t(depth) * dispatch_cost_ns_;
+        } else {
+            dispatch_batch(q, mine);
         }
-        q->end_unplug_batch();
         list = rest;
     }
+    if (charged) task->cpu.busy_until = at;
+}
+
+// blk_mq_dispatch_list() for one queue: the batch is inserted in order and
+// the queue runs.
+void BlockLayer::dispatch_batch(MemberQueue* q, Request* batch) {
+    for (Request* rq = batch; rq;) {
+        Request* next = rq->next;
+        rq->next = nullptr;
+        q->dispatch(rq);
+        rq = next;
+    }
+    q->end_unplug_batch();
+}
+
+void BlockLayer::hand_over_batch(MemberQueue* q, Request* batch, uint64_t when) {
+    PendingBatch* pending = pending_batches_.get();
+    *pending = PendingBatch{q, batch};
+    loop_.schedule_at(when, &BlockLayer::deliver_batch, this, reinterpret_cast<uint64_t>(pending));
+}
+
+void BlockLayer::deliver_batch(void* arg, uint64_t tag) {
+    auto* self = static_cast<BlockLayer*>(arg);
+    auto* pending = reinterpret_cast<PendingBatch*>(tag);
+    PendingBatch batch = *pending;
+    self->pending_batches_.put(pending);
+    dispatch_batch(batch.queue, batch.requests);
+    batch.queue->backend().kick();
 }
 
 }  // namespace mdsplit

@@ -14,6 +14,8 @@
 
 namespace mdsplit {
 
+class MemberQueue;
+
 // Where a split remainder goes on current->bio_list[0]: the tail before
 // "block: fix disordered IO in the case recursive split", the head after.
 enum class SplitInsert { Tail, Head };
@@ -46,6 +48,12 @@ public:
     // continues it. Other tasks (raid5d, the page cache's) run at once.
     void set_submit_cost(uint64_t loop_ns) { submit_cost_ns_ = loop_ns; }
     uint64_t submit_cost() const { return submit_cost_ns_; }
+    // ... and per request one of its plug flushes dispatches ([cpu]
+    // dispatch): see flush_plug().
+    void set_dispatch_cost(uint64_t loop_ns) { dispatch_cost_ns_ = loop_ns; }
+    uint64_t dispatch_cost() const { return dispatch_cost_ns_; }
+    // Whether submitting tasks' CPU time is modelled at all.
+    bool cpu_modelled() const { return submit_cost_ns_ || dispatch_cost_ns_; }
     // Continues the task's paused loop (current() must be the task); it may
     // pause again.
     void resume_submission(TaskContext& task);
@@ -67,7 +75,9 @@ public:
         task.plug.cur_ktime = 0;
     }
     void finish_plug(TaskContext& task);
-    // blk_mq_flush_plug_list()
+    // blk_mq_flush_plug_list(). Under a modelled task CPU with a dispatch
+    // cost, the flush keeps the task busy for that cost per request and
+    // each queue's batch reaches its queue later (hand_over_batch()).
     void flush_plug(PlugList& plug);
 
     // Tracepoints: inline checks, so that with tracing off they cost a test.
@@ -96,6 +106,11 @@ private:
     // After one ->submit_bio call: charges the task's CPU; true when the
     // loop must wait for it (its lists are then kept in task->cpu).
     bool pause_after_call(TaskContext* task, BioList* lists, bool stacked);
+    // One queue's batch of a flush: inserted and run (blk_mq_dispatch_list)
+    // now, or at `when` when the flushing task's CPU gets there.
+    void hand_over_batch(MemberQueue* q, Request* batch, uint64_t when);
+    static void deliver_batch(void* arg, uint64_t tag);
+    static void dispatch_batch(MemberQueue* q, Request* batch);
 
     EventLoop& loop_;
     Tracer& tracer_;
@@ -103,6 +118,13 @@ private:
     PlugOrder plug_order_ = PlugOrder::Fifo;
     TaskContext* current_ = nullptr;
     uint64_t submit_cost_ns_ = 0;
+    uint64_t dispatch_cost_ns_ = 0;
+    // Batches a modelled CPU is still dispatching (deliver_batch's tag).
+    struct PendingBatch {
+        MemberQueue* queue;
+        Request* requests;
+    };
+    ObjectPool<PendingBatch> pending_batches_;
     TaskContext default_task_;
     BioPool bios_;
     ObjectPool<Request> requests_;
