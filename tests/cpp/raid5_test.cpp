@@ -868,5 +868,44 @@ TEST(Raid5StackTest, SubmitCostIsModelledOnTheVirtualClockOnly) {
     EXPECT_EQ(memcmp(w.data, r.data, w.size), 0);
 }
 
+// [cpu] dispatch: a flush keeps the task busy for the cost of every request
+// it hands to a driver, and a queue's batch arrives when the task has done
+// the batches before it and the batch's first request. Two 64 KiB chunks on
+// two members flushed by blk_finish_plug: member 0's request at d, member
+// 1's at 2d, and the read (RAM members answer at once) completes at 2d.
+TEST(Raid5StackTest, DispatchCostDelaysEachQueuesBatchInFlushOrder) {
+    StackConfig config;
+    config.device.kind = DeviceKind::Raid5;
+    config.device.chunk_bytes = 64 * kKiB;
+    config.cpu.dispatch_ns = 7000;
+    for (int i = 0; i < 4; i++) {
+        MemberConfig m;
+        m.path = "ram" + std::to_string(i);
+        m.backend = BackendKind::Ram;
+        m.size = 2 * kMiB;
+        config.members.push_back(m);
+    }
+    RealClock real;
+    EXPECT_EQ(Stack(config, real, StackOptions{}).layer().dispatch_cost(), 0u);
+    VirtualClock clock;
+    Stack stack(config, clock, StackOptions{});
+    EXPECT_EQ(stack.layer().dispatch_cost(), 7000u);
+
+    TaskContext task;
+    AlignedBuffer r(128 * kKiB);
+    uint64_t t0 = clock.now_ns();
+    stack.begin_batch(task);
+    stack.queue(task, Op::Read, 0, r.size, r.data, 1);
+    stack.commit(task);
+    stack.reap(task, 1, ~uint64_t(0) / 2);
+    ASSERT_EQ(task.completions.size(), 1u);
+    EXPECT_EQ(task.completions[0].error, 0);
+    EXPECT_EQ(clock.now_ns() - t0, 2 * 7000u);
+    EXPECT_EQ(stack.members()[0]->stats().ios[0], 1u);
+    EXPECT_EQ(stack.members()[1]->stats().ios[0], 1u);
+    stack.drain();
+    EXPECT_FALSE(stack.submitting(task));
+}
+
 }  // namespace
 }  // namespace mdsplit

@@ -34,6 +34,10 @@ CASES = [
     ("no-members", '[device]\nkind = "passthrough"\n', "", "members"),
     ("cpu-cost-range", '[device]\nkind = "passthrough"\n' + GOOD_MEMBER + '[cpu]\nsubmit_bio = "1ms"\n',
      "", "cpu.submit_bio"),
+    ("cpu-dispatch-range", '[device]\nkind = "passthrough"\n' + GOOD_MEMBER + '[cpu]\ndispatch = "1ms"\n',
+     "", "cpu.dispatch"),
+    ("pattern-pair", '[device]\nkind = "passthrough"\n' + GOOD_MEMBER +
+     '[bio]\ncontiguity = { pattern = [2, [4, 0]] }\n', "", "bio.contiguity.pattern[1]"),
     ("toml-syntax", '[device\nkind = "passthrough"\n', "", "stack.toml"),
     ("unknown-member-key", '[device]\nkind = "passthrough"\n[[members]]\npath = "m0.img"\n'
      'size = "1m"\nspeed = "fast"\n', "", "members[0].speed"),

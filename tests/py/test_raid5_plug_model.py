@@ -160,3 +160,26 @@ def test_legacy_members_get_the_threads_requests_per_read():
     assert [len(per[d]) for d in range(DISKS)] == [5.75 * 64, 6 * 64] * (DISKS // 2)
     odd = [n for d in range(1, DISKS, 2) for _, n in per[d]]
     assert sum(odd) / len(odd) == pytest.approx(560 / 6)
+
+
+def test_emulator_gets_the_threads_blktrace_g_order(tmp_path):
+    """The thread's legacy G lines (seed 000 lines 74-80, one disk): member
+    rows 9, 7, 8 are the last new requests of one read and 5, 3, 0, 2 the
+    first of the next (row = stripe within the read; the disk has parity at
+    rows 1 and 9 of the second read, as md's member 0 in every read r with
+    r % 4 == 3). The job's two-bio read gives exactly that order; one
+    4480 KiB bio would start the second read with row 7."""
+    from harness.blktrace import read_trace_dir
+    from harness.experiment import simulate_copy
+    fio = simulate_copy(JOBS, "raid5-split-order.fio", tmp_path, sections=["legacy"], data=False)
+    md0 = fio.sidecars["stats/raid5-legacy.json"].virtual
+    assert md0["bio_sizes"] == {"6144": 512, "2816": 512}  # 768 + 352 pages per read
+    trace = read_trace_dir(tmp_path / "virtual-jobs" / "traces" / "legacy")["m0"]
+    rows = collections.defaultdict(list)
+    for rec in trace:
+        if rec.action == "G":
+            stripe = rec.sector * 512 // (CHUNK_KIB * 1024)
+            rows[stripe // 10].append(stripe % 10)
+    for read in (6, 10, 14):  # r % 4 == 2, then the read after it
+        assert rows[read][-3:] == [9, 7, 8], read
+        assert rows[read + 1][:4] == [5, 3, 0, 2], read + 1
