@@ -163,7 +163,7 @@ def test_legacy_members_get_the_threads_requests_per_read():
 
 
 def test_emulator_gets_the_threads_blktrace_g_order(tmp_path):
-    """The thread's legacy G lines (seed 000 lines 74-80, one disk): member
+    """The thread's legacy G lines (seed 000 lines 73-79, one disk): member
     rows 9, 7, 8 are the last new requests of one read and 5, 3, 0, 2 the
     first of the next (row = stripe within the read; the disk has parity at
     rows 1 and 9 of the second read, as md's member 0 in every read r with
