@@ -825,15 +825,11 @@ TEST(Raid5StackTest, StackBuildsRaid5FromConfig) {
     EXPECT_EQ(stack.members()[2]->stats().ios[0] + stack.members()[2]->stats().ios[1], 0u);
 }
 
-// [cpu] submit_bio: modelled on the virtual clock only, in device time (slow
-// motion stretches it); a real-clock stack pays the real CPU. Writes (the
-// stripe cache) and reads carry their data through the paused submissions.
-TEST(Raid5StackTest, SubmitCostIsModelledOnTheVirtualClockOnly) {
+// A RAID5 of four 2 MiB RAM members, 64 KiB chunks.
+StackConfig four_ram_members_raid5() {
     StackConfig config;
     config.device.kind = DeviceKind::Raid5;
     config.device.chunk_bytes = 64 * kKiB;
-    config.device.time_scale = 2;
-    config.cpu.submit_bio_ns = 5000;
     for (int i = 0; i < 4; i++) {
         MemberConfig m;
         m.path = "ram" + std::to_string(i);
@@ -841,6 +837,16 @@ TEST(Raid5StackTest, SubmitCostIsModelledOnTheVirtualClockOnly) {
         m.size = 2 * kMiB;
         config.members.push_back(m);
     }
+    return config;
+}
+
+// [cpu] submit_bio: modelled on the virtual clock only, in device time (slow
+// motion stretches it); a real-clock stack pays the real CPU. Writes (the
+// stripe cache) and reads carry their data through the paused submissions.
+TEST(Raid5StackTest, SubmitCostIsModelledOnTheVirtualClockOnly) {
+    StackConfig config = four_ram_members_raid5();
+    config.device.time_scale = 2;
+    config.cpu.submit_bio_ns = 5000;
     RealClock real;
     EXPECT_EQ(Stack(config, real, StackOptions{}).layer().submit_cost(), 0u);
     VirtualClock clock;
@@ -874,17 +880,8 @@ TEST(Raid5StackTest, SubmitCostIsModelledOnTheVirtualClockOnly) {
 // two members flushed by blk_finish_plug: member 0's request at d, member
 // 1's at 2d, and the read (RAM members answer at once) completes at 2d.
 TEST(Raid5StackTest, DispatchCostDelaysEachQueuesBatchInFlushOrder) {
-    StackConfig config;
-    config.device.kind = DeviceKind::Raid5;
-    config.device.chunk_bytes = 64 * kKiB;
+    StackConfig config = four_ram_members_raid5();
     config.cpu.dispatch_ns = 7000;
-    for (int i = 0; i < 4; i++) {
-        MemberConfig m;
-        m.path = "ram" + std::to_string(i);
-        m.backend = BackendKind::Ram;
-        m.size = 2 * kMiB;
-        config.members.push_back(m);
-    }
     RealClock real;
     EXPECT_EQ(Stack(config, real, StackOptions{}).layer().dispatch_cost(), 0u);
     VirtualClock clock;
