@@ -829,7 +829,8 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
             int64_t times = pair ? (pair->size() == 2 ? count((*pair)[1]) : 0) : 1;
             if (!pages || !times || bio.run_pattern.size() + size_t(times) > (1u << 20))
                 reader.fail(index_path(pattern_key, i),
-                            describe(items[i]) + " is not a page count or [pages, times]",
+                            pair ? "is not a [pages, times] pair in range"
+                                 : describe(items[i]) + " is not a page count",
                             pattern_allowed);
             bio.run_pattern.insert(bio.run_pattern.end(), size_t(times), uint32_t(pages));
         }
