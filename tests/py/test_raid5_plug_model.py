@@ -19,32 +19,37 @@ from pathlib import Path
 import pytest
 
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
-DISKS, CHUNK_KIB, CHUNKS_PER_READ, SPLIT_CHUNKS = 8, 64, 70, 16
-# dd's bios of one read, (first chunk, chunks): 768 and 352 pages.
-DIO_BIOS = [(0, 48), (48, 22)]
+DISKS, CHUNK_KIB, CHUNKS_PER_READ = 8, 64, 70
+PAGE_KIB, CHUNK_PAGES, SPLIT_PAGES, READ_PAGES = 4, 16, 256, 1120
+# dd's bios of one read, (first page, pages), as the stack files' [bio]
+# layouts build them: the legacy run's 768 + 352 pages, the fixed run's
+# 511 + 609 (its first bio ends inside a chunk).
+DIO_BIOS = {"legacy": [(0, 768), (768, 352)], "fixed": [(0, 511), (511, 609)]}
 
 
-def chunk_order(legacy: bool) -> list:
-    """Chunk indices of one read in the order md submits them to members:
-    the dio's bios one after the other, each a top-level submit_bio."""
-    return [c for start, n in DIO_BIOS for c in bio_chunk_order(legacy, start, n)]
+def piece_order(variant: str) -> list:
+    """(first page, pages) of one read's member bios in the order md submits
+    them: the dio's bios one after the other, each a top-level submit_bio."""
+    return [p for start, n in DIO_BIOS[variant]
+            for p in bio_piece_order(variant == "legacy", start, n)]
 
 
-def bio_chunk_order(legacy: bool, first: int, chunks: int) -> list:
-    out, queue = [], collections.deque([("md", first, chunks)])
+def bio_piece_order(legacy: bool, first: int, pages: int) -> list:
+    out, queue = [], collections.deque([("md", first, pages)])
     while queue:
         bio = queue.popleft()
         if bio[0] == "member":
-            out.append(bio[1])
+            out.append(bio[1:])
             continue
         _, start, n = bio
         same = []
-        if n > SPLIT_CHUNKS:          # md_submit_bio -> bio_split_to_limits (1 MiB)
-            same.append(("md", start + SPLIT_CHUNKS, n - SPLIT_CHUNKS))
-            n = SPLIT_CHUNKS
-        if n > 1:                     # chunk_aligned_read -> bio_split, remainder resubmitted
-            same.append(("md", start + 1, n - 1))
-        lower = [("member", start)]   # raid5_read_one_chunk
+        if n > SPLIT_PAGES:           # md_submit_bio -> bio_split_to_limits (1 MiB)
+            same.append(("md", start + SPLIT_PAGES, n - SPLIT_PAGES))
+            n = SPLIT_PAGES
+        head = min(n, CHUNK_PAGES - start % CHUNK_PAGES)
+        if n > head:                  # chunk_aligned_read -> bio_split, remainder resubmitted
+            same.append(("md", start + head, n - head))
+        lower = [("member", start, head)]  # raid5_read_one_chunk
         if not legacy:                # the fix: chained splits go to the head
             same = same[::-1]
         queue = collections.deque(lower + same + list(queue))
@@ -84,10 +89,10 @@ def deadline_batch(rqs: list, latest: int, max_kib: int = 512) -> tuple:
     return out, latest
 
 
-def issued(legacy: bool, reads: int) -> dict:
+def issued(variant: str, reads: int) -> dict:
     per = collections.defaultdict(list)
     latest = collections.defaultdict(int)
-    order = chunk_order(legacy)
+    order = piece_order(variant)
 
     def flush(plug):
         batches = {}
@@ -99,23 +104,25 @@ def issued(legacy: bool, reads: int) -> dict:
 
     for r in range(reads):
         plug = []
-        for c in order:
-            disk, idx = member_of(c + r * CHUNKS_PER_READ)
-            off = idx * CHUNK_KIB
+        for first, pages in order:
+            page = first + r * READ_PAGES
+            disk, idx = member_of(page // CHUNK_PAGES)
+            off = idx * CHUNK_KIB + page % CHUNK_PAGES * PAGE_KIB
+            kib = pages * PAGE_KIB
             cand = None
             if plug:
                 cand = plug[-1] if plug[-1][0] == disk else next((q for q in plug if q[0] == disk), None)
-            if cand and cand[2] + CHUNK_KIB <= 512:
+            if cand and cand[2] + kib <= 512:
                 if cand[1] + cand[2] == off:
-                    cand[2] += CHUNK_KIB
+                    cand[2] += kib
                     continue
-                if off + CHUNK_KIB == cand[1]:
-                    cand[1], cand[2] = off, cand[2] + CHUNK_KIB
+                if off + kib == cand[1]:
+                    cand[1], cand[2] = off, cand[2] + kib
                     continue
             if plug and (len(plug) >= 64 or plug[0][2] >= 128):
                 flush(plug)
                 plug = []
-            plug.append([disk, off, CHUNK_KIB])
+            plug.append([disk, off, kib])
         flush(plug)
     return per
 
@@ -140,7 +147,7 @@ def test_emulator_member_pattern_equals_the_independent_model(variant, tmp_path)
     members = fio.sidecars[f"stats/raid5-{variant}.json"].members
     ours = [sum(m["seek"]["buckets_kb_thread"][i] for m in members) for i in range(12)]
     reads = 2240 * 1024 // 4480
-    per = issued(variant == "legacy", reads)
+    per = issued(variant, reads)
     model = thread_rows(per)
     assert [round(100 * x / sum(ours), 1) for x in ours] == \
            [round(100 * x / sum(model), 1) for x in model]
@@ -156,7 +163,7 @@ def test_legacy_members_get_the_threads_requests_per_read():
     31.43; the thread's sd* line: 93.34, 31.40) and 5.75 of an even one (23
     per 4 reads, the parity period; the thread's traced disk has 22 seeks
     per period in its histogram)."""
-    per = issued(True, 64)
+    per = issued("legacy", 64)
     assert [len(per[d]) for d in range(DISKS)] == [5.75 * 64, 6 * 64] * (DISKS // 2)
     odd = [n for d in range(1, DISKS, 2) for _, n in per[d]]
     assert sum(odd) / len(odd) == pytest.approx(560 / 6)
@@ -183,3 +190,18 @@ def test_emulator_gets_the_threads_blktrace_g_order(tmp_path):
     for read in (6, 10, 14):  # r % 4 == 2, then the read after it
         assert rows[read][-3:] == [9, 7, 8], read
         assert rows[read + 1][:4] == [5, 3, 0, 2], read + 1
+
+
+def test_each_runs_buffer_gives_its_md0_request_size(tmp_path):
+    """md0 counts one request per chunk piece (md_account_bio): the legacy
+    run's two bios end on chunk boundaries, 70 pieces a read, rareq-sz 64.00
+    (thread 64.00); the fixed run's end inside three chunks, 73 pieces,
+    61.37 KiB (thread 61.37)."""
+    from harness.experiment import simulate_copy
+    fio = simulate_copy(JOBS, "raid5-split-order.fio", tmp_path, data=False)
+    expect = {"legacy": ({"6144": 512, "2816": 512}, 64.00),
+              "fixed": ({"4088": 512, "4872": 512}, 61.37)}
+    for variant, (bios, rareq_kb) in expect.items():
+        md0 = fio.sidecars[f"stats/raid5-{variant}.json"].virtual
+        assert md0["bio_sizes"] == bios, variant
+        assert round(md0["rareq_sz_kb"], 2) == rareq_kb, variant
