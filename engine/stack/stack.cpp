@@ -38,8 +38,8 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         loop_, tracer_,
         config.device.split_order == SplitOrder::Fixed ? SplitInsert::Head : SplitInsert::Tail);
     layer_->set_plug_order(config.device.plug_order);
-    // [cpu] submit_bio: modelled on the virtual clock only (a real run pays
-    // the real CPU), in device time like the members' models.
+    // [cpu] submit_bio and dispatch: modelled on the virtual clock only (a
+    // real run pays the real CPU), in device time like the members' models.
     if (clock.is_virtual()) {
         DeviceTime device_time(config.device.time_scale);
         layer_->set_submit_cost(device_time.to_loop_ns(config.cpu.submit_bio_ns));
@@ -267,8 +267,8 @@ void Stack::kick_members() {
 // The submitter's steps in order, each once its CPU is free: a dio bio's
 // submit_bio() first pays one ->submit_bio call, its __submit_bio_noacct
 // loop then pauses before every further call (BlockLayer::pause_after_call)
-// and resumes here; blk_start_plug / blk_finish_plug cost nothing of their
-// own (the flush's work is the calls that filled the plug).
+// and resumes here; blk_start_plug costs nothing, and a flush (blk_finish_plug's
+// or one a call makes) costs [cpu] dispatch per request (BlockLayer::flush_plug).
 void Stack::run_submitter(TaskContext& task) {
     TaskSubmitCpu& cpu = task.cpu;
     TaskContext* saved = layer_->current();

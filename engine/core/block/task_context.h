@@ -34,12 +34,13 @@ struct SchedIdentity {
 };
 // ---------------------------------------------------------------------------
 
-// The submitting task's CPU on the virtual clock ([cpu] submit_bio,
-// BlockLayer::set_submit_cost): each ->submit_bio call of its
-// __submit_bio_noacct loop takes that long, so the loop pauses between two
+// The submitting task's CPU on the virtual clock ([cpu] submit_bio and
+// dispatch, BlockLayer::set_submit_cost / set_dispatch_cost): each
+// ->submit_bio call of its __submit_bio_noacct loop takes that long, and each
+// request its plug flushes hands to a driver, so the loop pauses between two
 // calls until the CPU is free and the work queued behind it (the dio's next
-// bios, blk_finish_plug) waits its turn. Unused when the cost is 0 (the real
-// clock: the real CPU pays).
+// bios, blk_finish_plug) waits its turn. Unused when both costs are 0 (the
+// real clock: the real CPU pays).
 struct TaskSubmitCpu {
     // What the task does at the top level, in order (blk_start_plug,
     // submit_bio of one dio bio, blk_finish_plug).
