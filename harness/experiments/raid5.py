@@ -179,6 +179,35 @@ def fit_table(m: dict) -> str:
     return "\n".join(lines)
 
 
+# The thread's legacy G lines (seed 000 lines 73-79) as member rows: the end
+# of one read, then the start of the next (README, "RAID5 split order").
+THREAD_G_ROWS = ([9, 7, 8], [5, 3, 0, 2])
+
+
+def member_g_rows(trace_dir: Path, member: int = TRACED_MEMBER) -> dict:
+    """A member's new requests (blktrace G) of the job's legacy trace, as
+    {read: [row within the read, ...]} in trace order (10 rows a read)."""
+    from harness.blktrace import read_trace_dir
+    rows = {}
+    for rec in read_trace_dir(trace_dir).get(f"m{member}", []):
+        if rec.action == "G":
+            stripe = rec.sector // 128  # 64 KiB chunks
+            rows.setdefault(stripe // 10, []).append(stripe % 10)
+    return rows
+
+
+def g_order_table(trace_dir: Path) -> str:
+    """The traced member's G order, ours against the thread's: the end of read
+    6 and the start of read 7, which have the thread's parity rows on member 0
+    (information; pinned by tests/py/test_raid5_plug_model.py)."""
+    rows = member_g_rows(trace_dir)
+    end, start = rows.get(6, [])[-3:], rows.get(7, [])[:4]
+    return ("legacy: member G order (rows within a read), the thread's blktrace (seed 000 lines 73-79) "
+            f"vs ours (member {TRACED_MEMBER}, reads 6 and 7)\n"
+            f"  end of a read:     thread {THREAD_G_ROWS[0]}  ours {end}\n"
+            f"  start of the next: thread {THREAD_G_ROWS[1]}  ours {start}")
+
+
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
     # The checked figures: the job file on the virtual clock (deterministic).
@@ -226,6 +255,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         "agreement below)")
     result.tables.append(clock_agreement_table([("", virtual, fio)], result))
     result.tables.append(fit_table(m))
+    result.tables.append(g_order_table(out_dir / "virtual-jobs" / "traces" / "legacy"))
     try:
         from harness import plots
         path = out_dir / "raid5-seek-histogram.png"

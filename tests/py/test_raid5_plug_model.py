@@ -176,17 +176,12 @@ def test_emulator_gets_the_threads_blktrace_g_order(tmp_path):
     rows 1 and 9 of the second read, as md's member 0 in every read r with
     r % 4 == 3). The job's two-bio read gives exactly that order; one
     4480 KiB bio would start the second read with row 7."""
-    from harness.blktrace import read_trace_dir
     from harness.experiment import simulate_copy
+    from harness.experiments.raid5 import member_g_rows
     fio = simulate_copy(JOBS, "raid5-split-order.fio", tmp_path, sections=["legacy"], data=False)
     md0 = fio.sidecars["stats/raid5-legacy.json"].virtual
     assert md0["bio_sizes"] == {"6144": 512, "2816": 512}  # 768 + 352 pages per read
-    trace = read_trace_dir(tmp_path / "virtual-jobs" / "traces" / "legacy")["m0"]
-    rows = collections.defaultdict(list)
-    for rec in trace:
-        if rec.action == "G":
-            stripe = rec.sector * 512 // (CHUNK_KIB * 1024)
-            rows[stripe // 10].append(stripe % 10)
+    rows = member_g_rows(tmp_path / "virtual-jobs" / "traces" / "legacy", member=0)
     for read in (6, 10, 14):  # r % 4 == 2, then the read after it
         assert rows[read][-3:] == [9, 7, 8], read
         assert rows[read + 1][:4] == [5, 3, 0, 2], read + 1
