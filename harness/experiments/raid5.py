@@ -91,12 +91,12 @@ def seek_pcts(buckets: list, count: int) -> list:
     return [100.0 * n / count if count else 0.0 for n in buckets]
 
 
-def seek_compare_table(variant: str, members: list) -> str:
-    """The thread's one disk against the same member of ours (TRACED_MEMBER),
-    in the thread's convention ((lo, hi] KiB), with our even and odd members'
-    histograms and their mean beside it for information."""
+def seek_compare_table(variant: str, members: list, traced: list) -> str:
+    """The thread's one disk against the same member of ours (TRACED_MEMBER;
+    `traced`: its % per row, the checked figures), in the thread's convention
+    ((lo, hi] KiB), with our even and odd members' histograms and their mean
+    beside it for information."""
     key = "buckets_kb_thread"
-    traced = seek_pcts(*seek_totals([members[TRACED_MEMBER]], key)[:2])
     even = seek_pcts(*seek_totals(members[0::2], key)[:2])
     odd = seek_pcts(*seek_totals(members[1::2], key)[:2])
     mean = seek_pcts(*seek_totals(members, key)[:2])
@@ -233,9 +233,9 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         tbuckets = seek_totals(sidecar.members, "buckets_kb_thread")[0]
         result.tables.append(seek_table(v, tbuckets, count, zero,
                                         "thread's convention: (lo, hi] KiB, 64 KiB is \"32 .. 64\""))
-        result.tables.append(seek_compare_table(v, sidecar.members))
-        traced, traced_count, _ = seek_totals([sidecar.members[TRACED_MEMBER]], "buckets_kb_thread")
-        for label, pct in zip(SEEK_LABELS, seek_pcts(traced, traced_count)):
+        traced = seek_pcts(*seek_totals([sidecar.members[TRACED_MEMBER]], "buckets_kb_thread")[:2])
+        result.tables.append(seek_compare_table(v, sidecar.members, traced))
+        for label, pct in zip(SEEK_LABELS, traced):
             key = label.replace(" .. ", "_").replace(">= ", "gt")
             result.metrics[f"{v}.seek_thread_pct_{key}"] = pct
         result.metrics.update({f"{v}.{k}": x for k, x in metrics.items()})
