@@ -179,33 +179,68 @@ def fit_table(m: dict) -> str:
     return "\n".join(lines)
 
 
-# The thread's legacy G lines (seed 000 lines 73-79) as member rows: the end
-# of one read, then the start of the next (README, "RAID5 split order").
-THREAD_G_ROWS = ([9, 7, 8], [5, 3, 0, 2])
+# The thread's G lines on its traced disk (seed 000): per variant, the reads
+# they fall in (as `read % 4`, the parity phase: md's rotation repeats every
+# 4 reads of 10 stripes), the member rows and the timestamps (s). Legacy, lines
+# 73-79: the end of one read, then the start of the next (README, "RAID5
+# split order"); fixed, lines 105-112: every second row of one read, then of
+# the next.
+THREAD_G = {
+    "legacy": {"phase": 2, "rows": ([9, 7, 8], [5, 3, 0, 2]),
+               "times": [11.357392936, 11.357466360, 11.357515868, 11.357968099,
+                         11.358031320, 11.358096298, 11.358303858]},
+    "fixed": {"phase": 1, "rows": ([0, 2, 4, 6, 8], [0, 2, 4]),
+              "times": [5.354894072, 5.355018179, 5.355204438, 5.355241048,
+                        5.355500923, 5.355837806, 5.355960395, 5.356020772]},
+}
 
 
-def member_g_rows(trace_dir: Path, member: int = TRACED_MEMBER) -> dict:
-    """A member's new requests (blktrace G) of the job's legacy trace, as
-    {read: [row within the read, ...]} in trace order (10 rows a read)."""
+def member_g_events(trace_dir: Path, member: int = TRACED_MEMBER) -> dict:
+    """A member's new requests (blktrace G) of a job's trace, as
+    {read: [(row within the read, time_ns), ...]} in trace order (10 rows a
+    read, loop time)."""
     from harness.blktrace import read_trace_dir
-    rows = {}
+    events = {}
     for rec in read_trace_dir(trace_dir).get(f"m{member}", []):
         if rec.action == "G":
             stripe = rec.sector // 128  # 64 KiB chunks
-            rows.setdefault(stripe // 10, []).append(stripe % 10)
-    return rows
+            events.setdefault(stripe // 10, []).append((stripe % 10, rec.time_ns))
+    return events
 
 
-def g_order_table(trace_dir: Path) -> str:
-    """The traced member's G order, ours against the thread's: the end of read
-    6 and the start of read 7, which have the thread's parity rows on member 0
-    (information; pinned by tests/py/test_raid5_plug_model.py)."""
-    rows = member_g_rows(trace_dir)
-    end, start = rows.get(6, [])[-3:], rows.get(7, [])[:4]
-    return ("legacy: member G order (rows within a read), the thread's blktrace (seed 000 lines 73-79) "
-            f"vs ours (member {TRACED_MEMBER}, reads 6 and 7)\n"
-            f"  end of a read:     thread {THREAD_G_ROWS[0]}  ours {end}\n"
-            f"  start of the next: thread {THREAD_G_ROWS[1]}  ours {start}")
+def member_g_rows(trace_dir: Path, member: int = TRACED_MEMBER) -> dict:
+    """member_g_events' rows alone: {read: [row, ...]}."""
+    return {read: [row for row, _ in ev] for read, ev in member_g_events(trace_dir, member).items()}
+
+
+def g_window(events: dict, variant: str) -> list:
+    """Our G events matching the thread's lines: the tail of a read in the
+    thread's parity phase (reads 4..7 in) and the head of the next, as
+    [(row, time_ns)]."""
+    first, second = THREAD_G[variant]["rows"]
+    read = 4 + THREAD_G[variant]["phase"]
+    return events.get(read, [])[-len(first):] + events.get(read + 1, [])[:len(second)]
+
+
+def g_table(traces: Path, dt: DeviceTime) -> str:
+    """The traced member's G lines, ours against the thread's: the order of
+    the rows and the time between them (us, device time). The order is
+    pinned by tests/py/test_raid5_plug_model.py; the times are information
+    (README, "What is still outside")."""
+    lines = [f"member {TRACED_MEMBER}'s new requests (blktrace G), ours (virtual clock) vs the "
+             "thread's (seed 000 lines 73-79, 105-112): rows within a read | the next read, "
+             "then the us between them (device time)"]
+    for variant, thread in THREAD_G.items():
+        ours = g_window(member_g_events(traces / variant), variant)
+        split = len(thread["rows"][0])
+        rows = lambda r: " ".join(map(str, r[:split])) + " | " + " ".join(map(str, r[split:]))
+        theirs = [1e6 * (b - a) for a, b in zip(thread["times"], thread["times"][1:])]
+        mine = [dt.duration(b[1] - a[1]) / 1000 for a, b in zip(ours, ours[1:])]
+        lines += [f"{variant:<7} rows  thread {rows(thread['rows'][0] + thread['rows'][1])}   "
+                  f"ours {rows([r for r, _ in ours])}",
+                  f"{'':<7} us    thread " + " ".join(f"{x:6.1f}" for x in theirs),
+                  f"{'':<7}       ours   " + " ".join(f"{x:6.1f}" for x in mine)]
+    return "\n".join(lines)
 
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
@@ -255,7 +290,8 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         "agreement below)")
     result.tables.append(clock_agreement_table([("", virtual, fio)], result))
     result.tables.append(fit_table(m))
-    result.tables.append(g_order_table(out_dir / "virtual-jobs" / "traces" / "legacy"))
+    result.tables.append(g_table(out_dir / "virtual-jobs" / "traces",
+                                 DeviceTime.of(virtual.sidecars["stats/raid5-legacy.json"])))
     try:
         from harness import plots
         path = out_dir / "raid5-seek-histogram.png"

@@ -187,6 +187,21 @@ def test_emulator_gets_the_threads_blktrace_g_order(tmp_path):
         assert rows[read + 1][:4] == [5, 3, 0, 2], read + 1
 
 
+def test_fixed_members_get_the_threads_blktrace_g_order(tmp_path):
+    """The thread's fixed G lines (seed 000 lines 105-112, one disk): rows 0,
+    2, 4, 6, 8 of one read, then 0, 2, 4 of the next, in the parity phase of
+    read 5385 (% 4 == 1); the fixed order gives member 0 the same, and the
+    report's window (g_window) picks those reads."""
+    from harness.experiment import simulate_copy
+    from harness.experiments.raid5 import THREAD_G, g_window, member_g_events
+    simulate_copy(JOBS, "raid5-split-order.fio", tmp_path, sections=["fixed"], data=False)
+    events = member_g_events(tmp_path / "virtual-jobs" / "traces" / "fixed", member=0)
+    first, second = THREAD_G["fixed"]["rows"]
+    assert [row for row, _ in g_window(events, "fixed")] == first + second
+    times = [t for _, t in g_window(events, "fixed")]
+    assert times == sorted(times) and len(set(times)) == len(times)
+
+
 def test_each_runs_buffer_gives_its_md0_request_size(tmp_path):
     """md0 counts one request per chunk piece (md_account_bio): the legacy
     run's two bios end on chunk boundaries, 70 pieces a read, rareq-sz 64.00
