@@ -214,30 +214,33 @@ def member_g_rows(trace_dir: Path, member: int = TRACED_MEMBER) -> dict:
 
 
 def g_window(events: dict, variant: str) -> list:
-    """Our G events matching the thread's lines: the tail of a read in the
-    thread's parity phase (reads 4..7 in) and the head of the next, as
-    [(row, time_ns)]."""
+    """Our G events matching the thread's lines: the tail of the read with
+    the thread's parity phase among reads 4..7 (past the first reads) and
+    the head of the next, as [(row, time_ns)]."""
     first, second = THREAD_G[variant]["rows"]
     read = 4 + THREAD_G[variant]["phase"]
     return events.get(read, [])[-len(first):] + events.get(read + 1, [])[:len(second)]
 
 
-def g_table(traces: Path, dt: DeviceTime) -> str:
+def _rows_text(rows: list, split: int) -> str:
+    return " ".join(map(str, rows[:split])) + " | " + " ".join(map(str, rows[split:]))
+
+
+def g_table(traces: Path, dts: dict) -> str:
     """The traced member's G lines, ours against the thread's: the order of
     the rows and the time between them (us, device time). The order is
     pinned by tests/py/test_raid5_plug_model.py; the times are information
-    (README, "What is still outside")."""
+    (README, "What is still outside"). dts: each variant's DeviceTime."""
     lines = [f"member {TRACED_MEMBER}'s new requests (blktrace G), ours (virtual clock) vs the "
              "thread's (seed 000 lines 73-79, 105-112): rows within a read | the next read, "
              "then the us between them (device time)"]
     for variant, thread in THREAD_G.items():
         ours = g_window(member_g_events(traces / variant), variant)
         split = len(thread["rows"][0])
-        rows = lambda r: " ".join(map(str, r[:split])) + " | " + " ".join(map(str, r[split:]))
         theirs = [1e6 * (b - a) for a, b in zip(thread["times"], thread["times"][1:])]
-        mine = [dt.duration(b[1] - a[1]) / 1000 for a, b in zip(ours, ours[1:])]
-        lines += [f"{variant:<7} rows  thread {rows(thread['rows'][0] + thread['rows'][1])}   "
-                  f"ours {rows([r for r, _ in ours])}",
+        mine = [dts[variant].duration(b[1] - a[1]) / 1000 for a, b in zip(ours, ours[1:])]
+        lines += [f"{variant:<7} rows  thread {_rows_text(thread['rows'][0] + thread['rows'][1], split)}"
+                  f"   ours {_rows_text([r for r, _ in ours], split)}",
                   f"{'':<7} us    thread " + " ".join(f"{x:6.1f}" for x in theirs),
                   f"{'':<7}       ours   " + " ".join(f"{x:6.1f}" for x in mine)]
     return "\n".join(lines)
@@ -291,7 +294,8 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result.tables.append(clock_agreement_table([("", virtual, fio)], result))
     result.tables.append(fit_table(m))
     result.tables.append(g_table(out_dir / "virtual-jobs" / "traces",
-                                 DeviceTime.of(virtual.sidecars["stats/raid5-legacy.json"])))
+                                 {v: DeviceTime.of(virtual.sidecars[f"stats/raid5-{v}.json"])
+                                  for v in VARIANTS}))
     try:
         from harness import plots
         path = out_dir / "raid5-seek-histogram.png"
