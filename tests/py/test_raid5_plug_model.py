@@ -197,8 +197,9 @@ def test_fixed_members_get_the_threads_blktrace_g_order(tmp_path):
     simulate_copy(JOBS, "raid5-split-order.fio", tmp_path, sections=["fixed"], data=False)
     events = member_g_events(tmp_path / "virtual-jobs" / "traces" / "fixed", member=0)
     first, second = THREAD_G["fixed"]["rows"]
-    assert [row for row, _ in g_window(events, "fixed")] == first + second
-    times = [t for _, t in g_window(events, "fixed")]
+    window = g_window(events, "fixed")
+    assert [row for row, _ in window] == first + second
+    times = [t for _, t in window]
     assert times == sorted(times) and len(set(times)) == len(times)
 
 
