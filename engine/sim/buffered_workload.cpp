@@ -8,27 +8,20 @@
 #include <vector>
 
 #include "core/io_uring/buffered_io.h"
+#include "sim/io_slots.h"
 
 namespace mdsplit {
 
 namespace {
-struct AlignedFree {
-    void operator()(uint8_t* p) const { free(p); }
-};
 void wake_up(void*, uint64_t) {}
 constexpr uint64_t kFsyncCookie = ~uint64_t(0);
 }  // namespace
 
 BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloadSpec& spec) {
-    uint64_t dev = stack.size_bytes();
-    if (spec.block_size == 0) throw std::invalid_argument("workload: bs must be positive");
-    if (spec.offset >= dev)
-        throw std::invalid_argument("workload: offset is past the end of the device");
-    uint64_t region = spec.size ? spec.size : dev - spec.offset;
-    if (region > dev - spec.offset) region = dev - spec.offset;
-    uint64_t blocks = region / spec.block_size;
-    if (!blocks) throw std::invalid_argument("workload: region is smaller than one block");
-    uint64_t total = spec.total_bytes ? spec.total_bytes : blocks * spec.block_size;
+    // Buffered I/O needs no alignment: any block size goes through the page cache.
+    WorkloadRegion region =
+        workload_region(stack.size_bytes(), spec.offset, spec.size, spec.block_size, 1);
+    uint64_t total = spec.total_bytes ? spec.total_bytes : region.bytes();
     uint32_t depth = spec.iodepth ? spec.iodepth : 1;
     uint32_t batch = spec.batch ? spec.batch : 1;
 
@@ -36,16 +29,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
     bio.set_iodepth(depth);
     EventLoop& loop = stack.loop();
 
-    std::vector<std::unique_ptr<uint8_t, AlignedFree>> buffers;
-    for (uint32_t i = 0; i < depth; i++) {
-        void* p = nullptr;
-        if (posix_memalign(&p, 4096, spec.block_size)) throw std::bad_alloc();
-        memset(p, int(0xa5 ^ i), spec.block_size);
-        buffers.emplace_back(static_cast<uint8_t*>(p));
-    }
-    std::vector<uint32_t> free_slots;
-    for (uint32_t i = depth; i > 0; i--) free_slots.push_back(i - 1);
-    std::vector<uint64_t> issued_at(depth, 0);
+    IoSlots slots(depth, spec.block_size);
     std::vector<bool> busy(depth, false);
 
     std::mt19937_64 rng(spec.seed);
@@ -71,8 +55,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
                 continue;
             }
             busy[slot] = false;
-            r.record(c, spec.block_size, now - issued_at[slot]);
-            free_slots.push_back(slot);
+            r.record(c, spec.block_size, slots.give_back(slot, now));
         }
         task.completions.clear();
     };
@@ -81,7 +64,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
         stack.reap(task, 0, 0);
         account();
         bool more = submitted < total;
-        if (more && !free_slots.empty()) {
+        if (more && slots.any_free()) {
             if (bio.submitter_free_at() > loop.now()) {
                 // fio's thread is still busy (its own work, inline attempts,
                 // task_work): the next submission waits for it.
@@ -90,15 +73,13 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
                 continue;
             }
             stack.begin_batch(task);
-            for (uint32_t n = 0; n < batch && submitted < total && !free_slots.empty(); n++) {
-                uint32_t slot = free_slots.back();
-                free_slots.pop_back();
-                busy[slot] = true;
-                uint64_t block = spec.random ? rng() % blocks : next_block++ % blocks;
+            for (uint32_t n = 0; n < batch && submitted < total && slots.any_free(); n++) {
+                uint64_t block = spec.random ? rng() % region.blocks : next_block++ % region.blocks;
                 bio.charge_submitter(bio.costs().fio_submit_ns);
-                issued_at[slot] = loop.now();
-                stack.queue_buffered(task, spec.op, spec.offset + block * spec.block_size,
-                                     spec.block_size, buffers[slot].get(), slot);
+                uint32_t slot = slots.take(loop.now());
+                busy[slot] = true;
+                stack.queue_buffered(task, spec.op, region.block_offset(block), spec.block_size,
+                                     slots.buffer(slot), slot);
                 submitted += spec.block_size;
             }
             stack.commit(task);

@@ -9,22 +9,13 @@
 
 #include <cstdint>
 
+#include "sim/io_slots.h"
 #include "sim/io_tally.h"
 #include "stack/stack.h"
 
 namespace mdsplit {
 
-struct BufferedWorkloadSpec {
-    Op op = Op::Read;
-    bool random = false;
-    uint64_t block_size = 4096;
-    uint64_t offset = 0;       // start of the region
-    uint64_t size = 0;         // region size (0 = device size - offset)
-    uint64_t total_bytes = 0;  // stop after this many bytes (0 = one pass of the region)
-    uint32_t iodepth = 1;
-    uint32_t batch = 1;  // I/Os queued per commit
-    uint64_t seed = 1;
-    uint32_t pid = 1;
+struct BufferedWorkloadSpec : ClosedLoopSpec {
     bool end_fsync = false;  // fio's end_fsync=1: one fsync at the end, timed
 };
 

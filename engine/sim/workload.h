@@ -7,22 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "sim/io_slots.h"
 #include "sim/io_tally.h"
 #include "stack/stack.h"
 
 namespace mdsplit {
 
-struct WorkloadSpec {
-    Op op = Op::Read;
-    bool random = false;
-    uint64_t block_size = 4096;
-    uint64_t offset = 0;       // start of the region
-    uint64_t size = 0;         // region size (0 = device size - offset)
-    uint64_t total_bytes = 0;  // stop after this many bytes (0 = one pass of the region)
-    uint32_t iodepth = 1;
-    uint32_t batch = 1;  // I/Os queued per commit (fio's iodepth_batch)
-    uint64_t seed = 1;
-    uint32_t pid = 1;
+struct WorkloadSpec : ClosedLoopSpec {
     // run_workloads() only: when the task starts (loop time, ns), a time
     // limit counted from its start (0 = none; with total_bytes = 0 the task
     // then runs until the limit, wrapping around its region), and its
