@@ -255,6 +255,19 @@ public:
         }
     }
 
+    // A size that must be a power of two of at least a page (a chunk, an
+    // alignment); `examples` name two allowed values.
+    std::optional<uint64_t> page_power_of_two(const toml::table& parent, std::string_view key,
+                                              const std::string& path,
+                                              const std::string& examples) const {
+        auto value = size(parent, key, path);
+        if (value && (!is_power_of_two(*value) || *value < kPageSize))
+            fail(key_path(path, key),
+                 std::to_string(*value) + " bytes is not a power of two of at least 4k",
+                 "a power of two >= 4k, like " + examples);
+        return value;
+    }
+
     // A duration: a string with a unit, or the TOML integer 0.
     std::optional<uint64_t> duration(const toml::table& parent, std::string_view key,
                                      const std::string& path) const {
@@ -355,14 +368,8 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
          "time_scale", "devices_handle_discard_safely", "stripe_cache_size"});
     device.kind = reader.enumeration(table, "kind", path, "a device kind", kDeviceKinds)
                       .value_or(device.kind);
-    if (auto chunk = reader.size(table, "chunk", path)) {
-        if (!is_power_of_two(*chunk) || *chunk < kPageSize) {
-            reader.fail(key_path(path, "chunk"),
-                        std::to_string(*chunk) + " bytes is not a power of two of at least 4k",
-                        "a power of two >= 4k, like \"64k\", \"512k\"");
-        }
+    if (auto chunk = reader.page_power_of_two(table, "chunk", path, "\"64k\", \"512k\""))
         device.chunk_bytes = *chunk;
-    }
     device.layout = reader.enumeration(table, "layout", path, "a RAID5 layout", kRaid5Layouts)
                         .value_or(device.layout);
     if (auto max_sectors = reader.size(table, "max_sectors", path)) {
@@ -771,14 +778,8 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
     reader.check_keys(table, path, {"policy", "align", "contiguity"});
     bio.policy = reader.enumeration(table, "policy", path, "a bio policy", kBioPolicies)
                      .value_or(bio.policy);
-    if (auto align = reader.size(table, "align", path)) {
-        if (!is_power_of_two(*align) || *align < kPageSize) {
-            reader.fail(key_path(path, "align"),
-                        std::to_string(*align) + " bytes is not a power of two of at least 4k",
-                        "a power of two >= 4k, like \"128k\", \"256k\"");
-        }
+    if (auto align = reader.page_power_of_two(table, "align", path, "\"128k\", \"256k\""))
         bio.align_bytes = *align;
-    }
 
     const std::string contiguity_key = key_path(path, "contiguity");
     const std::string contiguity_allowed =
