@@ -22,10 +22,10 @@
 
 #include "config/config_loader.h"
 #include "core/io_uring/buffered_io.h"
-#include "io_tally_dict.h"
 #include "sim/buffered_cost_probe.h"
 #include "sim/buffered_workload.h"
 #include "stack/stack.h"
+#include "workload_args.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -232,21 +232,7 @@ public:
                           uint64_t total, uint64_t offset, uint64_t batch, uint64_t seed,
                           bool end_fsync) {
         BufferedWorkloadSpec spec;
-        spec.random = rw.rfind("rand", 0) == 0;
-        std::string op = spec.random ? rw.substr(4) : rw;
-        if (op == "read")
-            spec.op = Op::Read;
-        else if (op == "write")
-            spec.op = Op::Write;
-        else
-            throw py::value_error("rw: \"" + rw + "\"; allowed: read, write, randread, randwrite");
-        spec.block_size = bs;
-        spec.iodepth = uint32_t(iodepth);
-        spec.size = size;
-        spec.total_bytes = total;
-        spec.offset = offset;
-        spec.batch = uint32_t(batch);
-        spec.seed = seed;
+        set_closed_loop(spec, rw, /*discard=*/false, bs, iodepth, size, total, offset, batch, seed);
         spec.end_fsync = end_fsync;
         BufferedWorkloadResult r;
         {

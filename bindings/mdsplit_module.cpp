@@ -13,9 +13,9 @@
 
 #include "config/config_loader.h"
 #include "core/trace/blktrace_writer.h"
-#include "io_tally_dict.h"
 #include "sim/workload.h"
 #include "stack/stack.h"
+#include "workload_args.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -131,15 +131,7 @@ public:
     py::dict run_workload(const std::string& rw, uint64_t bs, uint64_t iodepth, uint64_t size,
                           uint64_t total, uint64_t offset, uint64_t batch, uint64_t seed) {
         WorkloadSpec spec;
-        spec.random = rw.rfind("rand", 0) == 0;
-        spec.op = parse_op(spec.random ? rw.substr(4) : rw);
-        spec.block_size = bs;
-        spec.iodepth = uint32_t(iodepth);
-        spec.size = size;
-        spec.total_bytes = total;
-        spec.offset = offset;
-        spec.batch = uint32_t(batch);
-        spec.seed = seed;
+        set_closed_loop(spec, rw, /*discard=*/true, bs, iodepth, size, total, offset, batch, seed);
         WorkloadResult r = mdsplit::run_workload(*stack_, spec);
         return io_tally_dict(r);
     }
@@ -173,8 +165,7 @@ public:
                                       ": \"rw\" is required");
             std::string rw = d["rw"].cast<std::string>();
             WorkloadSpec spec;
-            spec.random = rw.rfind("rand", 0) == 0;
-            spec.op = parse_op(spec.random ? rw.substr(4) : rw);
+            set_rw(spec, rw, /*discard=*/true);
             spec.block_size = get_u64("bs", 4096);
             spec.iodepth = uint32_t(get_u64("iodepth", 1));
             spec.size = get_u64("size", 0);

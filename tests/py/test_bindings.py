@@ -93,6 +93,21 @@ def test_config_error_is_value_error(mdsplit_module):
         mdsplit_module.load_stack_text('[device]\nkind = "x"\n')
 
 
+# run_workload's rw takes fio's names; anything else is refused by name.
+def test_run_workload_rejects_an_unknown_rw(mdsplit_module):
+    sim = mdsplit_module.Simulation(NULL_STACK)
+    with pytest.raises(ValueError, match=r'rw: "randrw"; allowed: read, write, randread, randwrite, trim'):
+        sim.run_workload("randrw", 4096, iodepth=1, total=4096)
+    with pytest.raises(ValueError, match=r'rw: "tasks"; allowed'):
+        sim.run_workloads([{"rw": "tasks", "bs": 4096, "total": 4096}])
+
+
+# rw="randtrim" is fio's name for random discards: they complete, without data.
+def test_run_workload_randtrim_discards(mdsplit_module):
+    res = mdsplit_module.Simulation(NULL_STACK).run_workload("randtrim", 4096, iodepth=4, total=4096 * 64)
+    assert res["ios"] == 64 and res["errors"] == 0
+
+
 def test_time_scale_runs_the_model_in_slow_motion(mdsplit_module):
     scaled = NULL_STACK.replace('kind = "passthrough"', 'kind = "passthrough"\ntime_scale = 4')
     a = mdsplit_module.Simulation(NULL_STACK).run_workload("randread", 4096, iodepth=1, total=4096 * 100)

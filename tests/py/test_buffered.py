@@ -322,3 +322,10 @@ def test_least_costs_splits_the_least_read_times_again():
     costs = least_costs(runs)
     assert (costs["bio_submit_ns"], costs["bio_page_ns"]) == (3200 - 271, 271)
     assert costs["cpus"] == 16
+
+
+# Buffered run_workload reads and writes; a trim is refused by name.
+def test_buffered_workload_rejects_trim(mdsplit_module):
+    sim = mdsplit_module.BufferedSimulation(nvme_stack(ra_kb=128, variant="c8d317aa"))
+    with pytest.raises(ValueError, match=r'rw: "randtrim"; allowed: read, write, randread, randwrite$'):
+        sim.run_workload("randtrim", 4096, iodepth=1, total=4096)
