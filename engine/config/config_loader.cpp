@@ -395,6 +395,19 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
                                             .value_or(device.stripe_cache_size));
     device.scheduler = reader.enumeration(table, "scheduler", path, "a scheduler", kSchedulers)
                            .value_or(device.scheduler);
+    // The passthrough device (dm-linear's twin) takes every limit from its
+    // member and has no stripes: md's keys there would be read and unused.
+    if (device.kind == DeviceKind::Passthrough) {
+        for (const char* key : {"chunk", "layout", "max_sectors", "stripe_cache_size",
+                                "devices_handle_discard_safely"}) {
+            if (table.contains(key))
+                reader.fail(key_path(path, key),
+                            "is a raid5 key; a passthrough device takes its limits from its "
+                            "member",
+                            std::string("kind = \"raid5\", or no device.") + key +
+                                " (members[0].max_sectors limits a passthrough's requests)");
+        }
+    }
 }
 
 // What stat() says about a member's path.
@@ -789,10 +802,13 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
         return;
     }
     if (contiguity->is_string()) {
-        // Only the two names; "distribution" is spelled as a table.
-        auto value =
-            reader.enumeration(table, "contiguity", path, "a contiguity", kContiguityNames, 2);
-        bio.contiguity = *value;
+        // Only the two names; a distribution is spelled as a table.
+        const std::string& text = contiguity->as_string()->get();
+        if (text != kContiguityNames[0].name && text != kContiguityNames[1].name)
+            reader.fail(contiguity_key, in_quotes(text) + " is not a contiguity",
+                        contiguity_allowed);
+        bio.contiguity = text == kContiguityNames[0].name ? kContiguityNames[0].value
+                                                          : kContiguityNames[1].value;
         bio.run_pages.clear();
         return;
     }
@@ -809,7 +825,9 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
             "a non-empty array of run lengths in pages (1..1048576) or [pages, times] pairs "
             "(times 1..1048576)";
         if (distribution.get("runs"))
-            reader.fail(contiguity_key, "has both runs and pattern", "one of them");
+            reader.fail(
+                contiguity_key, "has both runs and pattern",
+                "{ runs = [[pages, weight], ...] } or { pattern = [pages, ...] }, not both");
         if (distribution.get("seed"))
             reader.fail(key_path(contiguity_key, "seed"), "is for runs, not a pattern",
                         "seed only beside runs = [[pages, weight], ...]");
@@ -903,6 +921,11 @@ void read_bfq(const Reader& reader, const toml::table& table, BfqConfig& bfq) {
             .value_or(bfq.group_counting);
     bfq.slice_idle_ns = reader.duration(table, "slice_idle", path).value_or(bfq.slice_idle_ns);
     bfq.low_latency = reader.boolean(table, "low_latency", path).value_or(bfq.low_latency);
+    // Weight raising is left out (bfq_scheduler.h): true would be accepted
+    // and silently behave as false.
+    if (bfq.low_latency)
+        reader.fail(key_path(path, "low_latency"),
+                    "true is not modelled (bfq's weight raising is left out)", "false");
     bfq.strict_guarantees =
         reader.boolean(table, "strict_guarantees", path).value_or(bfq.strict_guarantees);
     bfq.max_budget_sectors = uint32_t(

@@ -215,7 +215,7 @@ contiguity = "pagemap"
 [bfq]
 group_counting = "legacy"
 slice_idle = 0
-low_latency = true
+low_latency = false
 strict_guarantees = true
 max_budget = 8192
 timeout_sync = "250ms"
@@ -249,7 +249,7 @@ variant = "pre-c8d317aa"
     EXPECT_EQ(config.bio.contiguity, Contiguity::Pagemap);
     EXPECT_EQ(config.bfq.group_counting, GroupCounting::Legacy);
     EXPECT_EQ(config.bfq.slice_idle_ns, 0u);
-    EXPECT_TRUE(config.bfq.low_latency);
+    EXPECT_FALSE(config.bfq.low_latency);
     EXPECT_TRUE(config.bfq.strict_guarantees);
     EXPECT_EQ(config.bfq.max_budget_sectors, 8192u);
     EXPECT_EQ(config.bfq.timeout_sync_ns, 250'000'000u);

@@ -21,8 +21,8 @@
 //
 // Left out: weight raising (low_latency is false by default here, which is
 // bfq's documented "maximum throughput" setting: interactive and soft
-// real-time detection and the wr_coeff machinery are not modelled; a
-// low_latency = true configuration is accepted but behaves as false); queue
+// real-time detection and the wr_coeff machinery are not modelled, and the
+// stack file refuses low_latency = true rather than ignore it); queue
 // merging (bfq_setup_cooperator: off anyway on non-rotational devices with
 // queueing); the waker/woken detection and the injection of the in-service
 // process's own async I/O; burst detection (only used by weight raising);
