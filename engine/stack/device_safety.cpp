@@ -5,6 +5,8 @@
 #include <blkid/blkid.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -32,7 +34,11 @@ struct Signature {
 const Signature kSignatures[] = {
     {512, "EFI PART", "a GPT partition table (\"EFI PART\" at byte 512)"},
     {4096, "EFI PART", "a GPT partition table (\"EFI PART\" at byte 4096)"},
+    // lvm2's label_scan reads the label from any of the first four sectors.
     {512, "LABELONE", "an LVM2 physical volume label (\"LABELONE\" at byte 512)"},
+    {0, "LABELONE", "an LVM2 physical volume label (\"LABELONE\" at byte 0)"},
+    {1024, "LABELONE", "an LVM2 physical volume label (\"LABELONE\" at byte 1024)"},
+    {1536, "LABELONE", "an LVM2 physical volume label (\"LABELONE\" at byte 1536)"},
     {0, std::string_view("LUKS\xba\xbe", 6), "a LUKS header (\"LUKS\\xba\\xbe\" at byte 0)"},
     {0, "XFSB", "an XFS file system signature (\"XFSB\" at byte 0)"},
     {65600, "_BHRfS_M", "a btrfs file system signature (\"_BHRfS_M\" at byte 65600)"},
@@ -40,8 +46,12 @@ const Signature kSignatures[] = {
      "an ext2/3/4 file system signature (0xEF53 at byte 1080)"},
     {4086, "SWAPSPACE2", "a swap signature (\"SWAPSPACE2\" at byte 4086)"},
     {4086, "SWAP-SPACE", "a swap signature (\"SWAP-SPACE\" at byte 4086)"},
+    // md's superblock 1.2 and 1.1 (md_p.h MD_SB_MAGIC, little-endian); 1.0
+    // and 0.90 sit near the end (md_end_signature).
     {4096, std::string_view("\xfc\x4e\x2b\xa9", 4),
-     "an md RAID superblock (0xA92B4EFC at byte 4096)"},
+     "an md RAID superblock (0xA92B4EFC at byte 4096, version 1.2)"},
+    {0, std::string_view("\xfc\x4e\x2b\xa9", 4),
+     "an md RAID superblock (0xA92B4EFC at byte 0, version 1.1)"},
     {510, std::string_view("\x55\xaa", 2), "a partition table or boot sector (0x55AA at byte 510)"},
 };
 
@@ -57,11 +67,60 @@ bool parse_devno(const std::string& text, dev_t& out) {
     return true;
 }
 
+// The first entry of a sysfs holders/ directory, "" when none.
+std::string first_holder(const std::string& holders) {
+    std::string name;
+    if (DIR* dir = opendir(holders.c_str())) {
+        while (dirent* e = readdir(dir)) {
+            if (e->d_name[0] == '.') continue;
+            name = e->d_name;
+            break;
+        }
+        closedir(dir);
+    }
+    return name;
+}
+
 // rdev itself, or a partition of it: how to name `d` relative to rdev.
 // Empty when d is neither.
 std::string relation(dev_t d, dev_t rdev, const std::string& sysfs) {
     if (d == rdev) return "it";
     if (partition_parent(d, sysfs) == rdev) return "partition " + devno(d) + " of it";
+    return "";
+}
+
+// The size of a file or block device, 0 when unknown.
+uint64_t size_of(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return 0;
+    if (S_ISREG(st.st_mode)) return uint64_t(st.st_size);
+    uint64_t bytes = 0;
+    if (S_ISBLK(st.st_mode) && ioctl(fd, BLKGETSIZE64, &bytes) == 0) return bytes;
+    return 0;
+}
+
+bool magic_at(int fd, uint64_t offset, std::string_view magic) {
+    char buf[8];
+    return pread(fd, buf, magic.size(), off_t(offset)) == ssize_t(magic.size()) &&
+           memcmp(buf, magic.data(), magic.size()) == 0;
+}
+
+/**
+ * md_end_signature - an md superblock kept near the end of the device
+ * @fd: the member, open for reading
+ *
+ * Version 1.0 sits 8 KiB before the end, rounded down to 4 KiB
+ * (super_1_load: sb_start = (dev_sectors - 8 * 2) & ~(4 * 2 - 1)); 0.90 in
+ * the last whole 64 KiB (MD_NEW_SIZE_SECTORS: (sectors & ~127) - 128).
+ * Both start with MD_SB_MAGIC (0.90 in host order: little-endian here).
+ */
+std::string md_end_signature(int fd) {
+    const std::string_view magic("\xfc\x4e\x2b\xa9", 4);
+    uint64_t sectors = size_of(fd) >> 9;
+    if (sectors >= 16 && magic_at(fd, ((sectors - 16) & ~uint64_t(7)) << 9, magic))
+        return "an md RAID superblock (0xA92B4EFC 8 KiB before the end, version 1.0)";
+    if (sectors >= 256 && magic_at(fd, ((sectors & ~uint64_t(127)) - 128) << 9, magic))
+        return "an md RAID superblock (0xA92B4EFC in the last 64 KiB, version 0.90)";
     return "";
 }
 
@@ -79,7 +138,7 @@ std::string find_signature(int fd) {
         if (s.offset + s.magic.size() > have) continue;
         if (memcmp(buf.data() + s.offset, s.magic.data(), s.magic.size()) == 0) return s.what;
     }
-    return "";
+    return md_end_signature(fd);
 }
 
 std::string find_signature(const std::string& path) {
@@ -169,17 +228,22 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
         closedir(dir);
         if (!found.empty()) return found;
     }
-    // Held: device-mapper, LVM, md or a loop on top of it.
-    std::string holders = o.sysfs_dev_block + "/" + devno(rdev) + "/holders";
-    if (DIR* dir = opendir(holders.c_str())) {
-        std::string name;
+    // Held: device-mapper, LVM or md on top of it or of one of its partitions.
+    if (DIR* dir = opendir(o.sysfs_dev_block.c_str())) {
+        std::string found;
         while (dirent* e = readdir(dir)) {
-            if (e->d_name[0] == '.') continue;
-            name = e->d_name;
-            break;
+            dev_t d;
+            if (!parse_devno(e->d_name, d)) continue;
+            std::string rel = relation(d, rdev, o.sysfs_dev_block);
+            if (rel.empty()) continue;
+            std::string holder = first_holder(o.sysfs_dev_block + "/" + e->d_name + "/holders");
+            if (holder.empty()) continue;
+            found = "held by " + holder;
+            if (rel != "it") found += " (" + rel + ")";
+            if (rel == "it") break;  // the device itself first
         }
         closedir(dir);
-        if (!name.empty()) return "held by " + name;
+        if (!found.empty()) return found;
     }
     return "";
 }

@@ -4,12 +4,14 @@
 //   - it or one of its partitions is mounted (/proc/self/mountinfo), used
 //     as swap (/proc/swaps), held by another device (sysfs holders/:
 //     device-mapper, LVM, md), backs a loop device (sysfs
-//     loop/backing_file), or is held open exclusively by another program
+//     loop/backing_file), or it is held open exclusively by another program
 //     (open with O_EXCL fails with EBUSY) -- unless fio's
 //     allow_mounted_write=1;
 //   - it carries a partition table or a signature: the magic numbers below
-//     (GPT, MBR / boot sector, LVM2, LUKS, XFS, btrfs, ext2/3/4, swap, md
-//     superblock: found even when the rest of the superblock is damaged),
+//     (GPT, MBR / boot sector, LVM2 in any of the first four sectors, LUKS,
+//     XFS, btrfs, ext2/3/4, swap, md superblocks of versions 1.2, 1.1 at the
+//     start and 1.0, 0.90 near the end: found even when the rest of the
+//     superblock is damaged),
 //     then libblkid's full probe (every file system, RAID and volume
 //     manager type it knows) -- unless the member sets force = true in the
 //     stack file.
@@ -43,7 +45,7 @@ struct DeviceSafetyOptions {
 void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& options = {});
 
 // The pieces, for tests.
-// "" or what the first 68 KiB of fd/path show, e.g.
+// "" or what the first 68 KiB of fd/path (and md's places near its end) show, e.g.
 // "an ext2/3/4 file system signature (0xEF53 at byte 1080)".
 std::string find_signature(int fd);
 std::string find_signature(const std::string& path);
@@ -51,7 +53,8 @@ std::string find_signature(const std::string& path);
 // (libblkid: TYPE=\"vfat\")".
 std::string probe_signature(const std::string& path);
 // "" or how device `rdev` is in use: "mounted at /mnt", "mounted at /mnt
-// (partition 7:1 of it)", "used as swap", "held by dm-0".
+// (partition 7:1 of it)", "used as swap", "held by dm-0", "held by md0
+// (partition 7:1 of it)".
 std::string find_use(dev_t rdev, const DeviceSafetyOptions& options);
 // The whole disk of a partition (sysfs), 0 when rdev is not a partition.
 dev_t partition_parent(dev_t rdev, const std::string& sysfs_dev_block);

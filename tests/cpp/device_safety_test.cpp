@@ -67,6 +67,10 @@ TEST(DeviceSafetyTest, FindsEachSignature) {
         {65600, "_BHRfS_M", "btrfs file system signature"},
         {4086, "SWAPSPACE2", "swap signature"},
         {512, "LABELONE", "LVM2 physical volume"},
+        {0, "LABELONE", "LVM2 physical volume label (\"LABELONE\" at byte 0)"},
+        {1024, "LABELONE", "LVM2 physical volume label (\"LABELONE\" at byte 1024)"},
+        {1536, "LABELONE", "LVM2 physical volume label (\"LABELONE\" at byte 1536)"},
+        {0, "\xfc\x4e\x2b\xa9", "md RAID superblock (0xA92B4EFC at byte 0, version 1.1)"},
         {0, std::string("LUKS\xba\xbe", 6), "LUKS header"},
         {4096, "\xfc\x4e\x2b\xa9", "md RAID superblock"},
     };
@@ -82,6 +86,26 @@ TEST(DeviceSafetyTest, FindsEachSignature) {
     std::ofstream(small) << "XFSB";
     EXPECT_NE(find_signature(small).find("XFS"), std::string::npos);
     EXPECT_EQ(find_signature((d.path() / "missing").string()), "");
+}
+
+// md's 1.0 and 0.90 superblocks sit near the end, where super_1_load and
+// MD_NEW_SIZE_SECTORS put them on a member of this size.
+TEST(DeviceSafetyTest, FindsMdSuperblocksAtTheEnd) {
+    TempDir d;
+    const std::string magic = "\xfc\x4e\x2b\xa9";
+    // 1 MiB + 5 sectors: 2053 sectors; 1.0 at (2053 - 16) & ~7 = 2032,
+    // 0.90 at (2053 & ~127) - 128 = 1920.
+    auto member = [&](const std::string& name, uint64_t sector) {
+        std::string p = (d.path() / name).string();
+        std::string data(2053 * 512, '\0');
+        if (sector) data.replace(sector * 512, magic.size(), magic);
+        std::ofstream(p, std::ios::binary) << data;
+        return p;
+    };
+    EXPECT_NE(find_signature(member("v10", 2032)).find("version 1.0"), std::string::npos);
+    EXPECT_NE(find_signature(member("v090", 1920)).find("version 0.90"), std::string::npos);
+    EXPECT_EQ(find_signature(member("none", 0)), "");
+    EXPECT_EQ(find_signature(member("elsewhere", 2033)), "");
 }
 
 TEST(DeviceSafetyTest, GptWinsOverItsProtectiveMbr) {
@@ -138,6 +162,16 @@ TEST(DeviceSafetyTest, HeldDevice) {
     FakeSystem sys;
     fs::create_directories(sys.dir.path() / "block/loop5/holders/dm-3");
     EXPECT_EQ(find_use(makedev(7, 5), sys.options), "held by dm-3");
+}
+
+// A disk whose partition an LVM PV or md array holds is in use too.
+TEST(DeviceSafetyTest, HeldPartition) {
+    FakeSystem sys;
+    fs::create_directories(sys.dir.path() / "block/loop0/loop0p1/holders/md127");
+    write_file(sys.options.mountinfo, "22 1 0:21 / /proc rw shared:12 - proc proc rw\n");
+    EXPECT_EQ(find_use(makedev(7, 0), sys.options), "held by md127 (partition 7:1 of it)");
+    EXPECT_EQ(find_use(makedev(7, 1), sys.options), "held by md127");
+    EXPECT_EQ(find_use(makedev(7, 5), sys.options), "");
 }
 
 // Regular-file members are never a block device's business.

@@ -133,6 +133,7 @@ class Loops:
 
     def __init__(self, tmp):
         self.tmp, self.devices, self.mounts, self.holder = tmp, [], [], None
+        self.swaps = []
 
     def attach(self, name, size=4 << 20, partitioned=False):
         backing = self.tmp / name
@@ -162,7 +163,9 @@ class Loops:
             self.holder.wait()
         for m in reversed(self.mounts):
             subprocess.run(["umount", str(m)], capture_output=True)
-        for d in self.devices:
+        for d in self.swaps:
+            subprocess.run(["swapoff", d], capture_output=True)
+        for d in reversed(self.devices):  # a loop on top of another first
             # The read-only flag outlives the loop device's detach.
             subprocess.run(["blockdev", "--setrw", d], capture_output=True)
             subprocess.run(["losetup", "-d", d], capture_output=True)
@@ -231,6 +234,20 @@ def loop_fixture(row, tmp, loops):
             poke(dev, *SIGNATURES[kind])
         elif kind == "minix":
             subprocess.run(["mkfs.minix", dev], check=True, capture_output=True)
+        elif kind == "swapon":  # in use as swap space
+            if not shutil.which("swapon"):
+                pytest.skip("needs swapon (util-linux)")
+            subprocess.run(["mkswap", dev], check=True, capture_output=True)
+            r = subprocess.run(["swapon", dev], capture_output=True, text=True)
+            if r.returncode != 0:
+                pytest.skip(f"swapon {dev} failed here: {r.stderr.strip()}")
+            loops.swaps.append(dev)
+        elif kind == "backing":  # the backing device of another loop device
+            upper = subprocess.run(["losetup", "-f", "--show", dev], check=True,
+                                   capture_output=True, text=True).stdout.strip()
+            loops.devices.append(upper)
+            st = os.stat(upper)
+            subst["{upperdevno}"] = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
         elif kind == "ro":
             subprocess.run(["blockdev", "--setro", dev], check=True, capture_output=True)
         elif kind == "excl":  # another program holding the device open with O_EXCL
