@@ -187,6 +187,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
     base = Path(job_file).resolve().parent
     base_seed = DEFAULT_SEED if seed is None else int(seed)
     stacks, stack_keys, specs, meta = [], {}, [], []
+    stack_names = []  # per stack: its mdsplit_trace option and the job that opened it
     phase = -1
     all_configs = {}
     job_order, run_writes, allow_mounted = [], {}, {}
@@ -252,9 +253,13 @@ def build_run(job_file, sections=None, seed=None, env=None):
             parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
         if key not in stack_keys:
             stack_keys[key] = len(stacks)
+            # As the engine (trace_dir_of): a forked subjob N traces into DIR.N.
             trace = o.get("mdsplit_trace")
+            if trace and not thread and job.subjob:
+                trace += f".{job.subjob}"
             stacks.append({"config": config_path, "label": label,
                            "trace_dir": _resolve(base, trace) if trace else ""})
+            stack_names.append((trace or "", job.name))
         stats = o.get("mdsplit_stats")
         if stats:
             stats = _resolve(base, stats) + (f".{job.subjob}" if job.subjob else "")
@@ -306,6 +311,19 @@ def build_run(job_file, sections=None, seed=None, env=None):
                 "its own, so one sidecar would overwrite the other; allowed: a file per job, or "
                 "thread=1 with the same mdsplit_config and filename (one shared device, one "
                 "sidecar)", 1)
+    # mdsplit_setup (trace_rival): two stacks tracing into one directory
+    # would truncate each other's blktrace files (both name members m0, ...).
+    trace_stack = {}
+    for i, (st, (option, _)) in enumerate(zip(stacks, stack_names)):
+        if not st["trace_dir"]:
+            continue
+        first = trace_stack.setdefault(os.path.realpath(st["trace_dir"]), i)
+        if first != i:
+            raise SimulateError(
+                f"mdsplit: mdsplit_trace={option}: job {stack_names[first][1]} writes its "
+                "traces there too, from a device of its own, so one job's blktrace files would "
+                "overwrite the other's; allowed: a directory per job, or thread=1 with the same "
+                "mdsplit_config and filename (one shared device, one set of traces)", 1)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
         st["allow_mounted_write"] = allow_mounted[st["config"]]

@@ -249,6 +249,40 @@ std::string sidecar_rival(thread_data* self, const std::string& path) {
     return "";
 }
 
+// The mdsplit_trace directory a job's stack writes: its option, with .N for
+// subjob N of numjobs in fork mode, where each subjob owns a copy of the
+// device (threads of numjobs share one stack and its traces). "" for none.
+std::string trace_dir_of(thread_data* td) {
+    auto* o = static_cast<EngineOptions*>(td->eo);
+    if (!o->trace || !*o->trace) return "";
+    std::string dir = o->trace;
+    if (!td->o.use_thread && td->subjob_number) dir += "." + std::to_string(td->subjob_number);
+    return dir;
+}
+
+// Another job of the run whose device of its own would write its blktrace
+// files into self's trace directory, truncating them (every stack names its
+// members m0, m1, ...): every job except those that share self's stack.
+// "" when there is none.
+std::string trace_rival(thread_data* self, const std::string& dir) {
+    auto label = [](thread_data* t) { return std::string(t->o.filename ? t->o.filename : ""); };
+    auto* mine = static_cast<EngineOptions*>(self->eo);
+    std::string target = canonical(dir.c_str()), config = canonical(mine->config);
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        bool shares = self->o.use_thread && td->o.use_thread && o->config &&
+                      canonical(o->config) == config && label(td) == label(self);
+        if (shares) continue;
+        std::string other = trace_dir_of(td);
+        if (!other.empty() && canonical(other.c_str()) == target)
+            return td->o.name ? td->o.name : "?";
+    }
+    return "";
+}
+
 // exclusive: no other job can open this key (see mdsplit_setup).
 std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const StackConfig& config,
                                                const StackOptions& so, bool exclusive) {
@@ -364,7 +398,17 @@ int mdsplit_setup(thread_data* td) {
         // Opened read-write when any job of the run may write to the stack,
         // whichever job opens it first; read-only otherwise.
         so.writable = use.writes;
-        if (o->trace && *o->trace) so.trace_dir = o->trace;
+        so.trace_dir = trace_dir_of(td);
+        if (!so.trace_dir.empty()) {
+            std::string rival = trace_rival(td, so.trace_dir);
+            if (!rival.empty())
+                throw std::runtime_error(
+                    "mdsplit: mdsplit_trace=" + so.trace_dir + ": job " + rival +
+                    " writes its traces there too, from a device of its own, so one job's "
+                    "blktrace files would overwrite the other's; allowed: a directory per job, "
+                    "or thread=1 with the same mdsplit_config and filename (one shared device, "
+                    "one set of traces)");
+        }
         so.ring_entries = 256;
         data->depth = td->o.iodepth ? td->o.iodepth : 1;
         data->buffered = !td->o.odirect;

@@ -1,0 +1,82 @@
+"""mdsplit_trace and several jobs: each stack writes DIR/<device>.blktrace.0
+with O_TRUNC, and every stack names its members m0, m1, ... -- so two jobs
+with devices of their own must not name one directory (the last to open it
+truncated the other's traces), forked subjobs of numjobs write DIR.1,
+DIR.2, ... as their sidecars do, and threads sharing one stack share its
+traces."""
+import pytest
+
+from conftest import write_job
+from harness import run_fio
+from harness.simulate import SimulateError, simulate_job
+
+STACK = """
+[device]
+kind = "passthrough"
+
+[[members]]
+path = "m0.img"
+size = "16m"
+backend = "io_uring"
+"""
+
+
+def job_text(engine, body, thread=False):
+    return f"""[global]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+rw=randread
+bs=4k
+size=256k
+{"thread=1" if thread else ""}
+{body}"""
+
+
+# Two forked jobs, two copies of the device, one trace directory: refused
+# at setup with one line naming the option and the other job.
+def test_forked_jobs_naming_one_trace_dir_are_refused(engine, tmp_path):
+    (tmp_path / "stack.toml").write_text(STACK)
+    job = write_job(tmp_path, "t.fio", job_text(engine, "[a]\nmdsplit_trace=tr\n[b]\nmdsplit_trace=tr\n"))
+    result = run_fio(job, check=False)
+    assert result.returncode != 0
+    errors = result.mdsplit_errors()
+    assert any(e.startswith("mdsplit: mdsplit_trace=tr: job ") and "allowed: a directory per job" in e
+               for e in errors), result.stderr
+    assert not (tmp_path / "tr").exists()
+
+
+# Forked subjobs of numjobs each trace their own copy: DIR, DIR.1, DIR.2.
+def test_forked_subjobs_write_numbered_trace_dirs(engine, tmp_path):
+    (tmp_path / "stack.toml").write_text(STACK)
+    job = write_job(tmp_path, "t.fio", job_text(engine, "[a]\nnumjobs=3\nmdsplit_trace=tr\n"))
+    result = run_fio(job, check=False)
+    assert result.returncode == 0, result.stderr
+    for d in ("tr", "tr.1", "tr.2"):
+        trace = tmp_path / d / "m0.blktrace.0"
+        assert trace.stat().st_size > 0, d
+
+
+# Threads of numjobs share one stack, so one set of traces in DIR itself.
+def test_threads_sharing_a_stack_share_its_trace_dir(engine, tmp_path):
+    (tmp_path / "stack.toml").write_text(STACK)
+    job = write_job(tmp_path, "t.fio",
+                    job_text(engine, "[a]\nnumjobs=2\nmdsplit_trace=tr\n", thread=True))
+    result = run_fio(job, check=False)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "tr" / "m0.blktrace.0").stat().st_size > 0
+    assert not (tmp_path / "tr.1").exists()
+
+
+# harness simulate (the virtual clock) follows the engine: the same refusal,
+# and the same numbered directories for forked subjobs.
+def test_simulate_names_trace_dirs_as_the_engine(engine, tmp_path):
+    (tmp_path / "stack.toml").write_text(STACK)
+    job = write_job(tmp_path, "t.fio", job_text(engine, "[a]\nmdsplit_trace=tr\n[b]\nmdsplit_trace=tr\n"))
+    with pytest.raises(SimulateError, match=r"^mdsplit: mdsplit_trace=tr: job a writes its traces"):
+        simulate_job(job)
+    job = write_job(tmp_path, "u.fio", job_text(engine, "[a]\nnumjobs=2\nmdsplit_trace=vt\n"))
+    simulate_job(job)
+    assert (tmp_path / "vt" / "m0.blktrace.0").stat().st_size > 0
+    assert (tmp_path / "vt.1" / "m0.blktrace.0").stat().st_size > 0
