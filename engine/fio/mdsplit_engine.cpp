@@ -226,25 +226,29 @@ std::string stats_path_of(thread_data* td) {
     return path;
 }
 
+// Two jobs of one process that open one stack: threads naming the same
+// stack file and filename (mdsplit_setup's key).
+bool shares_stack(thread_data* a, thread_data* b) {
+    auto* oa = static_cast<EngineOptions*>(a->eo);
+    auto* ob = static_cast<EngineOptions*>(b->eo);
+    auto label = [](thread_data* t) { return std::string(t->o.filename ? t->o.filename : ""); };
+    return a->o.use_thread && b->o.use_thread && oa->config && ob->config &&
+           canonical(oa->config) == canonical(ob->config) && label(a) == label(b);
+}
+
 // Another job of the run that would write self's sidecar file (path) from
 // a device of its own, overwriting one of the two: every job except those
 // that share self's stack (threads naming the same stack file and filename,
 // see mdsplit_setup's key). "" when there is none.
 std::string sidecar_rival(thread_data* self, const std::string& path) {
-    auto where = [](const std::string& p) { return canonical(p.c_str()); };
-    auto label = [](thread_data* t) { return std::string(t->o.filename ? t->o.filename : ""); };
-    auto* mine = static_cast<EngineOptions*>(self->eo);
-    std::string target = where(path), config = canonical(mine->config);
+    std::string target = canonical(path.c_str());
     thread_data* td;
     int i;
     for_each_td(td, i) {
-        if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
+        if (td == self || !td->eo || td->io_ops != self->io_ops || shares_stack(self, td)) continue;
         std::string other = stats_path_of(td);
-        if (other.empty() || where(other) != target) continue;
-        auto* o = static_cast<EngineOptions*>(td->eo);
-        bool shares = self->o.use_thread && td->o.use_thread && o->config &&
-                      canonical(o->config) == config && label(td) == label(self);
-        if (!shares) return td->o.name ? td->o.name : "?";
+        if (!other.empty() && canonical(other.c_str()) == target)
+            return td->o.name ? td->o.name : "?";
     }
     return "";
 }
@@ -265,17 +269,11 @@ std::string trace_dir_of(thread_data* td) {
 // members m0, m1, ...): every job except those that share self's stack.
 // "" when there is none.
 std::string trace_rival(thread_data* self, const std::string& dir) {
-    auto label = [](thread_data* t) { return std::string(t->o.filename ? t->o.filename : ""); };
-    auto* mine = static_cast<EngineOptions*>(self->eo);
-    std::string target = canonical(dir.c_str()), config = canonical(mine->config);
+    std::string target = canonical(dir.c_str());
     thread_data* td;
     int i;
     for_each_td(td, i) {
-        if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
-        auto* o = static_cast<EngineOptions*>(td->eo);
-        bool shares = self->o.use_thread && td->o.use_thread && o->config &&
-                      canonical(o->config) == config && label(td) == label(self);
-        if (shares) continue;
+        if (td == self || !td->eo || td->io_ops != self->io_ops || shares_stack(self, td)) continue;
         std::string other = trace_dir_of(td);
         if (!other.empty() && canonical(other.c_str()) == target)
             return td->o.name ? td->o.name : "?";

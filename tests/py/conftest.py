@@ -37,6 +37,18 @@ def write_job(dir: Path, name: str, text: str) -> Path:
     p.write_text(text)
     return p
 
+# One 16 MiB file member behind a passthrough device (created in the job's
+# directory): the stack of the tests about several jobs' output files.
+PASSTHROUGH_FILE_STACK = """
+[device]
+kind = "passthrough"
+
+[[members]]
+path = "m0.img"
+size = "16m"
+backend = "io_uring"
+"""
+
 
 def stack_job(dir: Path, engine: Path, stack: str, body: str) -> Path:
     """dir/stack.toml with `stack`, and dir/job.fio: the engine on md0 of that

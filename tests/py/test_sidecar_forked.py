@@ -4,18 +4,10 @@ into place. Processes ending together must not take each other's temporary
 file (they did: one rename failed with ENOENT and its job failed "cannot
 write it"), and two jobs with devices of their own must not name one sidecar
 file (the last to end overwrote the others' statistics)."""
-from conftest import write_job
+from conftest import PASSTHROUGH_FILE_STACK, write_job
 from harness import run_fio
 
-STACK = """
-[device]
-kind = "passthrough"
-
-[[members]]
-path = "m0.img"
-size = "16m"
-backend = "io_uring"
-"""
+STACK = PASSTHROUGH_FILE_STACK
 
 
 def forked_jobs(engine, jobs=12, stats=lambda i: f"stats/s{i}.json", thread=False):

@@ -6,19 +6,11 @@ DIR.2, ... as their sidecars do, and threads sharing one stack share its
 traces."""
 import pytest
 
-from conftest import write_job
+from conftest import PASSTHROUGH_FILE_STACK, write_job
 from harness import run_fio
 from harness.simulate import SimulateError, simulate_job
 
-STACK = """
-[device]
-kind = "passthrough"
-
-[[members]]
-path = "m0.img"
-size = "16m"
-backend = "io_uring"
-"""
+STACK = PASSTHROUGH_FILE_STACK
 
 
 def job_text(engine, body, thread=False):
