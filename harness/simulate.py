@@ -249,8 +249,11 @@ def build_run(job_file, sections=None, seed=None, env=None):
         # As the engine: a stack opens read-write when any job of the run
         # naming its stack file may write (set on every stack below).
         run_writes[config_path] = run_writes.get(config_path, False) or writes
-        allow_mounted[config_path] = allow_mounted.get(config_path, False) or \
-            parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
+        # As the engine (StackUse::writers_allow_mounted): the override holds
+        # when every job that may write the stack sets it.
+        if writes:
+            allow_mounted[config_path] = allow_mounted.get(config_path, True) and \
+                parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
         if key not in stack_keys:
             stack_keys[key] = len(stacks)
             # As the engine (trace_dir_of): a forked subjob N traces into DIR.N.
@@ -326,7 +329,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
                 "mdsplit_config and filename (one shared device, one set of traces)", 1)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
-        st["allow_mounted_write"] = allow_mounted[st["config"]]
+        st["allow_mounted_write"] = allow_mounted.get(st["config"], False)
     # mdsplit_setup: a raid5 or bfq device named by several forked jobs
     # that may run at the same time (no stonewall between them) needs one owner.
     mdsplit = paths.import_mdsplit()

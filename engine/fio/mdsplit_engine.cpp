@@ -185,6 +185,9 @@ bool may_write(thread_data* td) {
 struct StackUse {
     std::vector<std::string> jobs;  // the jobs that name this stack file, in job order
     bool writes = false;            // any of them may write
+    // Every one that may write sets fio's allow_mounted_write=1: the
+    // override belongs to the writers, whichever job runs setup.
+    bool writers_allow_mounted = true;
     // Two of them that fio may run at the same time (no stonewall between
     // them): empty when fio's ordering keeps them apart.
     std::string overlap_first, overlap_second;
@@ -211,6 +214,7 @@ StackUse stack_use(thread_data* self, const std::string& config) {
         }
         use.jobs.push_back(name);
         use.writes = use.writes || may_write(td);
+        if (may_write(td) && !td->o.allow_mounted_write) use.writers_allow_mounted = false;
         stonewall_since_last = false;
     }
     return use;
@@ -384,7 +388,7 @@ int mdsplit_setup(thread_data* td) {
         // refused when any job of the run may write (device_safety.h).
         DeviceSafetyOptions safety;
         safety.writes = use.writes;
-        safety.allow_mounted_write = td->o.allow_mounted_write != 0;
+        safety.allow_mounted_write = use.writers_allow_mounted;
         check_device_safety(config, safety);
         auto data = std::make_unique<EngineData>();
         StackOptions so;

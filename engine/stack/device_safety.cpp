@@ -262,7 +262,7 @@ std::string find_exclusive_holder(const std::string& path) {
 }
 
 void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o) {
-    const std::string allow = "allow_mounted_write=1 in the fio job";
+    const std::string allow = "allow_mounted_write=1 in every fio job that writes to it";
     struct Member {
         size_t index;
         dev_t rdev;
