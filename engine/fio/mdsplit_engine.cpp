@@ -2,12 +2,15 @@
 // Loaded with --ioengine=external:/path/libmdsplit.so. Structure follows
 // fio's engines/io_uring.c: queue() adds to the batch (inside a block-layer
 // plug), commit() unplugs and submits, getevents()/event() reap.
+#include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <atomic>  // before fio's headers (they use C11 atomics)
 
+#include <strings.h>
 #include <cerrno>
 #include <cstdio>
+
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -63,11 +66,14 @@ const char* option_text(thread_data* td, const char* name) {
     return text;
 }
 
-// Whether @text is a whole decimal number within [@min, @max].
+// Whether @text is a whole number within [@min, @max], written as fio's
+// str_to_decimal reads one (decimal, or hexadecimal after "0x"). fio's own
+// range check reports a negative value but lets the job run with the
+// default, so the text is checked here.
 bool integer_in(const char* text, long min, long max) {
     char* end = nullptr;
     errno = 0;
-    long v = strtol(text, &end, 10);
+    long v = strtol(text, &end, strncasecmp(text, "0x", 2) == 0 ? 16 : 10);
     return end != text && !*end && !errno && v >= min && v <= max;
 }
 
