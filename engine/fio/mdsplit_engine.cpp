@@ -7,10 +7,8 @@
 #include <unistd.h>
 #include <atomic>  // before fio's headers (they use C11 atomics)
 
-#include <strings.h>
 #include <cerrno>
 #include <cstdio>
-
 #include <cstring>
 #include <exception>
 #include <filesystem>
