@@ -300,7 +300,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
             raise SimulateError("simulate: time_based needs a runtime")
         specs.append(spec)
         meta.append({"job": job, "stats": stats})
-    # mdsplit_setup (sidecar_rival): two jobs writing one sidecar file from
+    # mdsplit_setup (output_rival on mdsplit_stats): two jobs writing one sidecar file from
     # devices of their own would overwrite each other.
     sidecar_stack = {}
     for spec, m in zip(specs, meta):
@@ -314,7 +314,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
                 "its own, so one sidecar would overwrite the other; allowed: a file per job, or "
                 "thread=1 with the same mdsplit_config and filename (one shared device, one "
                 "sidecar)", 1)
-    # mdsplit_setup (trace_rival): two stacks tracing into one directory
+    # mdsplit_setup (output_rival on mdsplit_trace): two stacks tracing into one directory
     # would truncate each other's blktrace files (both name members m0, ...).
     trace_stack = {}
     for i, (st, (option, _)) in enumerate(zip(stacks, stack_names)):

@@ -244,17 +244,19 @@ bool shares_stack(thread_data* a, thread_data* b) {
            canonical(oa->config) == canonical(ob->config) && label(a) == label(b);
 }
 
-// Another job of the run that would write self's sidecar file (path) from
-// a device of its own, overwriting one of the two: every job except those
-// that share self's stack (threads naming the same stack file and filename,
-// see mdsplit_setup's key). "" when there is none.
-std::string sidecar_rival(thread_data* self, const std::string& path) {
+// Another job of the run that would write the output file or directory
+// `path` (as `path_of` names each job's) from a device of its own,
+// overwriting one of the two: every job except those that share self's
+// stack (threads naming the same stack file and filename, see
+// mdsplit_setup's key). "" when there is none.
+std::string output_rival(thread_data* self, const std::string& path,
+                         std::string (*path_of)(thread_data*)) {
     std::string target = canonical(path.c_str());
     thread_data* td;
     int i;
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops || shares_stack(self, td)) continue;
-        std::string other = stats_path_of(td);
+        std::string other = path_of(td);
         if (!other.empty() && canonical(other.c_str()) == target)
             return td->o.name ? td->o.name : "?";
     }
@@ -270,23 +272,6 @@ std::string trace_dir_of(thread_data* td) {
     std::string dir = o->trace;
     if (!td->o.use_thread && td->subjob_number) dir += "." + std::to_string(td->subjob_number);
     return dir;
-}
-
-// Another job of the run whose device of its own would write its blktrace
-// files into self's trace directory, truncating them (every stack names its
-// members m0, m1, ...): every job except those that share self's stack.
-// "" when there is none.
-std::string trace_rival(thread_data* self, const std::string& dir) {
-    std::string target = canonical(dir.c_str());
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (td == self || !td->eo || td->io_ops != self->io_ops || shares_stack(self, td)) continue;
-        std::string other = trace_dir_of(td);
-        if (!other.empty() && canonical(other.c_str()) == target)
-            return td->o.name ? td->o.name : "?";
-    }
-    return "";
 }
 
 // exclusive: no other job can open this key (see mdsplit_setup).
@@ -406,7 +391,9 @@ int mdsplit_setup(thread_data* td) {
         so.writable = use.writes;
         so.trace_dir = trace_dir_of(td);
         if (!so.trace_dir.empty()) {
-            std::string rival = trace_rival(td, so.trace_dir);
+            // Every stack names its members m0, m1, ... and truncates its trace
+            // files: two devices tracing into one directory overwrite each other.
+            std::string rival = output_rival(td, so.trace_dir, trace_dir_of);
             if (!rival.empty())
                 throw std::runtime_error(
                     "mdsplit: mdsplit_trace=" + so.trace_dir + ": job " + rival +
@@ -420,7 +407,7 @@ int mdsplit_setup(thread_data* td) {
         data->buffered = !td->o.odirect;
         data->stats_path = stats_path_of(td);
         if (!data->stats_path.empty()) {
-            std::string rival = sidecar_rival(td, data->stats_path);
+            std::string rival = output_rival(td, data->stats_path, stats_path_of);
             if (!rival.empty())
                 throw std::runtime_error(
                     "mdsplit: mdsplit_stats=" + data->stats_path + ": job " + rival +
