@@ -24,6 +24,9 @@ namespace {
 
 constexpr size_t kProbeBytes = 68 * 1024;  // covers btrfs's superblock at 64 KiB + 64
 
+// md_p.h MD_SB_MAGIC 0xa92b4efc as it lies on disk (little-endian).
+constexpr std::string_view kMdMagic("\xfc\x4e\x2b\xa9", 4);
+
 struct Signature {
     size_t offset;
     std::string_view magic;
@@ -46,12 +49,10 @@ const Signature kSignatures[] = {
      "an ext2/3/4 file system signature (0xEF53 at byte 1080)"},
     {4086, "SWAPSPACE2", "a swap signature (\"SWAPSPACE2\" at byte 4086)"},
     {4086, "SWAP-SPACE", "a swap signature (\"SWAP-SPACE\" at byte 4086)"},
-    // md's superblock 1.2 and 1.1 (md_p.h MD_SB_MAGIC, little-endian); 1.0
+    // md's superblock 1.2 and 1.1; 1.0
     // and 0.90 sit near the end (md_end_signature).
-    {4096, std::string_view("\xfc\x4e\x2b\xa9", 4),
-     "an md RAID superblock (0xA92B4EFC at byte 4096, version 1.2)"},
-    {0, std::string_view("\xfc\x4e\x2b\xa9", 4),
-     "an md RAID superblock (0xA92B4EFC at byte 0, version 1.1)"},
+    {4096, kMdMagic, "an md RAID superblock (0xA92B4EFC at byte 4096, version 1.2)"},
+    {0, kMdMagic, "an md RAID superblock (0xA92B4EFC at byte 0, version 1.1)"},
     {510, std::string_view("\x55\xaa", 2), "a partition table or boot sector (0x55AA at byte 510)"},
 };
 
@@ -115,11 +116,10 @@ bool magic_at(int fd, uint64_t offset, std::string_view magic) {
  * Both start with MD_SB_MAGIC (0.90 in host order: little-endian here).
  */
 std::string md_end_signature(int fd) {
-    const std::string_view magic("\xfc\x4e\x2b\xa9", 4);
     uint64_t sectors = size_of(fd) >> 9;
-    if (sectors >= 16 && magic_at(fd, ((sectors - 16) & ~uint64_t(7)) << 9, magic))
+    if (sectors >= 16 && magic_at(fd, ((sectors - 16) & ~uint64_t(7)) << 9, kMdMagic))
         return "an md RAID superblock (0xA92B4EFC 8 KiB before the end, version 1.0)";
-    if (sectors >= 256 && magic_at(fd, ((sectors & ~uint64_t(127)) - 128) << 9, magic))
+    if (sectors >= 256 && magic_at(fd, ((sectors & ~uint64_t(127)) - 128) << 9, kMdMagic))
         return "an md RAID superblock (0xA92B4EFC in the last 64 KiB, version 0.90)";
     return "";
 }
