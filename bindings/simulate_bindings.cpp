@@ -220,13 +220,16 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
         so.label = get<std::string>(d, "label", "md0");
         so.trace_dir = get<std::string>(d, "trace_dir", "");
         so.writable = get<bool>(d, "writable", true);
-        // The engine's device safety, before anything is opened: simulate
-        // writes the members as fio with the engine would.
-        DeviceSafetyOptions safety;
-        safety.writes = so.writable && data;
-        safety.allow_mounted_write = get<bool>(d, "allow_mounted_write", false);
-        check_device_safety(sim.configs.back(), safety);
-        if (!data) drop_member_data(sim.configs.back());
+        // The engine's device safety: simulate writes the members as fio with
+        // the engine would, and the Stack checks and claims them as it opens
+        // them. Without data no member is opened; only their overlap is checked.
+        so.allow_mounted_write = get<bool>(d, "allow_mounted_write", false);
+        if (!data) {
+            DeviceSafetyOptions safety;
+            safety.writes = false;
+            check_device_safety(sim.configs.back(), safety);
+            drop_member_data(sim.configs.back());
+        }
         so.open_direct = true;  // as the engine: members stay O_DIRECT
         sim.options.push_back(so);
         i++;

@@ -373,8 +373,10 @@ int mdsplit_setup(thread_data* td) {
                 (config.device.kind == DeviceKind::Raid5 ? "raid5" : "bfq") +
                 ") and may run at the same time, but it needs one owner: add thread=1 so they "
                 "share it in one process, or stonewall so they run one after another");
-        // Before anything is opened: a member in use or carrying data is
-        // refused when any job of the run may write (device_safety.h).
+        // Before anything is made (the sidecar's directory, traces, members):
+        // a member in use or carrying data is refused when any job of the run
+        // may write (device_safety.h). The Stack checks again as it opens
+        // them, and claims what it may write (so.allow_mounted_write).
         DeviceSafetyOptions safety;
         safety.writes = use.writes;
         safety.allow_mounted_write = use.writers_allow_mounted;
@@ -389,6 +391,7 @@ int mdsplit_setup(thread_data* td) {
         // Opened read-write when any job of the run may write to the stack,
         // whichever job opens it first; read-only otherwise.
         so.writable = use.writes;
+        so.allow_mounted_write = use.writers_allow_mounted;
         so.trace_dir = trace_dir_of(td);
         if (!so.trace_dir.empty()) {
             // Every stack names its members m0, m1, ... and truncates its trace

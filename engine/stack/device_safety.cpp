@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/config_error.h"
+#include "stack/device_claim.h"
 
 namespace mdsplit {
 
@@ -248,21 +249,15 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
     return "";
 }
 
-// Another program holds path open exclusively (a mount, mkfs, a database,
-// a VM): the kernel's bd_prepare_to_claim refuses a second O_EXCL opener.
-std::string find_exclusive_holder(const std::string& path) {
-    int fd = open(path.c_str(), O_RDONLY | O_EXCL | O_CLOEXEC);
-    if (fd >= 0) {
-        close(fd);
-        return "";
-    }
-    if (errno != EBUSY) return "";
-    return "held open exclusively by another program (open with O_EXCL: " +
-           std::string(strerror(errno)) + ")";
+ConfigError device_in_use_error(const StackConfig& config, size_t index, const std::string& use) {
+    return make_config_error(
+        config.source, "members[" + std::to_string(index) + "].path",
+        quoted(config.members[index].path) + " is " + use + ": writing would corrupt it",
+        "an unused device, or allow_mounted_write=1 in every fio job that "
+        "writes to it");
 }
 
 void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o) {
-    const std::string allow = "allow_mounted_write=1 in every fio job that writes to it";
     struct Member {
         size_t index;
         dev_t rdev;
@@ -297,12 +292,8 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
         if (!o.writes) continue;
         if (!o.allow_mounted_write) {
             std::string use = find_use(st.st_rdev, o);
-            if (use.empty()) use = find_exclusive_holder(m.path);
-            if (!use.empty())
-                throw make_config_error(
-                    config.source, key,
-                    quoted(m.path) + " is " + use + ": writing would corrupt it",
-                    "an unused device, or " + allow);
+            if (use.empty()) use = exclusive_holder_of(m.path, st.st_rdev);
+            if (!use.empty()) throw device_in_use_error(config, i, use);
         }
         if (m.force) continue;
         std::string signature = find_signature(m.path);

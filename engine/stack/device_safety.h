@@ -6,7 +6,8 @@
 //     device-mapper, LVM, md), backs a loop device (sysfs
 //     loop/backing_file), or it is held open exclusively by another program
 //     (open with O_EXCL fails with EBUSY) -- unless fio's
-//     allow_mounted_write=1;
+//     allow_mounted_write=1 (without it, the Stack then claims the device
+//     for the run: device_claim.h);
 //   - it carries a partition table or a signature: the magic numbers below
 //     (GPT, MBR / boot sector, LVM2 in any of the first four sectors, LUKS,
 //     XFS, btrfs, ext2/3/4, swap, md superblocks of versions 1.2, 1.1 at the
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <string>
 
+#include "config/config_error.h"
 #include "config/stack_config.h"
 
 namespace mdsplit {
@@ -43,6 +45,10 @@ struct DeviceSafetyOptions {
 
 // Throws ConfigError for the first unsafe member.
 void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& options = {});
+
+// The error for members[index] being `use` ("mounted at /mnt", "held open
+// exclusively by another program (...)"), as check_device_safety() words it.
+ConfigError device_in_use_error(const StackConfig& config, size_t index, const std::string& use);
 
 // The pieces, for tests.
 // "" or what the first 68 KiB of fd/path (and md's places near its end) show, e.g.

@@ -1,5 +1,7 @@
 #include "stack/stack.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include "core/io_uring/buffered_io.h"
 #include "core/md/raid5_device.h"
 #include "core/trace/blktrace_writer.h"
+#include "stack/device_safety.h"
 #include "stack/device_time.h"
 
 namespace mdsplit {
@@ -31,8 +34,33 @@ constexpr uint32_t kSdMajor = 8;  // sd: members are sda, sdb, ... (minor 16 * i
 std::string member_name(size_t i) { return "m" + std::to_string(i); }
 }  // namespace
 
+// Whoever builds the stack (fio's engine, `harness simulate`, the Python
+// Simulation): a block-device member is checked before it is opened, and a
+// device the stack may write is claimed until the stack is gone, so nothing
+// starts using it meanwhile (device_safety.h, device_claim.h).
+void Stack::check_and_claim_devices(const StackOptions& options) {
+    DeviceSafetyOptions safety;
+    safety.writes = options.writable;
+    safety.allow_mounted_write = options.allow_mounted_write;
+    check_device_safety(config_, safety);
+    if (!options.writable || options.allow_mounted_write) return;
+    for (size_t i = 0; i < config_.members.size(); i++) {
+        const MemberConfig& m = config_.members[i];
+        struct stat st;
+        if (m.backend != BackendKind::IoUring || stat(m.path.c_str(), &st) != 0 ||
+            !S_ISBLK(st.st_mode))
+            continue;
+        try {
+            claims_.emplace_back(m.path, st.st_rdev);
+        } catch (const DeviceClaimError& e) {
+            throw device_in_use_error(config_, i, e.what());
+        }
+    }
+}
+
 Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
     : config_(config), loop_(clock), tracer_(loop_) {
+    check_and_claim_devices(options);
     start_ns_ = loop_.now();
     layer_ = std::make_unique<BlockLayer>(
         loop_, tracer_,

@@ -16,6 +16,7 @@
 #include "core/drivers/io_uring_ring.h"
 #include "core/trace/size_histogram.h"
 #include "core/trace/tracer.h"
+#include "stack/device_claim.h"
 
 namespace mdsplit {
 
@@ -25,7 +26,11 @@ struct StackOptions {
     std::string label = "md0";  // the virtual device's name (fio's filename)
     std::string trace_dir;      // blktrace files; empty = no tracing
     bool open_direct = true;    // O_DIRECT on io_uring members (fio's direct=1)
+    // Read-write members. Every Stack first checks its block-device members
+    // (check_device_safety, writes = writable) and, when writable, claims
+    // them for its lifetime (BlockDeviceClaim) unless allow_mounted_write.
     bool writable = true;
+    bool allow_mounted_write = false;  // fio's allow_mounted_write=1 (every writer's)
     unsigned ring_entries = 256;
     // Only one thread (the first to do I/O) ever drives the stack: its
     // io_uring ring may use IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN.
@@ -103,6 +108,7 @@ public:
     // ---- end of buffered I/O ----
 
 private:
+    void check_and_claim_devices(const StackOptions& options);
     static void dio_endio(Bio* dio);
     // The modelled submitting CPU: runs the task's steps (TaskSubmitCpu) as
     // far as its CPU is free now, then waits on a timer for the rest.
@@ -112,6 +118,8 @@ private:
     void complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid);
 
     StackConfig config_;
+    // Before the members: released after their descriptors are closed.
+    std::vector<BlockDeviceClaim> claims_;
     EventLoop loop_;
     Tracer tracer_;
     std::unique_ptr<IoUringRing> ring_;
