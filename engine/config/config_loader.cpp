@@ -1,5 +1,8 @@
 #include "config/config_loader.h"
 
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -564,6 +567,39 @@ FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
     return faults;
 }
 
+// A block device member has the device's logical block size
+// (queue/logical_block_size, BLKSSZGET): I/O the device cannot take would
+// fail with EINVAL at the member, not be refused at the top as on a kernel
+// stack over that device. Without the key the member takes it; a key below
+// it is refused (a larger one is emulated: every I/O is a multiple).
+void take_device_block_size(const Reader& reader, const toml::table& table, const std::string& path,
+                            MemberConfig& member) {
+    int fd = open(member.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;  // the member's own open reports it
+    int device_lbs = 0;
+    int rc = ioctl(fd, BLKSSZGET, &device_lbs);
+    close(fd);
+    if (rc != 0 || device_lbs <= 0) return;
+    std::string sizes = "512 | 1024 | 2048 | 4096";
+    if (!table.get("logical_block_size")) {
+        if (device_lbs > 4096)
+            reader.fail(key_path(path, "path"),
+                        in_quotes(member.path) + " has a logical block size of " +
+                            std::to_string(device_lbs) + " bytes",
+                        "a block device whose logical block size is " + sizes);
+        member.logical_block_size = uint32_t(device_lbs);
+    } else if (member.logical_block_size < uint32_t(device_lbs)) {
+        std::vector<std::string> large_enough;
+        for (int lbs = device_lbs; lbs <= 4096; lbs *= 2)
+            large_enough.push_back(std::to_string(lbs));
+        reader.fail(key_path(path, "logical_block_size"),
+                    std::to_string(member.logical_block_size) + " is smaller than " +
+                        in_quotes(member.path) + "'s logical block size (" +
+                        std::to_string(device_lbs) + ")",
+                    join(large_enough, " | ") + ", or no logical_block_size (the device's)");
+    }
+}
+
 MemberConfig read_member(const Reader& reader, const toml::table& table, const std::string& path,
                          const std::string& base_dir,
                          const std::map<std::string, TimingModelConfig>& file_models,
@@ -589,26 +625,9 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
             reader.fail(key_path(path, "size"), "a member cannot be empty",
                         "a size > 0, like \"2g\"");
         }
-        if (*size % member.logical_block_size != 0) {
-            reader.fail(key_path(path, "size"),
-                        std::to_string(*size) + " bytes is not a multiple of the logical " +
-                            "block size (" + std::to_string(member.logical_block_size) + ")",
-                        "a multiple of logical_block_size");
-        }
         member.size = *size;
     }
-
-    if (auto max_sectors = reader.size(table, "max_sectors", path)) {
-        if (*max_sectors % kSectorSize != 0 || *max_sectors < kPageSize ||
-            *max_sectors % member.logical_block_size != 0) {
-            reader.fail(key_path(path, "max_sectors"),
-                        std::to_string(*max_sectors) +
-                            " bytes is not a multiple of 512 (and of logical_block_size) "
-                            "of at least 4k",
-                        "a multiple of 512 bytes >= 4k, like \"512k\"");
-        }
-        member.max_sectors_bytes = *max_sectors;
-    }
+    std::optional<uint64_t> max_sectors = reader.size(table, "max_sectors", path);
 
     member.queue_depth =
         uint32_t(reader.integer(table, "queue_depth", path, 1, 4096).value_or(member.queue_depth));
@@ -675,11 +694,32 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
                 check_creatable(reader, path_key, member.path);
             }
         }
+        if (facts.exists && S_ISBLK(facts.status.st_mode))
+            take_device_block_size(reader, table, path, member);
     } else if (member.size == 0) {
         reader.fail(key_path(path, "size"),
                     std::string("missing: a ") + backend_name(member.backend) +
                         " member without a path needs a size",
                     "a size like \"2g\"");
+    }
+
+    // With the logical block size final (the key, else a block device's own).
+    if (member.size % member.logical_block_size != 0) {
+        reader.fail(key_path(path, "size"),
+                    std::to_string(member.size) + " bytes is not a multiple of the logical " +
+                        "block size (" + std::to_string(member.logical_block_size) + ")",
+                    "a multiple of logical_block_size");
+    }
+    if (max_sectors) {
+        if (*max_sectors % kSectorSize != 0 || *max_sectors < kPageSize ||
+            *max_sectors % member.logical_block_size != 0) {
+            reader.fail(key_path(path, "max_sectors"),
+                        std::to_string(*max_sectors) +
+                            " bytes is not a multiple of 512 (and of logical_block_size) "
+                            "of at least 4k",
+                        "a multiple of 512 bytes >= 4k, like \"512k\"");
+        }
+        member.max_sectors_bytes = *max_sectors;
     }
 
     if (table.get("faults")) {

@@ -135,7 +135,7 @@ class Loops:
         self.tmp, self.devices, self.mounts, self.holder = tmp, [], [], None
         self.swaps = []
 
-    def attach(self, name, size=4 << 20, partitioned=False):
+    def attach(self, name, size=4 << 20, partitioned=False, sector_size=512):
         backing = self.tmp / name
         with open(backing, "wb") as f:
             f.truncate(size)
@@ -146,7 +146,8 @@ class Loops:
                 f.write(entry)
                 f.seek(510)
                 f.write(b"\x55\xaa")
-        dev = subprocess.run(["losetup", "-f", "--show"] + (["-P"] if partitioned else []) +
+        dev = subprocess.run(["losetup", "-f", "--show", "-b", str(sector_size)] +
+                             (["-P"] if partitioned else []) +
                              [str(backing)], check=True, capture_output=True,
                              text=True).stdout.strip()
         self.devices.append(dev)
@@ -228,8 +229,8 @@ def loop_fixture(row, tmp, loops):
         subst.update({"{loop}": dev, "{part}": part,
                       "{partdevno}": f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"})
     else:
-        dev = loops.attach("l.img")
         kind = head.split("-", 1)[1] if "-" in head else ""
+        dev = loops.attach("l.img", sector_size=4096 if kind == "4k" else 512)
         if kind in SIGNATURES:
             poke(dev, *SIGNATURES[kind])
         elif kind == "minix":
