@@ -82,3 +82,27 @@ def losetup_works() -> str:
     if r.returncode != 0:
         return "no free loop device: " + r.stderr.strip()
     return ""
+
+
+@pytest.fixture
+def loop_devices(tmp_path):
+    """attach(size, sector_size) -> a new blank loop device over a sparse file
+    in tmp_path; each is detached afterwards. Skips (with the reason) where
+    loop devices cannot be used."""
+    reason = losetup_works()
+    if reason:
+        pytest.skip(reason)
+    attached = []
+
+    def attach(size=16 << 20, sector_size=512):
+        backing = tmp_path / f"loop{len(attached)}.img"
+        with open(backing, "wb") as f:
+            f.truncate(size)
+        dev = subprocess.run(["losetup", "-f", "--show", "-b", str(sector_size), str(backing)],
+                             check=True, capture_output=True, text=True).stdout.strip()
+        attached.append(dev)
+        return dev
+
+    yield attach
+    for dev in attached:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)

@@ -14,25 +14,16 @@ import time
 
 import pytest
 
-from conftest import losetup_works, stack_job
+from conftest import stack_job
 from harness import run_fio
 
 MIB = 1 << 20
 
 
 @pytest.fixture
-def loop(tmp_path):
-    """A blank 16 MiB loop device; detached afterwards."""
-    reason = losetup_works()
-    if reason:
-        pytest.skip(reason)
-    backing = tmp_path / "blank.img"
-    with open(backing, "wb") as f:
-        f.truncate(16 * MIB)
-    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    yield dev
-    subprocess.run(["losetup", "-d", dev], capture_output=True)
+def loop(loop_devices):
+    """A blank 16 MiB loop device."""
+    return loop_devices()
 
 
 def claimed(dev):

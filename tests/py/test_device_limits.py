@@ -6,28 +6,14 @@ at the member.
 Each test states the one behaviour it checks. They need loop devices and
 skip only when the machine has none (no root, no losetup)."""
 import errno
-import subprocess
 
 import pytest
 
-from conftest import losetup_works
-
-MIB = 1 << 20
-
 
 @pytest.fixture
-def loop_4k(tmp_path):
-    """A blank 16 MiB loop device with 4096-byte logical blocks; detached afterwards."""
-    reason = losetup_works()
-    if reason:
-        pytest.skip(reason)
-    backing = tmp_path / "4k.img"
-    with open(backing, "wb") as f:
-        f.truncate(16 * MIB)
-    dev = subprocess.run(["losetup", "-f", "--show", "-b", "4096", str(backing)], check=True,
-                         capture_output=True, text=True).stdout.strip()
-    yield dev
-    subprocess.run(["losetup", "-d", dev], capture_output=True)
+def loop_4k(loop_devices):
+    """A blank 16 MiB loop device with 4096-byte logical blocks."""
+    return loop_devices(sector_size=4096)
 
 
 def test_a_member_takes_the_devices_logical_block_size(mdsplit_module, loop_4k, tmp_path):

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import losetup_works, stack_job
+from conftest import stack_job
 from harness import run_fio
 
 MKFS_EXT4 = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
@@ -25,22 +25,15 @@ def digest(path):
 
 
 @pytest.fixture
-def ext4_loop(tmp_path):
-    """A 16 MiB loop device formatted ext4; detached afterwards."""
-    reason = losetup_works()
-    if reason:
-        pytest.skip(reason)
-    backing = tmp_path / "ext4.img"
-    with open(backing, "wb") as f:
-        f.truncate(16 << 20)
-    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True,
-                         capture_output=True, text=True).stdout.strip()
+def ext4_loop(loop_devices):
+    """A 16 MiB loop device formatted ext4, and a list of mount points to
+    unmount afterwards."""
+    dev = loop_devices()
     subprocess.run(MKFS_EXT4 + [dev], check=True, capture_output=True)
     mounted = []
     yield dev, mounted
     for m in mounted:
         subprocess.run(["umount", str(m)], capture_output=True)
-    subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
 def job(tmp_path, engine, body, stack):
