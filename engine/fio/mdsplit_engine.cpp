@@ -302,6 +302,24 @@ std::string unsupported_option(thread_data* td) {
     if (td->o.io_submit_mode == IO_MODE_OFFLOAD)
         return "mdsplit: io_submit_mode=offload is not supported by this engine; allowed: "
                "io_submit_mode=inline (the default)";
+    // fio's main process frees a forked job's engine options as soon as it
+    // has forked it (backend.c run_threads: free(eo)). With create_serialize=0
+    // a job sets up in its own thread or process, after that, so the checks
+    // across jobs (stack_use, output_rival) would read freed memory (they
+    // crashed). Threads' options live on; only forked jobs are a problem.
+    if (!td->o.create_serialize) {
+        thread_data* other;
+        int i;
+        for_each_td(other, i) {
+            if (other != td && !other->o.use_thread)
+                return std::string("mdsplit: create_serialize=0 while job ") +
+                       (other->o.name ? other->o.name : "?") +
+                       " runs as a forked process: this job would set up after fio has freed "
+                       "that job's options, so the two could not be checked against each other; "
+                       "allowed: create_serialize=1 (the default), thread=1 for every job, or a "
+                       "run of one job";
+        }
+    }
     return "";
 }
 
