@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "config/config_error.h"
-#include "stack/device_claim.h"
+#include "stack/member_claim.h"
 
 namespace mdsplit {
 
@@ -250,11 +250,13 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
 }
 
 ConfigError device_in_use_error(const StackConfig& config, size_t index, const std::string& use) {
-    return make_config_error(
-        config.source, "members[" + std::to_string(index) + "].path",
-        quoted(config.members[index].path) + " is " + use + ": writing would corrupt it",
-        "an unused device, or allow_mounted_write=1 in every fio job that "
-        "writes to it");
+    const std::string& path = config.members[index].path;
+    struct stat st;
+    bool file = stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    return make_config_error(config.source, "members[" + std::to_string(index) + "].path",
+                             quoted(path) + " is " + use + ": writing would corrupt it",
+                             std::string(file ? "a file no other run writes" : "an unused device") +
+                                 ", or allow_mounted_write=1 in every fio job that writes to it");
 }
 
 void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o) {

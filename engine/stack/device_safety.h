@@ -7,7 +7,7 @@
 //     loop/backing_file), or it is held open exclusively by another program
 //     (open with O_EXCL fails with EBUSY) -- unless fio's
 //     allow_mounted_write=1 (without it, the Stack then claims the device
-//     for the run: device_claim.h);
+//     for the run: member_claim.h);
 //   - it carries a partition table or a signature: the magic numbers below
 //     (GPT, MBR / boot sector, LVM2 in any of the first four sectors, LUKS,
 //     XFS, btrfs, ext2/3/4, swap, md superblocks of versions 1.2, 1.1 at the

@@ -1,7 +1,5 @@
 #include "stack/stack.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -35,24 +33,24 @@ std::string member_name(size_t i) { return "m" + std::to_string(i); }
 }  // namespace
 
 // Whoever builds the stack (fio's engine, `harness simulate`, the Python
-// Simulation): a block-device member is checked before it is opened, and a
-// device the stack may write is claimed until the stack is gone, so nothing
-// starts using it meanwhile (device_safety.h, device_claim.h).
-void Stack::check_and_claim_devices(const StackOptions& options) {
+// Simulation): its block-device members are checked before they are opened
+// (device_safety.h).
+void Stack::check_devices(const StackOptions& options) {
     DeviceSafetyOptions safety;
     safety.writes = options.writable;
     safety.allow_mounted_write = options.allow_mounted_write;
     check_device_safety(config_, safety);
+}
+
+// ... and the members a stack may write are claimed until it is gone, so no
+// one else starts using them meanwhile (member_claim.h).
+void Stack::claim_members(const StackOptions& options) {
     if (!options.writable || options.allow_mounted_write) return;
     for (size_t i = 0; i < config_.members.size(); i++) {
-        const MemberConfig& m = config_.members[i];
-        struct stat st;
-        if (m.backend != BackendKind::IoUring || stat(m.path.c_str(), &st) != 0 ||
-            !S_ISBLK(st.st_mode))
-            continue;
+        if (config_.members[i].backend != BackendKind::IoUring) continue;
         try {
-            claims_.emplace_back(m.path, st.st_rdev);
-        } catch (const DeviceClaimError& e) {
+            claims_.emplace_back(config_.members[i].path);
+        } catch (const MemberClaimError& e) {
             throw device_in_use_error(config_, i, e.what());
         }
     }
@@ -60,7 +58,7 @@ void Stack::check_and_claim_devices(const StackOptions& options) {
 
 Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
     : config_(config), loop_(clock), tracer_(loop_) {
-    check_and_claim_devices(options);
+    check_devices(options);
     start_ns_ = loop_.now();
     layer_ = std::make_unique<BlockLayer>(
         loop_, tracer_,
@@ -133,6 +131,8 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
                 std::make_unique<MqDeadlineScheduler>(loop_, dd_options));
         }
     }
+    // Once the members exist (a missing file has just been created).
+    claim_members(options);
 
     switch (config.device.kind) {
         case DeviceKind::Passthrough:

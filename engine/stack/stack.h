@@ -16,7 +16,7 @@
 #include "core/drivers/io_uring_ring.h"
 #include "core/trace/size_histogram.h"
 #include "core/trace/tracer.h"
-#include "stack/device_claim.h"
+#include "stack/member_claim.h"
 
 namespace mdsplit {
 
@@ -28,7 +28,8 @@ struct StackOptions {
     bool open_direct = true;    // O_DIRECT on io_uring members (fio's direct=1)
     // Read-write members. Every Stack first checks its block-device members
     // (check_device_safety, writes = writable) and, when writable, claims
-    // them for its lifetime (BlockDeviceClaim) unless allow_mounted_write.
+    // every member it may write for its lifetime (MemberClaim) unless
+    // allow_mounted_write.
     bool writable = true;
     bool allow_mounted_write = false;  // fio's allow_mounted_write=1 (every writer's)
     unsigned ring_entries = 256;
@@ -108,7 +109,8 @@ public:
     // ---- end of buffered I/O ----
 
 private:
-    void check_and_claim_devices(const StackOptions& options);
+    void check_devices(const StackOptions& options);
+    void claim_members(const StackOptions& options);
     static void dio_endio(Bio* dio);
     // The modelled submitting CPU: runs the task's steps (TaskSubmitCpu) as
     // far as its CPU is free now, then waits on a timer for the rest.
@@ -119,7 +121,7 @@ private:
 
     StackConfig config_;
     // Before the members: released after their descriptors are closed.
-    std::vector<BlockDeviceClaim> claims_;
+    std::vector<MemberClaim> claims_;
     EventLoop loop_;
     Tracer tracer_;
     std::unique_ptr<IoUringRing> ring_;

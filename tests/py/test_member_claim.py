@@ -1,10 +1,10 @@
-"""A block device a run may write is claimed for the run (an O_EXCL open,
-the kernel's holder claim): mount, mkfs, mdadm or another program's
-exclusive open fail with EBUSY until the run is over, so nothing can start
-using the device between the safety check and the end of the run.
+"""A member a run may write is claimed for the run: a block device with an
+O_EXCL open (the kernel's holder claim: mount, mkfs, mdadm or another
+program's exclusive open fail with EBUSY until the run is over), a regular
+file with flock (another mdsplit run writing it is refused).
 
-Each test states the one behaviour it checks. They need loop devices and
-skip only when the machine has none (no root, no losetup)."""
+Each test states the one behaviour it checks. The block-device tests need
+loop devices and skip only when the machine has none (no root, no losetup)."""
 import errno
 import gc
 import os
@@ -121,3 +121,34 @@ def test_forked_jobs_one_after_another_share_the_claim(tmp_path, engine, loop):
     assert result.returncode == 0, result.stderr
     assert [j["write"]["io_bytes"] for j in result.jobs] == [4 * MIB, 4 * MIB]
     assert not claimed(loop)
+
+
+def test_a_file_another_run_writes_is_refused(mdsplit_module, tmp_path, engine):
+    """While one stack writes a file member (here a Simulation of this
+    process), a fio run that would write the same file is refused with one
+    line naming it; once the stack is gone, the run goes ahead."""
+    member = tmp_path / "m0.img"
+    stack = f'[[members]]\npath = "{member}"\nsize = "4m"\n'
+    sim = mdsplit_module.Simulation(stack, str(tmp_path))
+    jobfile = stack_job(tmp_path, engine, stack, "bs=64k\nsize=1m\n[w]\nrw=write\n")
+    refused = run_fio(jobfile, check=False, timeout=60)
+    assert refused.returncode != 0
+    assert (f'mdsplit: stack.toml: members[0].path: "{member}" is being written by another '
+            "mdsplit run (flock: Resource temporarily unavailable): writing would corrupt it; "
+            "allowed: a file no other run writes, or allow_mounted_write=1 in every fio job "
+            "that writes to it") in refused.stderr.splitlines(), refused.stderr
+    del sim
+    gc.collect()
+    assert run_fio(jobfile, check=False, timeout=60).returncode == 0
+
+
+def test_a_file_another_run_reads_is_not_claimed(mdsplit_module, tmp_path, engine):
+    """Readers take no claim: a fio run that only reads a file member runs
+    while a stack of this process writes it."""
+    member = tmp_path / "m0.img"
+    stack = f'[[members]]\npath = "{member}"\nsize = "4m"\n'
+    sim = mdsplit_module.Simulation(stack, str(tmp_path))
+    jobfile = stack_job(tmp_path, engine, stack, "bs=64k\nsize=1m\n[r]\nrw=read\n")
+    result = run_fio(jobfile, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+    del sim
