@@ -231,6 +231,8 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
             return;
         }
     }
+    // A buffered job of this stack may hold the range in the page cache.
+    if (buffered_) buffered_->before_direct_io(offset, length, op != Op::Read);
     if (op == Op::Discard) {
         // blkdev_issue_discard(): no pages, bios of at most bio_discard_limit().
         pieces_.clear();

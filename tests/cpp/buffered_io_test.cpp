@@ -431,6 +431,48 @@ TEST(BufferedIoTest, WriteThenInvalidateThenReadBack) {
     EXPECT_EQ(rig.last_error, -ENOSPC);
 }
 
+// A direct write drops the range's cached pages (kiocb_invalidate_pages):
+// a later buffered read of it returns what the direct write put there, and
+// pages outside it stay cached.
+TEST(BufferedIoTest, DirectWriteInvalidatesTheCachedRange) {
+    Rig rig(stack_toml("c8d317aa", false, 0));
+    std::vector<uint8_t> old_data = pattern(0, 4096 * 8, 1);
+    rig.buffered(Op::Write, 0, old_data.size(), old_data.data());
+    rig.stack->sync_buffered();  // clean, and still cached
+    std::vector<uint8_t> fresh = pattern(4096 * 2, 4096 * 3, 2);
+    rig.direct_write(4096 * 2, fresh);
+    EXPECT_EQ(rig.io().cache().nr_pages(), 5u);
+    rig.read(4096 * 2, fresh.size());
+    EXPECT_EQ(rig.last_data, fresh);
+    rig.read(0, 4096);
+    EXPECT_EQ(rig.last_data, std::vector<uint8_t>(old_data.begin(), old_data.begin() + 4096));
+}
+
+// A direct read first writes back the dirty pages of its range and waits
+// (kiocb_write_and_wait): it returns the buffered write's data.
+TEST(BufferedIoTest, DirectReadSeesDirtyPagesOfItsRange) {
+    Rig rig(stack_toml("c8d317aa", false, 0));
+    std::vector<uint8_t> d = pattern(4096, 4096 * 2, 3);
+    rig.buffered(Op::Write, 4096, d.size(), d.data());
+    ASSERT_EQ(rig.io().cache().nr_dirty(), 2u);
+    EXPECT_EQ(rig.direct_read(4096, d.size()), d);
+    EXPECT_EQ(rig.io().cache().nr_dirty(), 0u);
+}
+
+// A direct write over part of a dirty page keeps the rest of that page's
+// buffered data: the page is written back before it is dropped.
+TEST(BufferedIoTest, DirectWriteOverPartOfADirtyPageKeepsTheRest) {
+    Rig rig(stack_toml("c8d317aa", false, 0));
+    std::vector<uint8_t> d = pattern(0, 4096, 4);
+    rig.buffered(Op::Write, 0, d.size(), d.data());
+    std::vector<uint8_t> head(512, 0x5a);
+    rig.direct_write(0, head);
+    std::copy(head.begin(), head.end(), d.begin());
+    rig.read(0, 4096);
+    EXPECT_EQ(rig.last_data, d);
+    EXPECT_EQ(rig.direct_read(0, 4096), d);
+}
+
 TEST(BufferedIoTest, StatsJsonHasThePageCacheObject) {
     Rig rig(stack_toml("forced-ra", false, 0));
     rig.read(0, 4096);

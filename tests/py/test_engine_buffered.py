@@ -59,3 +59,40 @@ verify=md5
     assert run_fio(w, timeout=120).job("w")["error"] == 0
     r = write_job(workdir, "r.fio", "[w]\ndirect=1\nverify_only=1\n" + common)
     assert run_fio(r, timeout=120).job("w")["error"] == 0
+
+
+@pytest.mark.parametrize("kind", sorted(STACKS))
+def test_buffered_read_after_a_direct_write_sees_it(engine, workdir, kind):
+    """Jobs of one stack one after another (thread=1, stonewall): a buffered
+    write leaves its pages cached, a direct write overwrites the range, and a
+    buffered read of it returns the direct write's data (the direct write
+    dropped the cached pages, as the kernel's kiocb_invalidate_pages does)."""
+    (workdir / "stack.toml").write_text(STACKS[kind])
+    job = write_job(workdir, "mixed.fio", f"""
+[global]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+thread=1
+stonewall
+bs=4k
+size=1m
+[buffered-write]
+direct=0
+rw=write
+buffer_pattern=0xaa
+[direct-write]
+direct=1
+rw=write
+buffer_pattern=0xbb
+[buffered-read]
+direct=0
+rw=read
+verify=pattern
+verify_pattern=0xbb
+verify_only=1
+""")
+    result = run_fio(job, check=False, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [result.job(n)["error"] for n in ("buffered-write", "direct-write", "buffered-read")] \
+        == [0, 0, 0]

@@ -38,6 +38,15 @@ void BufferedIo::invalidate() {
     filemap_->invalidate();
 }
 
+void BufferedIo::before_direct_io(uint64_t offset, uint64_t length, bool writes) {
+    if (!length) return;
+    uint64_t first = offset >> kPageShift, last = (offset + length - 1) >> kPageShift;
+    writeback_->write_and_wait_range(first, last);
+    if (!writes) return;
+    std::lock_guard<std::mutex> lock(cache_->mutex());
+    cache_->invalidate_range(first, last);
+}
+
 bool BufferedIo::virtual_time() const { return loop_.clock().is_virtual(); }
 
 std::vector<BufferedPath> BufferedIo::take_paths() {

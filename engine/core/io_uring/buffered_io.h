@@ -126,6 +126,16 @@ public:
     // sync() then drop every clean page nobody uses, and forget readahead
     // state (fio's invalidate / posix_fadvise(DONTNEED) / BLKFLSBUF).
     void invalidate();
+    /**
+     * before_direct_io() - what a direct I/O of @length bytes at @offset on
+     * the device under this cache does to it first (block/fops.c, 6.x):
+     * a read waits for the range's dirty pages to be written back
+     * (kiocb_write_and_wait()); a write or discard (@writes) also drops the
+     * range's pages afterwards (kiocb_invalidate_pages()), so a later
+     * buffered read sees what the direct I/O wrote. Loop thread, outside
+     * callbacks (it runs the loop while write-back is under way).
+     */
+    void before_direct_io(uint64_t offset, uint64_t length, bool writes);
 
     // io-wq's bound: at most min(iodepth, 4 x CPUs) workers.
     void set_iodepth(uint32_t iodepth) { iodepth_ = iodepth ? iodepth : 1; }

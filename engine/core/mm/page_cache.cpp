@@ -191,4 +191,18 @@ size_t PageCache::invalidate_clean() {
     return dropped;
 }
 
+size_t PageCache::invalidate_range(uint64_t first, uint64_t last) {
+    size_t dropped = 0;
+    for (uint64_t i = first;; i++) {
+        Page* page = find(i);
+        if (page && evictable(page)) {
+            free_page(page);
+            dropped++;
+        }
+        if (i == last) break;
+    }
+    stats_.invalidated += dropped;
+    return dropped;
+}
+
 }  // namespace mdsplit

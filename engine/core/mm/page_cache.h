@@ -148,6 +148,10 @@ public:
     // invalidate_mapping_pages(): drops every clean, unlocked, unpinned
     // page that nobody waits on; returns how many.
     size_t invalidate_clean();
+    // invalidate_inode_pages2_range() as far as it succeeds: drops the
+    // pages @first..@last that are clean, unlocked and unpinned; returns
+    // how many. (The caller has written back and waited first.)
+    size_t invalidate_range(uint64_t first, uint64_t last);
     // True once eviction found only dirty pages: the caller should start
     // write-back (reclaim waking the flusher). Cleared on read.
     bool take_writeback_wanted() {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <limits>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 
 namespace mdsplit {
@@ -59,6 +60,15 @@ void PageWriteback::wakeup_flusher() {
 
 // write_cache_pages()
 uint64_t PageWriteback::start_writeback(size_t max_pages, bool sync) {
+    return write_cache_pages(max_pages, sync, 0, kNoIndex);
+}
+
+// write_cache_pages() with wbc->range_cyclic (from the writeback index, and
+// around) when [first, end) is the whole file, else of that range only,
+// leaving the writeback index alone (range_cyclic = 0).
+uint64_t PageWriteback::write_cache_pages(size_t max_pages, bool sync, uint64_t first,
+                                          uint64_t end) {
+    const bool cyclic = first == 0 && end == kNoIndex;
     std::vector<Page*> pages;
     uint64_t batch;
     {
@@ -80,10 +90,14 @@ uint64_t PageWriteback::start_writeback(size_t max_pages, bool sync) {
                 pages.push_back(p);
             }
         };
-        take(wb_cursor_, kNoIndex);
-        take(0, wb_cursor_);
+        if (cyclic) {
+            take(wb_cursor_, kNoIndex);
+            take(0, wb_cursor_);
+        } else {
+            take(first, end);
+        }
         if (pages.empty()) return --wb_seq_;  // nothing could start: wait for earlier batches
-        wb_cursor_ = pages.back()->index + 1;
+        if (cyclic) wb_cursor_ = pages.back()->index + 1;
         wb_outstanding_[batch] += pages.size();
         stats_.writeback_pages += pages.size();
     }
@@ -192,6 +206,35 @@ void PageWriteback::sync() {
         });
         std::lock_guard<std::mutex> lock(cache_.mutex());
         if (cache_.nr_dirty() == 0) return;
+    }
+}
+
+void PageWriteback::write_and_wait_range(uint64_t first, uint64_t last) {
+    range_first_ = first;
+    range_last_ = last;
+    for (int round = 0; round < 16; round++) {
+        if (!range_dirty() && range_settled()) return;  // the common case: nothing to do
+        write_cache_pages(std::numeric_limits<size_t>::max(), true, first, last + 1);
+        run_until([](PageWriteback* self) { return self->range_settled(); });
+    }
+}
+
+bool PageWriteback::range_dirty() const {
+    std::lock_guard<std::mutex> lock(cache_.mutex());
+    const std::set<uint64_t>& dirty = cache_.dirty_indices();
+    auto it = dirty.lower_bound(range_first_);
+    return it != dirty.end() && *it <= range_last_;
+}
+
+// No page of [range_first_, range_last_] is under write-back or locked
+// (a read in flight): what filemap_write_and_wait_range() and
+// invalidate_inode_pages2_range() wait for.
+bool PageWriteback::range_settled() const {
+    std::lock_guard<std::mutex> lock(cache_.mutex());
+    for (uint64_t i = range_first_;; i++) {
+        const Page* p = cache_.find(i);
+        if (p && (p->writeback() || p->locked())) return false;
+        if (i == range_last_) return true;
     }
 }
 

@@ -77,6 +77,13 @@ public:
     // Loop thread, outside callbacks: write back everything and run the
     // loop until it is on the members (job end, sync(2)).
     void sync();
+    /**
+     * write_and_wait_range() - filemap_write_and_wait_range() for the pages
+     * @first..@last: writes back the dirty ones and runs the loop until
+     * none there is dirty, under write-back or locked by a read in flight.
+     * Loop thread, outside callbacks.
+     */
+    void write_and_wait_range(uint64_t first, uint64_t last);
 
 private:
     struct FsyncWaiter {
@@ -88,6 +95,9 @@ private:
     void check_throttled();
     void check_fsyncs();
     bool writeback_done_through(uint64_t batch) const;
+    uint64_t write_cache_pages(size_t max_pages, bool sync, uint64_t first, uint64_t end);
+    bool range_dirty() const;
+    bool range_settled() const;
     int32_t take_error();
     void run_until(bool (*done)(PageWriteback*));
 
@@ -106,6 +116,7 @@ private:
     uint64_t wb_errors_ = 0, wb_errors_reported_ = 0;
     bool writeback_scheduled_ = false;
     uint64_t sync_target_ = 0;
+    uint64_t range_first_ = 0, range_last_ = 0;  // write_and_wait_range()'s
     std::vector<FsyncWaiter> fsyncs_;
     std::deque<Kiocb*> throttled_;
 };
