@@ -299,6 +299,10 @@ std::string unsupported_option(thread_data* td) {
     // The offload workers reload the engine by o.ioengine_so_path, which
     // points into a parse buffer fio has freed by then (it prints garbage as
     // the engine's name), and each worker would get a stack of its own.
+    if (td->o.unlink || td->o.unlink_each_loop)
+        return std::string("mdsplit: ") + (td->o.unlink ? "unlink" : "unlink_each_loop") +
+               "=1: filename= names the virtual device, not a file, so there is nothing to "
+               "unlink; allowed: unlink=0 and unlink_each_loop=0 (the defaults)";
     if (td->o.io_submit_mode == IO_MODE_OFFLOAD)
         return "mdsplit: io_submit_mode=offload is not supported by this engine; allowed: "
                "io_submit_mode=inline (the default)";
@@ -685,6 +689,11 @@ io_u* mdsplit_event(thread_data* td, int event) { return data_of(td)->events[siz
 
 int mdsplit_open_file(thread_data*, fio_file*) { return 0; }
 int mdsplit_close_file(thread_data*, fio_file*) { return 0; }
+// filename= names the virtual device, never a file: without this hook fio
+// would unlink(filename), deleting whatever file of that name sits in the
+// working directory, a member image included (unlink=1 is refused at setup;
+// this also covers an iolog replay's unlink action).
+int mdsplit_unlink_file(thread_data*, fio_file*) { return 0; }
 // fio's invalidate=1: a buffered job's page cache is written back and dropped.
 int mdsplit_invalidate(thread_data* td, fio_file*) {
     EngineData* d = data_of(td);
@@ -713,6 +722,7 @@ ioengine_ops make_ops() {
     ops.event = mdsplit_event;
     ops.open_file = mdsplit_open_file;
     ops.close_file = mdsplit_close_file;
+    ops.unlink_file = mdsplit_unlink_file;
     ops.invalidate = mdsplit_invalidate;
     ops.options = engine_options;
     ops.option_struct_size = sizeof(EngineOptions);
