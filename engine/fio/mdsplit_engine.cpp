@@ -263,6 +263,74 @@ std::string output_rival(thread_data* self, const std::string& path,
     return "";
 }
 
+// The key of the stack a job opens: threads naming one stack file and one
+// filename share it; a forked job's is its own.
+std::string stack_key(thread_data* td, const std::string& config_path) {
+    std::string label = td->files && td->files_index && td->files[0] && td->files[0]->file_name
+                            ? td->files[0]->file_name
+                            : "";
+    return config_path + "\n" + label +
+           (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
+}
+
+// fio may run jobs a and b (a before b in job order) at the same time: no
+// job from a's successor to b starts with a stonewall.
+bool may_overlap(thread_data* a, thread_data* b) {
+    thread_data* td;
+    int i;
+    bool after_a = false;
+    for_each_td(td, i) {
+        if (after_a && td->o.stonewall) return false;
+        if (td == b) return true;
+        if (td == a) after_a = true;
+    }
+    return true;
+}
+
+// A member's identity: its device number (a block device) or its file
+// (device and inode); a file not made yet is known by its path.
+std::string member_identity(const MemberConfig& m) {
+    struct stat st;
+    if (m.path.empty() || stat(m.path.c_str(), &st) != 0) return "path:" + m.path;
+    if (S_ISBLK(st.st_mode)) return "dev:" + std::to_string(st.st_rdev);
+    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+// Another job of the run that reaches one of self's members through a
+// device of its own while both devices exist (threads: one process holds
+// every stack) or may run at the same time, when either device is a raid5
+// and either job may write: two stripe caches and parities over the same
+// member corrupt the array. "job (member path)", or "".
+std::string member_rival(thread_data* self, const StackConfig& config, const std::string& key) {
+    std::set<std::string> ours;
+    for (const MemberConfig& m : config.members)
+        if (m.backend == BackendKind::IoUring) ours.insert(member_identity(m));
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        if (!o->config || stack_key(td, canonical(o->config)) == key) continue;
+        if (!may_write(self) && !may_write(td)) continue;
+        bool coexist = (self->o.use_thread && td->o.use_thread) ||
+                       (td->thread_number < self->thread_number ? may_overlap(td, self)
+                                                                : may_overlap(self, td));
+        if (!coexist) continue;
+        StackConfig other;
+        try {
+            other = load_stack_file(o->config);
+        } catch (const std::exception&) {
+            continue;  // that job reports its own stack file
+        }
+        if (config.device.kind != DeviceKind::Raid5 && other.device.kind != DeviceKind::Raid5)
+            continue;
+        for (const MemberConfig& m : other.members)
+            if (m.backend == BackendKind::IoUring && ours.count(member_identity(m)))
+                return std::string(td->o.name ? td->o.name : "?") + " (" + m.path + ")";
+    }
+    return "";
+}
+
 // The mdsplit_trace directory a job's stack writes: its option, with .N for
 // subjob N of numjobs in fork mode, where each subjob owns a copy of the
 // device (threads of numjobs share one stack and its traces). "" for none.
@@ -395,6 +463,15 @@ int mdsplit_setup(thread_data* td) {
                 (config.device.kind == DeviceKind::Raid5 ? "raid5" : "bfq") +
                 ") and may run at the same time, but it needs one owner: add thread=1 so they "
                 "share it in one process, or stonewall so they run one after another");
+        if (std::string rival = member_rival(td, config, stack_key(td, config_path));
+            !rival.empty())
+            throw std::runtime_error(
+                "mdsplit: job " + std::string(td->o.name ? td->o.name : "?") + " and job " + rival +
+                " reach one member through two devices (another mdsplit_config or filename) "
+                "that may be in use at once, one of them a raid5 with its own stripe cache and "
+                "parity: writing would corrupt the array; allowed: the same mdsplit_config and "
+                "filename for both with thread=1 (one shared device), or forked jobs with a "
+                "stonewall between them");
         // Before anything is made (the sidecar's directory, traces, members):
         // a member in use or carrying data is refused when any job of the run
         // may write (device_safety.h). The Stack checks again as it opens
@@ -442,8 +519,7 @@ int mdsplit_setup(thread_data* td) {
             check_sidecar_writable(data->stats_path);
         }
         // Threads of one process share a stack; forked jobs each have their own.
-        std::string key = config_path + "\n" + so.label +
-                          (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
+        std::string key = stack_key(td, config_path);
         // A forked job's key is its own; a thread's is shared only with jobs
         // naming the same stack file. Such a stack has one user, the job's
         // thread: no locking, and its ring may be single-issuer (not with
