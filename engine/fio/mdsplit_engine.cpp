@@ -342,6 +342,22 @@ std::string trace_dir_of(thread_data* td) {
     return dir;
 }
 
+// A job that shares self's stack (shares_stack) but names another trace
+// directory than `dir` (or none where self names one), or nullptr.
+thread_data* trace_disagreement(thread_data* self, const std::string& dir) {
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (td == self || !td->eo || td->io_ops != self->io_ops || !shares_stack(self, td))
+            continue;
+        std::string other = trace_dir_of(td);
+        if (other.empty() != dir.empty() ||
+            (!dir.empty() && canonical(other.c_str()) != canonical(dir.c_str())))
+            return td;
+    }
+    return nullptr;
+}
+
 // exclusive: no other job can open this key (see mdsplit_setup).
 std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const StackConfig& config,
                                                const StackOptions& so, bool exclusive) {
@@ -503,6 +519,18 @@ int mdsplit_setup(thread_data* td) {
                     "blktrace files would overwrite the other's; allowed: a directory per job, "
                     "or thread=1 with the same mdsplit_config and filename (one shared device, "
                     "one set of traces)");
+        }
+        // One shared device writes one set of traces, opened by whichever job
+        // opens the device first: the others' mdsplit_trace would be dropped.
+        if (thread_data* other = trace_disagreement(td, so.trace_dir)) {
+            auto shown = [](const std::string& dir) { return dir.empty() ? "none" : dir; };
+            throw std::runtime_error(
+                std::string("mdsplit: mdsplit_trace: jobs ") + (td->o.name ? td->o.name : "?") +
+                " (" + shown(so.trace_dir) + ") and " + (other->o.name ? other->o.name : "?") +
+                " (" + shown(trace_dir_of(other)) +
+                ") share one device (thread=1, the same mdsplit_config and filename), which "
+                "writes one set of traces; allowed: the same mdsplit_trace (or none) on every "
+                "job that shares the device");
         }
         so.ring_entries = 256;
         data->depth = td->o.iodepth ? td->o.iodepth : 1;
