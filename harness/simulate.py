@@ -55,6 +55,7 @@ SUPPORTED = {
     "stonewall", "wait_for_previous", "new_group", "name", "description",
     "mdsplit_config", "mdsplit_stats", "mdsplit_trace", "mdsplit_group",
     "mdsplit_group_weight", "continue_on_error",
+    "unlink", "unlink_each_loop",  # refused as the engine refuses them
 }
 # Options that only change what fio reports or how the host runs fio, not
 # the I/O: accepted and ignored.
@@ -67,7 +68,7 @@ REPORTING_ONLY = {
     "stats", "unit_base", "significant_figures", "disk_util", "verify_fatal", "verify_dump",
     "exitall", "clocksource", "gtod_reduce",
     "gtod_cpu", "cpus_allowed", "cpus_allowed_policy", "cpumask", "nice", "uid", "gid",
-    "allow_file_create", "allow_mounted_write", "create_on_open", "fallocate", "unlink",
+    "allow_file_create", "allow_mounted_write", "create_on_open", "fallocate",
     "overwrite", "kb_base", "eta_newline", "status_interval", "verify_backlog_batch",
     "iodepth_batch_complete_min", "iodepth_batch_complete_max", "lat_percentiles",
     "steadystate_check_interval", "max_latency",
@@ -191,6 +192,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
     phase = -1
     all_configs = {}
     job_order, run_writes, allow_mounted = [], {}, {}
+    jobs_info = []  # per job: what the engine's checks across jobs look at
     for index, job in enumerate(jf.jobs):
         _check_options(job)
         o = job.options
@@ -211,6 +213,17 @@ def build_run(job_file, sections=None, seed=None, env=None):
             if not 1 <= gw <= 1000:
                 raise SimulateError(f"mdsplit: mdsplit_group_weight={gw_text} is not a group "
                                     "weight; allowed: an integer 1..1000", 1)
+            for opt in ("unlink", "unlink_each_loop"):
+                if parse_bool(opt, o.get(opt, "0")):
+                    raise SimulateError(
+                        f"mdsplit: {opt}=1: filename= names the virtual device, not a file, so "
+                        "there is nothing to unlink; allowed: unlink=0 and unlink_each_loop=0 "
+                        "(the defaults)", 1)
+            if "mdsplit_group_weight" in o and not o.get("mdsplit_group"):
+                raise SimulateError(
+                    f"mdsplit: mdsplit_group_weight={gw_text} without mdsplit_group: the weight "
+                    "is a group's, and the root group has none; allowed: mdsplit_group=NAME "
+                    "beside it (with device.scheduler = \"bfq\")", 1)
             random, read_pct, trim = _pattern(o)
             bs, bs_max, align = _block_sizes(o)
             direct = parse_bool("direct", o.get("direct", "0"))
@@ -254,6 +267,9 @@ def build_run(job_file, sections=None, seed=None, env=None):
         if writes:
             allow_mounted[config_path] = allow_mounted.get(config_path, True) and \
                 parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
+        jobs_info.append({"name": job.name, "key": key, "config": config_path, "thread": thread,
+                          "writes": writes, "trace": o.get("mdsplit_trace") or "",
+                          "group": o.get("mdsplit_group"), "weight": gw})
         if key not in stack_keys:
             stack_keys[key] = len(stacks)
             # As the engine (trace_dir_of): a forked subjob N traces into DIR.N.
@@ -327,6 +343,8 @@ def build_run(job_file, sections=None, seed=None, env=None):
                 "traces there too, from a device of its own, so one job's blktrace files would "
                 "overwrite the other's; allowed: a directory per job, or thread=1 with the same "
                 "mdsplit_config and filename (one shared device, one set of traces)", 1)
+    _check_shared_device_options(jobs_info)
+    _check_raid5_rivals(jobs_info, job_order, jf.jobs)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
         st["allow_mounted_write"] = allow_mounted.get(st["config"], False)
@@ -359,6 +377,84 @@ def build_run(job_file, sections=None, seed=None, env=None):
             raise SimulateError(msg if msg.startswith("mdsplit:") else "mdsplit: " + msg,
                                 1) from None
     return jf, stacks, specs, meta, base_seed
+
+
+def _check_shared_device_options(jobs_info):
+    """As the engine's mdsplit_setup: the jobs of one shared device (threads
+    naming one stack file and filename) agree on mdsplit_trace, and the jobs
+    of one group on its weight. The first job's view, as fio reports it."""
+    for i, a in enumerate(jobs_info):
+        for b in jobs_info[i + 1:]:
+            if a["key"] != b["key"] or not a["thread"]:
+                continue
+            if a["trace"] != b["trace"]:
+                raise SimulateError(
+                    f"mdsplit: mdsplit_trace: jobs {a['name']} ({a['trace'] or 'none'}) and "
+                    f"{b['name']} ({b['trace'] or 'none'}) share one device (thread=1, the same "
+                    "mdsplit_config and filename), which writes one set of traces; allowed: the "
+                    "same mdsplit_trace (or none) on every job that shares the device", 1)
+            if a["group"] and a["group"] == b["group"] and a["weight"] != b["weight"]:
+                raise SimulateError(
+                    f"mdsplit: mdsplit_group_weight: jobs {a['name']} ({a['weight']}) and "
+                    f"{b['name']} ({b['weight']}) put group {a['group']} of one device at two "
+                    "weights, and a group has one; allowed: the same mdsplit_group_weight on "
+                    "every job of a group", 1)
+
+
+def _member_identities(config_path):
+    """{identity: path} of a stack file's io_uring members (the engine's
+    member_identity(): device number, file, or the path of a file not made yet)."""
+    import tomllib
+    try:
+        with open(config_path, "rb") as f:
+            doc = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return "", {}  # the loader reports it
+    kind = doc.get("device", {}).get("kind", "passthrough")
+    out = {}
+    for m in doc.get("members", []):
+        if m.get("backend", "io_uring") != "io_uring" or "path" not in m:
+            continue
+        path = os.path.join(os.path.dirname(config_path), m["path"])
+        try:
+            st = os.stat(path)
+            ident = (f"dev:{st.st_rdev}" if (st.st_mode & 0o170000) == 0o060000
+                     else f"file:{st.st_dev}:{st.st_ino}")
+        except OSError:
+            ident = "path:" + os.path.normpath(path)
+        out[ident] = os.path.normpath(path)
+    return kind, out
+
+
+def _check_raid5_rivals(jobs_info, job_order, jobs):
+    """As the engine's member_rival(): two devices over one member, one a
+    raid5, in use at once (threads, or jobs fio may run together), and a job
+    that may write: two stripe caches and parities corrupt the array."""
+    members = {}
+    for info in jobs_info:
+        if info["config"] not in members:
+            members[info["config"]] = _member_identities(info["config"])
+    for i, a in enumerate(jobs_info):
+        for j, b in enumerate(jobs_info):
+            if i == j or a["key"] == b["key"] or not (a["writes"] or b["writes"]):
+                continue
+            first, last = min(i, j), max(i, j)
+            overlap = not any(jobs[k].stonewall for k in range(first + 1, last + 1))
+            if not ((a["thread"] and b["thread"]) or overlap):
+                continue
+            kind_a, mem_a = members[a["config"]]
+            kind_b, mem_b = members[b["config"]]
+            if "raid5" not in (kind_a, kind_b):
+                continue
+            shared = [mem_b[ident] for ident in mem_b if ident in mem_a]
+            if shared:
+                raise SimulateError(
+                    f"mdsplit: job {a['name']} and job {b['name']} ({shared[0]}) reach one "
+                    "member through two devices (another mdsplit_config or filename) that may "
+                    "be in use at once, one of them a raid5 with its own stripe cache and "
+                    "parity: writing would corrupt the array; allowed: the same mdsplit_config "
+                    "and filename for both with thread=1 (one shared device), or forked jobs "
+                    "with a stonewall between them", 1)
 
 
 def _may_overlap(job_order, config_path):

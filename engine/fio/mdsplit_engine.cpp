@@ -273,6 +273,26 @@ std::string stack_key(thread_data* td, const std::string& config_path) {
            (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
 }
 
+// A job in self's group on self's device (its stack shared: threads naming
+// the same stack file and filename) that gives the group another weight,
+// or nullptr.
+thread_data* group_weight_rival(thread_data* self, const std::string& config_path) {
+    auto* mine = static_cast<EngineOptions*>(self->eo);
+    if (!mine->group || !*mine->group) return nullptr;
+    std::string key = stack_key(self, config_path);
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        if (!o->config || !o->group || strcmp(o->group, mine->group) != 0 ||
+            stack_key(td, canonical(o->config)) != key)
+            continue;
+        if (o->group_weight != mine->group_weight) return td;
+    }
+    return nullptr;
+}
+
 // fio may run jobs a and b (a before b in job order) at the same time: no
 // job from a's successor to b starts with a stonewall.
 bool may_overlap(thread_data* a, thread_data* b) {
@@ -466,7 +486,22 @@ int mdsplit_setup(thread_data* td) {
         if (o->group && *o->group && config.device.scheduler != SchedulerKind::Bfq)
             throw std::runtime_error("mdsplit: mdsplit_group=" + std::string(o->group) +
                                      " needs device.scheduler = \"bfq\" in " + o->config);
+        // A weight is a group's (io.bfq.weight of its cgroup): it needs one.
+        if (const char* w = option_text(td, "mdsplit_group_weight"); w && !(o->group && *o->group))
+            throw std::runtime_error(
+                std::string("mdsplit: mdsplit_group_weight=") + w +
+                " without mdsplit_group: the weight is a group's, and the root group has "
+                "none; allowed: mdsplit_group=NAME beside it (with device.scheduler = \"bfq\")");
         std::string config_path = canonical(o->config);
+        if (thread_data* other = group_weight_rival(td, config_path))
+            throw std::runtime_error(
+                "mdsplit: mdsplit_group_weight: jobs " +
+                std::string(td->o.name ? td->o.name : "?") + " (" +
+                std::to_string(o->group_weight) + ") and " + (other->o.name ? other->o.name : "?") +
+                " (" + std::to_string(static_cast<EngineOptions*>(other->eo)->group_weight) +
+                ") put group " + o->group +
+                " of one device at two weights, and a group has "
+                "one; allowed: the same mdsplit_group_weight on every job of a group");
         StackUse use = stack_use(td, config_path);
         bool needs_one_owner = config.device.kind == DeviceKind::Raid5 ||
                                config.device.scheduler == SchedulerKind::Bfq;

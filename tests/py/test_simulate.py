@@ -390,3 +390,36 @@ def test_continue_on_error_takes_fios_values(tmp_path, mdsplit_module):
     assert p.returncode == 2
     assert p.stderr.strip() == ("simulate: continue_on_error=sometimes: allowed: none, 0, read, "
                                 "write, io, verify, all, 1")
+
+
+RAID5_FILES = ('[device]\nkind = "raid5"\nchunk = "16k"\n' +
+               "".join(f'[[members]]\npath = "r{i}.img"\nsize = "4m"\n' for i in range(3)))
+CROSS_JOB_REFUSALS = {
+    "unlink": ("null.toml", "[j]\nfilename=md0\nrw=write\nsize=1m\nunlink=1\n"),
+    "weight-without-group": ("null.toml",
+                             "[j]\nfilename=md0\nrw=read\nsize=1m\nmdsplit_group_weight=500\n"),
+    "trace-disagreement": ("null.toml", "[a]\nfilename=md0\nthread=1\nrw=read\nsize=1m\n"
+                           "[b]\nfilename=md0\nthread=1\nrw=read\nsize=1m\nmdsplit_trace=trb\n"),
+    "raid5-two-names": ("r5.toml", "[a]\nfilename=md0\nthread=1\nrw=write\nsize=1m\n"
+                        "[b]\nfilename=md1\nthread=1\nrw=write\nsize=1m\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CROSS_JOB_REFUSALS))
+def test_cross_job_refusals_are_the_engines_lines(tmp_path, engine, mdsplit_module, case):
+    """What the engine refuses across a run's jobs (unlink, a weight without a
+    group, disagreeing traces on one device, two devices over raid5 members)
+    simulate refuses with the line fio prints first, exit 1."""
+    stack, body = CROSS_JOB_REFUSALS[case]
+    write_stack(tmp_path)
+    (tmp_path / "r5.toml").write_text(RAID5_FILES)
+    (tmp_path / "t.fio").write_text(f"[global]\nioengine=external:{engine}\n"
+                                    f"mdsplit_config={stack}\ndirect=1\n" + body)
+    job = tmp_path / "t.fio"
+    p = run_cli([str(job)])
+    assert p.returncode == 1, p.stderr
+    real = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode != 0
+    first = [line for line in real.stderr.splitlines() if line.startswith("mdsplit:")][0]
+    assert p.stderr.strip() == first

@@ -65,6 +65,7 @@ STACKS = {
     "r5": '[device]\nkind = "raid5"\nchunk = "64k"\n' + "".join(
         f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in range(3)),
     "ram": MACROS["{ram4k}"],
+    "bfq": '[device]\nscheduler = "bfq"\n[[members]]\npath = "m0.img"\nsize = "1m"\n',
     "loop": '[[members]]\npath = "{loop}"\n',
     "loop+force": '[[members]]\npath = "{loop}"\nforce = true\n',
     "loop-and-part": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n'
