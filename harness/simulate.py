@@ -353,6 +353,19 @@ def build_run(job_file, sections=None, seed=None, env=None):
     mdsplit = paths.import_mdsplit()
     for config_path, users in all_configs.items():
         forked = [j for j, thread in users if not thread]
+        if forked and _has_ram_members(config_path):
+            # As the engine (forked_writer_and_reader): a forked job reading
+            # what another wrote in its own process's ram would read zeroes.
+            kinds = {info["name"]: info["writes"] for info in jobs_info
+                     if info["config"] == config_path and not info["thread"]}
+            writer = next((n for n, w in kinds.items() if w), None)
+            reader = next((n for n, w in kinds.items() if not w), None)
+            if writer and reader:
+                raise SimulateError(
+                    f"mdsplit: job {reader} reads what job {writer} writes on the ram members of "
+                    f"{os.path.relpath(config_path, base)}, but as forked processes each has its "
+                    "own empty memory; allowed: thread=1 (one device in one process), or members "
+                    "on files", 1)
         if len(users) > 1 and forked and _may_overlap(job_order, config_path):
             text = Path(config_path).read_text()
             # the loader's own view of the stack (kind, scheduler)
@@ -455,6 +468,16 @@ def _check_raid5_rivals(jobs_info, job_order, jobs):
                     "parity: writing would corrupt the array; allowed: the same mdsplit_config "
                     "and filename for both with thread=1 (one shared device), or forked jobs "
                     "with a stonewall between them", 1)
+
+
+def _has_ram_members(config_path):
+    import tomllib
+    try:
+        with open(config_path, "rb") as f:
+            doc = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return False  # the loader reports it
+    return any(m.get("backend") == "ram" for m in doc.get("members", []))
 
 
 def _may_overlap(job_order, config_path):

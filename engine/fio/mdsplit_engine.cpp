@@ -5,6 +5,7 @@
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>  // before fio's headers (they use C11 atomics)
 
 #include <cerrno>
@@ -293,6 +294,27 @@ thread_data* group_weight_rival(thread_data* self, const std::string& config_pat
     return nullptr;
 }
 
+// Among the forked jobs naming self's stack file: one that may write and
+// another that reads what is there without writing it first (it only reads,
+// or verify_only), or nulls.
+std::pair<thread_data*, thread_data*> forked_writer_and_reader(thread_data* self,
+                                                               const std::string& config) {
+    thread_data *writer = nullptr, *reader = nullptr;
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (!td->eo || td->io_ops != self->io_ops || td->o.use_thread) continue;
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        if (!o->config || canonical(o->config) != config) continue;
+        if (td->o.verify_only || !may_write(td)) {
+            if (!reader) reader = td;
+        } else if (!writer) {
+            writer = td;
+        }
+    }
+    return {writer, reader};
+}
+
 // fio may run jobs a and b (a before b in job order) at the same time: no
 // job from a's successor to b starts with a stonewall.
 bool may_overlap(thread_data* a, thread_data* b) {
@@ -514,6 +536,22 @@ int mdsplit_setup(thread_data* td) {
                 (config.device.kind == DeviceKind::Raid5 ? "raid5" : "bfq") +
                 ") and may run at the same time, but it needs one owner: add thread=1 so they "
                 "share it in one process, or stonewall so they run one after another");
+        // Forked jobs each own a copy of the device; on files the copies
+        // share the data, in ram each process has its own empty memory: a
+        // job that reads what another wrote would read zeroes.
+        bool in_memory =
+            std::any_of(config.members.begin(), config.members.end(),
+                        [](const MemberConfig& m) { return m.backend == BackendKind::Ram; });
+        if (in_memory && !td->o.use_thread) {
+            auto [writer, reader] = forked_writer_and_reader(td, config_path);
+            if (writer && reader)
+                throw std::runtime_error(
+                    "mdsplit: job " + std::string(reader->o.name ? reader->o.name : "?") +
+                    " reads what job " + (writer->o.name ? writer->o.name : "?") +
+                    " writes on the ram members of " + o->config +
+                    ", but as forked processes each has its own empty memory; allowed: "
+                    "thread=1 (one device in one process), or members on files");
+        }
         if (std::string rival = member_rival(td, config, stack_key(td, config_path));
             !rival.empty())
             throw std::runtime_error(
