@@ -714,8 +714,19 @@ int mdsplit_init(thread_data* td) {
 // engine's page cache instead.
 int mdsplit_post_init(thread_data* td) {
     EngineData* d = data_of(td);
-    if (d && !d->buffered && td->orig_buffer)
-        d->stack->register_io_buffer(td->orig_buffer, td->orig_buffer_size);
+    // fio reports a failed iomem= allocation (shmget/mmap of huge pages) but
+    // runs the job anyway, with no buffers: the page cache would copy into
+    // an invalid address (the kernel's copy_to_user would return EFAULT).
+    // (A job that only trims moves no data and has none.)
+    bool moves_data = td_read(td) || td_write(td);
+    if (d && moves_data && (!td->orig_buffer || td->orig_buffer == reinterpret_cast<char*>(-1))) {
+        report_error(td,
+                     "mdsplit: the job has no I/O buffers (fio's iomem= allocation failed, "
+                     "see its error above); allowed: an iomem= this machine can provide, such "
+                     "as malloc (the default)");
+        return 1;
+    }
+    if (d && !d->buffered) d->stack->register_io_buffer(td->orig_buffer, td->orig_buffer_size);
     return 0;
 }
 

@@ -96,3 +96,30 @@ verify_only=1
     assert result.returncode == 0, result.stderr
     assert [result.job(n)["error"] for n in ("buffered-write", "direct-write", "buffered-read")] \
         == [0, 0, 0]
+
+
+def test_a_job_whose_buffers_fio_failed_to_allocate_is_refused(engine, workdir):
+    """iomem=shmhuge with no huge pages: fio reports the failed allocation and
+    runs the job without buffers; the engine refuses it with one line (the
+    page cache copied into an invalid address and crashed)."""
+    meminfo = open("/proc/meminfo").read()
+    if "HugePages_Total:       0" not in meminfo:
+        pytest.skip("this machine has huge pages, so fio's iomem=shmhuge allocation succeeds")
+    (workdir / "stack.toml").write_text(STACKS["passthrough"])
+    job = write_job(workdir, "nobuf.fio", f"""
+[j]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+thread=1
+direct=0
+rw=read
+bs=4k
+size=1m
+iomem=shmhuge
+""")
+    result = run_fio(job, check=False, timeout=60)
+    assert result.returncode != 0 and result.returncode < 128, result.stderr
+    assert ("mdsplit: the job has no I/O buffers (fio's iomem= allocation failed, see its error "
+            "above); allowed: an iomem= this machine can provide, such as malloc (the default)"
+            in result.stderr.splitlines()), result.stderr
