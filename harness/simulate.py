@@ -417,12 +417,7 @@ def _check_shared_device_options(jobs_info):
 def _member_identities(config_path):
     """{identity: path} of a stack file's io_uring members (the engine's
     member_identity(): device number, file, or the path of a file not made yet)."""
-    import tomllib
-    try:
-        with open(config_path, "rb") as f:
-            doc = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
-        return "", {}  # the loader reports it
+    doc = _stack_doc(config_path)
     kind = doc.get("device", {}).get("kind", "passthrough")
     out = {}
     for m in doc.get("members", []):
@@ -470,14 +465,19 @@ def _check_raid5_rivals(jobs_info, job_order, jobs):
                     "with a stonewall between them", 1)
 
 
-def _has_ram_members(config_path):
+def _stack_doc(config_path):
+    """The stack file as TOML, or {} when it cannot be read (the loader
+    reports that with its own line)."""
     import tomllib
     try:
         with open(config_path, "rb") as f:
-            doc = tomllib.load(f)
+            return tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError):
-        return False  # the loader reports it
-    return any(m.get("backend") == "ram" for m in doc.get("members", []))
+        return {}
+
+
+def _has_ram_members(config_path):
+    return any(m.get("backend") == "ram" for m in _stack_doc(config_path).get("members", []))
 
 
 def _may_overlap(job_order, config_path):
