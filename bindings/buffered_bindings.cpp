@@ -11,17 +11,21 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "config/config_loader.h"
 #include "core/io_uring/buffered_io.h"
+#include "exclusive_use.h"
+#include "py_args.h"
 #include "sim/buffered_cost_probe.h"
 #include "sim/buffered_workload.h"
 #include "stack/stack.h"
@@ -107,39 +111,61 @@ py::dict costs_to_dict(const BufferedCosts& c) {
     return d;
 }
 
-void costs_from_dict(BufferedCosts& c, const py::dict& d) {
-    for (auto item : d) {
-        std::string key = py::str(item.first);
-        if (key == "cpus") {
-            c.cpus = item.second.cast<uint32_t>();
-            if (!c.cpus) throw py::value_error("costs: cpus must be >= 1");
-            continue;
-        }
-        bool found = false;
-        for (const CostField& f : kCostFields)
-            if (key == f.name) {
-                c.*(f.field) = item.second.cast<uint64_t>();
-                found = true;
-            }
-        if (!found) throw py::key_error("costs: unknown key \"" + key + "\"");
+// The most CPUs a costs dict may model: x86-64's CONFIG_NR_CPUS limit
+// (io-wq's bound, 4 x cpus, must also fit its 32 bits).
+constexpr uint64_t kMaxCpus = 8192;
+
+// `d` over `c`, all or nothing: every key and value is checked before any is
+// applied, so a refused dict leaves the costs as they were.
+void costs_from_dict(BufferedCosts& c, py::handle d) {
+    std::set<std::string> keys = {"cpus"};
+    for (const CostField& f : kCostFields) keys.insert(f.name);
+    py_args::Args a(d, "set_costs: costs");
+    a.allow(keys);
+    BufferedCosts next = c;
+    next.cpus = uint32_t(a.integer("cpus", next.cpus, 1, kMaxCpus));
+    for (const CostField& f : kCostFields) next.*(f.field) = a.cost_ns(f.name, next.*(f.field));
+    c = next;
+}
+
+// The [page_cache] overrides of the constructor, checked as the TOML keys
+// are (config_loader.cpp, read_page_cache(), whose rule is not reachable
+// from here): a cache of a whole number of 4 KiB pages, > 0, and a
+// readahead of whole pages, at most 1 GiB.
+void override_page_cache(PageCacheConfig& cache, std::optional<uint64_t> ra_kb,
+                         std::optional<uint64_t> cache_size) {
+    if (ra_kb) {
+        const std::string allowed = "a multiple of 4, 0..1048576 (0 turns readahead off)";
+        if (*ra_kb > (1u << 20))
+            py_args::fail("ra_kb", std::to_string(*ra_kb) + " is out of range", allowed);
+        if (*ra_kb % (kPageSize / 1024))
+            py_args::fail("ra_kb", std::to_string(*ra_kb) + " KiB is not a whole number of pages",
+                          allowed);
+        cache.ra_kb = uint32_t(*ra_kb);
+    }
+    if (cache_size) {
+        if (*cache_size == 0 || *cache_size % kPageSize)
+            py_args::fail("cache_size",
+                          std::to_string(*cache_size) + " bytes is not a whole number of pages",
+                          "a multiple of 4096 > 0");
+        cache.size_bytes = *cache_size;
     }
 }
 
 class BufferedSimulation {
 public:
+    static constexpr const char* kName = "BufferedSimulation";
+    InUse in_use;  // every bound method holds it: run_workload runs without the GIL
+
     BufferedSimulation(const std::string& toml, const std::string& base_dir, bool is_file,
                        const std::string& label, const std::string& trace_dir,
                        std::optional<std::string> variant, std::optional<bool> rasync,
-                       std::optional<uint32_t> ra_kb, std::optional<uint64_t> cache_size,
+                       std::optional<uint64_t> ra_kb, std::optional<uint64_t> cache_size,
                        bool record_paths) {
         config_ = is_file ? load_stack_file(toml) : load_stack_text(toml, base_dir, "<text>");
         if (variant) config_.page_cache.variant = parse_variant(*variant);
         if (rasync) config_.page_cache.rasync = *rasync;
-        if (ra_kb) {
-            if (*ra_kb % 4) throw py::value_error("ra_kb: must be a whole number of 4 KiB pages");
-            config_.page_cache.ra_kb = *ra_kb;
-        }
-        if (cache_size) config_.page_cache.size_bytes = *cache_size;
+        override_page_cache(config_.page_cache, ra_kb, cache_size);
         StackOptions so;
         so.label = label;
         so.trace_dir = trace_dir;
@@ -153,18 +179,21 @@ public:
     uint64_t now_ns() const { return clock_.now_ns(); }
 
     uint64_t submit(const std::string& op, uint64_t offset, uint64_t length, py::object data) {
-        stack_->begin_batch(task_);
-        uint64_t cookie = queue_one(op, offset, length, data);
-        stack_->commit(task_);
-        return cookie;
+        std::vector<Request> one;
+        one.push_back(prepare(op, offset, length, data, "submit"));
+        return queue_all(one)[0];
     }
 
+    // Every I/O is checked (and its buffer made) before any is queued.
     py::list submit_batch(const std::vector<std::tuple<std::string, uint64_t, uint64_t>>& ios) {
+        std::vector<Request> requests;
+        for (size_t i = 0; i < ios.size(); i++) {
+            auto& [op, offset, length] = ios[i];
+            std::string where = "submit_batch: ios[" + std::to_string(i) + "]";
+            requests.push_back(prepare(op, offset, length, py::none(), where));
+        }
         py::list cookies;
-        stack_->begin_batch(task_);
-        for (auto& [op, offset, length] : ios)
-            cookies.append(queue_one(op, offset, length, py::none()));
-        stack_->commit(task_);
+        for (uint64_t cookie : queue_all(requests)) cookies.append(cookie);
         return cookies;
     }
 
@@ -212,10 +241,12 @@ public:
     }
 
     // Direct I/O (what the members hold), bypassing the page cache.
+    // The bytes read, as read(): fewer than `length` past the end of the device.
     py::bytes direct_read(uint64_t offset, uint64_t length) {
         auto buf = aligned(length);
-        sync_io(Op::Read, offset, length, buf.get(), false);
-        return py::bytes(reinterpret_cast<const char*>(buf.get()), length);
+        IoCompletion c = sync_io(Op::Read, offset, length, buf.get(), false);
+        return py::bytes(reinterpret_cast<const char*>(buf.get()),
+                         length - std::min(length, c.resid));
     }
 
     void direct_write(uint64_t offset, py::bytes data) {
@@ -232,7 +263,8 @@ public:
                           uint64_t total, uint64_t offset, uint64_t batch, uint64_t seed,
                           bool end_fsync) {
         BufferedWorkloadSpec spec;
-        set_closed_loop(spec, rw, /*discard=*/false, bs, iodepth, size, total, offset, batch, seed);
+        set_closed_loop(spec, "run_workload", rw, /*discard=*/false, bs, iodepth, size, total,
+                        offset, batch, seed);
         spec.end_fsync = end_fsync;
         BufferedWorkloadResult r;
         {
@@ -255,8 +287,11 @@ public:
     }
     py::object page_cache_stats() const { return stats()["page_cache"]; }
     py::dict costs() { return costs_to_dict(io().costs()); }
-    void set_costs(const py::dict& d) { costs_from_dict(io().costs(), d); }
-    void set_iodepth(uint32_t depth) { io().set_iodepth(depth); }
+    void set_costs(py::object d) { costs_from_dict(io().costs(), d); }
+    void set_iodepth(uint64_t depth) {
+        io().set_iodepth(
+            uint32_t(py_args::checked(depth, "set_iodepth: iodepth", 1, py_args::kMaxIodepth)));
+    }
     uint32_t max_workers() { return io().max_workers(); }
     void set_fadvise_random(bool on) { io().set_fadvise_random(on); }
     void set_record_paths(bool on) { io().set_record_paths(on); }
@@ -278,31 +313,69 @@ private:
         Buffer buffer;
     };
 
-    uint64_t queue_one(const std::string& op, uint64_t offset, uint64_t length, py::object data) {
-        uint64_t cookie = next_cookie_++;
-        if (op == "fsync") {
-            stack_->fsync(task_, cookie);
-            return cookie;
+    // One I/O of submit()/submit_batch(), checked, with its buffer: the
+    // caller's data, or zeros (a read), or a pattern of its cookie (a write
+    // without data, filled once the cookie is known).
+    struct Request {
+        bool fsync = false;
+        Op op = Op::Read;
+        uint64_t offset = 0, length = 0;
+        Buffer buffer;
+        bool has_data = false;
+    };
+
+    // The caller's bytes for a write of `length` (ValueError for anything else).
+    static std::string write_data(const std::string& op, uint64_t length, py::handle data,
+                                  const std::string& where) {
+        if (op != "write") py_args::fail(where + ": data", "given for " + op, "None");
+        if (!py::isinstance<py::bytes>(data))
+            py_args::fail(where + ": data", "expected bytes, got " + py_args::type_name(data),
+                          "bytes");
+        std::string s = data.cast<std::string>();
+        if (s.size() != length)
+            py_args::fail(
+                where + ": data",
+                std::to_string(s.size()) + " bytes for a length of " + std::to_string(length),
+                "bytes of the length given");
+        return s;
+    }
+
+    static Request prepare(const std::string& op, uint64_t offset, uint64_t length, py::object data,
+                           const std::string& where) {
+        Request r;
+        r.offset = offset;
+        r.length = length;
+        r.fsync = op == "fsync";
+        if (!r.fsync && op != "read" && op != "write")
+            py_args::fail(where + ": op", "\"" + op + "\"", "\"read\" | \"write\" | \"fsync\"");
+        r.op = op == "write" ? Op::Write : Op::Read;
+        r.has_data = !data.is_none();
+        std::string bytes = r.has_data ? write_data(op, length, data, where) : "";
+        if (r.fsync) return r;
+        r.buffer = aligned(length);
+        memcpy(r.buffer.get(), bytes.data(), bytes.size());
+        return r;
+    }
+
+    // Queues checked requests in one plug: nothing left to fail with it open.
+    std::vector<uint64_t> queue_all(std::vector<Request>& requests) {
+        std::vector<uint64_t> cookies;
+        stack_->begin_batch(task_);
+        for (Request& r : requests) {
+            uint64_t cookie = next_cookie_++;
+            cookies.push_back(cookie);
+            if (r.fsync) {
+                stack_->fsync(task_, cookie);
+                continue;
+            }
+            uint8_t* p = r.buffer.get();
+            if (r.op == Op::Write && !r.has_data)
+                for (uint64_t i = 0; i < r.length; i++) p[i] = uint8_t(cookie + i);
+            pending_[cookie] = Pending{r.op, r.length, std::move(r.buffer)};
+            stack_->queue_buffered(task_, r.op, r.offset, r.length, p, cookie);
         }
-        Op o;
-        if (op == "read")
-            o = Op::Read;
-        else if (op == "write")
-            o = Op::Write;
-        else
-            throw py::value_error("op: \"" + op + "\"; allowed: \"read\" | \"write\" | \"fsync\"");
-        Buffer buf = aligned(length);
-        if (!data.is_none()) {
-            std::string s = data.cast<py::bytes>();
-            if (s.size() != length) throw py::value_error("data: length does not match");
-            memcpy(buf.get(), s.data(), length);
-        } else if (o == Op::Write) {
-            for (uint64_t i = 0; i < length; i++) buf.get()[i] = uint8_t(cookie + i);
-        }
-        uint8_t* p = buf.get();
-        pending_[cookie] = Pending{o, length, std::move(buf)};
-        stack_->queue_buffered(task_, o, offset, length, p, cookie);
-        return cookie;
+        stack_->commit(task_);
+        return cookies;
     }
 
     IoCompletion sync_io(Op op, uint64_t offset, uint64_t length, uint8_t* buf, bool buffered) {
@@ -341,7 +414,7 @@ void register_buffered(py::module_& m) {
         .def(py::init([](const std::string& toml, const std::string& base_dir,
                          const std::string& label, const std::string& trace_dir,
                          std::optional<std::string> variant, std::optional<bool> rasync,
-                         std::optional<uint32_t> ra_kb, std::optional<uint64_t> cache_size,
+                         std::optional<uint64_t> ra_kb, std::optional<uint64_t> cache_size,
                          bool record_paths) {
                  return std::make_unique<BufferedSimulation>(toml, base_dir, false, label,
                                                              trace_dir, variant, rasync, ra_kb,
@@ -351,12 +424,15 @@ void register_buffered(py::module_& m) {
              py::arg("trace_dir") = "", py::arg("variant") = py::none(),
              py::arg("rasync") = py::none(), py::arg("ra_kb") = py::none(),
              py::arg("cache_size") = py::none(), py::arg("record_paths") = true,
-             "TOML text; variant/rasync/ra_kb/cache_size override its [page_cache].")
+             "TOML text; variant/rasync/ra_kb/cache_size override its [page_cache], checked as its "
+             "keys are: ra_kb a multiple of 4 up to 1048576, cache_size a multiple of 4096 > 0. "
+             "One call at a time per object: a call from another thread while one runs (such as "
+             "run_workload, which releases the GIL) raises RuntimeError.")
         .def_static(
             "from_file",
             [](const std::string& path, const std::string& label, const std::string& trace_dir,
                std::optional<std::string> variant, std::optional<bool> rasync,
-               std::optional<uint32_t> ra_kb, std::optional<uint64_t> cache_size,
+               std::optional<uint64_t> ra_kb, std::optional<uint64_t> cache_size,
                bool record_paths) {
                 return std::make_unique<BufferedSimulation>(path, "", true, label, trace_dir,
                                                             variant, rasync, ra_kb, cache_size,
@@ -366,38 +442,49 @@ void register_buffered(py::module_& m) {
             py::arg("variant") = py::none(), py::arg("rasync") = py::none(),
             py::arg("ra_kb") = py::none(), py::arg("cache_size") = py::none(),
             py::arg("record_paths") = true)
-        .def_property_readonly("size", &BufferedSimulation::size)
-        .def_property_readonly("now_ns", &BufferedSimulation::now_ns)
-        .def_property_readonly("max_workers", &BufferedSimulation::max_workers)
-        .def("submit", &BufferedSimulation::submit, py::arg("op"), py::arg("offset") = 0,
+        .def_property_readonly("size", exclusive(&BufferedSimulation::size))
+        .def_property_readonly("now_ns", exclusive(&BufferedSimulation::now_ns))
+        .def_property_readonly("max_workers", exclusive(&BufferedSimulation::max_workers))
+        .def("submit", exclusive(&BufferedSimulation::submit), py::arg("op"), py::arg("offset") = 0,
              py::arg("length") = 0, py::arg("data") = py::none(),
              "One buffered I/O (\"read\", \"write\" or \"fsync\") in its own plug; returns its "
              "cookie.")
-        .def("submit_batch", &BufferedSimulation::submit_batch, py::arg("ios"))
-        .def("fsync", &BufferedSimulation::fsync)
+        .def("submit_batch", exclusive(&BufferedSimulation::submit_batch), py::arg("ios"))
+        .def("fsync", exclusive(&BufferedSimulation::fsync))
         .def(
-            "run", &BufferedSimulation::run,
+            "run", exclusive(&BufferedSimulation::run),
             "Runs until idle; the completions since last time, with \"data\" (reads) and \"path\".")
-        .def("read", &BufferedSimulation::read, py::arg("offset"), py::arg("length"))
-        .def("write", &BufferedSimulation::write, py::arg("offset"), py::arg("data"))
-        .def("direct_read", &BufferedSimulation::direct_read, py::arg("offset"), py::arg("length"))
-        .def("direct_write", &BufferedSimulation::direct_write, py::arg("offset"), py::arg("data"))
-        .def("sync", &BufferedSimulation::sync, "Writes back every dirty page and waits.")
-        .def("invalidate", &BufferedSimulation::invalidate, "sync(), then drops the clean pages.")
-        .def("run_workload", &BufferedSimulation::run_workload, py::arg("rw"), py::arg("bs") = 4096,
-             py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0,
-             py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1,
+        .def("read", exclusive(&BufferedSimulation::read), py::arg("offset"), py::arg("length"))
+        .def("write", exclusive(&BufferedSimulation::write), py::arg("offset"), py::arg("data"))
+        .def("direct_read", exclusive(&BufferedSimulation::direct_read), py::arg("offset"),
+             py::arg("length"))
+        .def("direct_write", exclusive(&BufferedSimulation::direct_write), py::arg("offset"),
+             py::arg("data"))
+        .def("sync", exclusive(&BufferedSimulation::sync),
+             "Writes back every dirty page and waits.")
+        .def("invalidate", exclusive(&BufferedSimulation::invalidate),
+             "sync(), then drops the clean pages.")
+        .def("run_workload", exclusive(&BufferedSimulation::run_workload), py::arg("rw"),
+             py::arg("bs") = 4096, py::arg("iodepth") = 1, py::arg("size") = 0,
+             py::arg("total") = 0, py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1,
              py::arg("end_fsync") = false,
-             "fio's loop (ioengine=io_uring, direct=0) with fio's own CPU cost on the submitter.")
-        .def("paths", &BufferedSimulation::paths, "Paths recorded since the last run()/paths().")
-        .def("stats", &BufferedSimulation::stats)
-        .def("page_cache_stats", &BufferedSimulation::page_cache_stats)
-        .def("cache_state", &BufferedSimulation::cache_state)
-        .def("costs", &BufferedSimulation::costs, "The modelled per-step costs (ns) and cpus.")
-        .def("set_costs", &BufferedSimulation::set_costs, py::arg("costs"))
-        .def("set_iodepth", &BufferedSimulation::set_iodepth, py::arg("iodepth"))
-        .def("set_fadvise_random", &BufferedSimulation::set_fadvise_random, py::arg("on"))
-        .def("set_record_paths", &BufferedSimulation::set_record_paths, py::arg("on"));
+             "fio's loop (ioengine=io_uring, direct=0) with fio's own CPU cost on the submitter; "
+             "iodepth and batch 1..65536. Runs without the GIL.")
+        .def("paths", exclusive(&BufferedSimulation::paths),
+             "Paths recorded since the last run()/paths().")
+        .def("stats", exclusive(&BufferedSimulation::stats))
+        .def("page_cache_stats", exclusive(&BufferedSimulation::page_cache_stats))
+        .def("cache_state", exclusive(&BufferedSimulation::cache_state))
+        .def("costs", exclusive(&BufferedSimulation::costs),
+             "The modelled per-step costs (ns) and cpus.")
+        .def("set_costs", exclusive(&BufferedSimulation::set_costs), py::arg("costs"),
+             "Changes some costs: each in ns, at most 10**9 (a second), cpus 1..8192. All or "
+             "nothing: "
+             "an unknown key (UnknownKeyError, a ValueError) or a bad value changes none.")
+        .def("set_iodepth", exclusive(&BufferedSimulation::set_iodepth), py::arg("iodepth"))
+        .def("set_fadvise_random", exclusive(&BufferedSimulation::set_fadvise_random),
+             py::arg("on"))
+        .def("set_record_paths", exclusive(&BufferedSimulation::set_record_paths), py::arg("on"));
 
     m.def("buffered_variants", [] {
         return std::vector<std::string>{"pre-c8d317aa", "c8d317aa", "forced-ra"};
@@ -408,11 +495,14 @@ void register_buffered(py::module_& m) {
         "table.");
     m.def(
         "measure_buffered_costs",
-        [](const std::string& scratch_dir, uint32_t reads, uint32_t wakeups) {
+        [](const std::string& scratch_dir, uint64_t reads, uint64_t wakeups) {
             BufferedCostProbeOptions o;
             o.scratch_dir = scratch_dir;
-            o.reads = reads;
-            o.wakeups = wakeups;
+            // No sample would make a figure of 0.
+            o.reads = uint32_t(
+                py_args::checked(reads, "measure_buffered_costs: reads", 1, py_args::kU32Max));
+            o.wakeups = uint32_t(
+                py_args::checked(wakeups, "measure_buffered_costs: wakeups", 1, py_args::kU32Max));
             BufferedCosts c;
             {
                 py::gil_scoped_release release;

@@ -3,16 +3,18 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "config/config_loader.h"
 #include "core/trace/blktrace_writer.h"
+#include "exclusive_use.h"
+#include "py_args.h"
 #include "sim/workload.h"
 #include "stack/stack.h"
 #include "workload_args.h"
@@ -22,11 +24,11 @@ using namespace mdsplit;
 
 namespace {
 
-Op parse_op(const std::string& op) {
+Op parse_op(const std::string& op, const std::string& where) {
     if (op == "read") return Op::Read;
     if (op == "write") return Op::Write;
     if (op == "discard") return Op::Discard;
-    throw py::value_error("op: \"" + op + "\"; allowed: \"read\" | \"write\" | \"discard\"");
+    py_args::fail(where, "\"" + op + "\"", "\"read\" | \"write\" | \"discard\"");
 }
 
 py::object json_loads(const std::string& text) {
@@ -52,9 +54,29 @@ py::dict event_to_dict(const TraceEvent& e) {
     return d;
 }
 
+// run_workloads()'s task keys, its spec from one task dict.
+WorkloadSpec task_spec(const py_args::Args& a, size_t index) {
+    a.allow({"rw", "bs", "iodepth", "size", "offset", "total", "batch", "seed", "pid", "start_ns",
+             "runtime_ns", "think_ns", "group", "group_weight", "prio", "prioclass", "name"});
+    WorkloadSpec spec;
+    set_closed_loop(spec, a.where(), a.required_string("rw"), /*discard=*/true,
+                    a.integer("bs", 4096), a.integer("iodepth", 1), a.integer("size", 0),
+                    a.integer("total", 0), a.integer("offset", 0), a.integer("batch", 1),
+                    a.integer("seed", 1 + index));
+    spec.pid = uint32_t(a.integer("pid", 1000 + index, 0, py_args::kU32Max));
+    spec.start_ns = a.time_ns("start_ns");
+    spec.runtime_ns = a.time_ns("runtime_ns");
+    spec.think_ns = a.time_ns("think_ns");
+    spec.sched = py_args::sched_identity(a);
+    return spec;
+}
+
 // A stack on a virtual clock, with every trace event recorded.
 class Simulation {
 public:
+    static constexpr const char* kName = "Simulation";
+    InUse in_use;  // every bound method holds it (exclusive_use.h)
+
     Simulation(const std::string& toml, const std::string& base_dir, bool is_file,
                const std::string& label, const std::string& trace_dir) {
         config_ = is_file ? load_stack_file(toml) : load_stack_text(toml, base_dir, "<text>");
@@ -73,29 +95,19 @@ public:
     // Submits one I/O now (inside one plug) and returns its cookie; run()
     // or wait() completes it.
     uint64_t submit(const std::string& op, uint64_t offset, uint64_t length) {
-        auto buf = aligned(length);
-        uint64_t cookie = next_cookie_++;
-        uint8_t* p = buf.get();
-        buffers_[cookie] = std::move(buf);
-        stack_->begin_batch(task_);
-        stack_->queue(task_, parse_op(op), offset, length, p, cookie);
-        stack_->commit(task_);
-        return cookie;
+        return queue_all({Request{parse_op(op, "submit: op"), offset, length}})[0];
     }
 
     // Several I/Os in one plug (one fio batch): [(op, offset, length), ...].
     py::list submit_batch(const std::vector<std::tuple<std::string, uint64_t, uint64_t>>& ios) {
-        py::list cookies;
-        stack_->begin_batch(task_);
-        for (auto& [op, offset, length] : ios) {
-            auto buf = aligned(length);
-            uint64_t cookie = next_cookie_++;
-            uint8_t* p = buf.get();
-            buffers_[cookie] = std::move(buf);
-            stack_->queue(task_, parse_op(op), offset, length, p, cookie);
-            cookies.append(cookie);
+        std::vector<Request> requests;
+        for (size_t i = 0; i < ios.size(); i++) {
+            auto& [op, offset, length] = ios[i];
+            std::string where = "submit_batch: ios[" + std::to_string(i) + "]: op";
+            requests.push_back(Request{parse_op(op, where), offset, length});
         }
-        stack_->commit(task_);
+        py::list cookies;
+        for (uint64_t cookie : queue_all(requests)) cookies.append(cookie);
         return cookies;
     }
 
@@ -122,16 +134,20 @@ public:
         sync_io(Op::Write, offset, s.size(), buf.get());
     }
 
+    // The bytes read: fewer than `length` past the end of the device (a
+    // short read), never zero padding that the device does not hold.
     py::bytes read(uint64_t offset, uint64_t length) {
-        auto buf = aligned(length);
-        sync_io(Op::Read, offset, length, buf.get());
-        return py::bytes(reinterpret_cast<const char*>(buf.get()), length);
+        auto buf = io_buffer(offset, length);
+        IoCompletion c = sync_io(Op::Read, offset, length, buf.get());
+        return py::bytes(reinterpret_cast<const char*>(buf.get()),
+                         length - std::min(length, c.resid));
     }
 
     py::dict run_workload(const std::string& rw, uint64_t bs, uint64_t iodepth, uint64_t size,
                           uint64_t total, uint64_t offset, uint64_t batch, uint64_t seed) {
         WorkloadSpec spec;
-        set_closed_loop(spec, rw, /*discard=*/true, bs, iodepth, size, total, offset, batch, seed);
+        set_closed_loop(spec, "run_workload", rw, /*discard=*/true, bs, iodepth, size, total,
+                        offset, batch, seed);
         WorkloadResult r = mdsplit::run_workload(*stack_, spec);
         return io_tally_dict(r);
     }
@@ -140,70 +156,15 @@ public:
     // [{"rw": "randwrite", "bs": 4096, "iodepth": 1, "group": "g1",
     //   "group_weight": 100, "prio": 4, "prioclass": "be", "start_ns": 0,
     //   "runtime_ns": 0, "size": 0, "offset": 0, "total": 0, ...}, ...]
-    // -> one result dict per task, in order.
+    // -> one result dict per task, in order. Every task is read and checked
+    // before any runs.
     py::list run_workloads(const py::list& tasks) {
-        static const std::set<std::string> kKeys = {
-            "rw",    "bs",           "iodepth", "size",      "offset",     "total",
-            "batch", "seed",         "pid",     "start_ns",  "runtime_ns", "think_ns",
-            "group", "group_weight", "prio",    "prioclass", "name"};
         std::vector<WorkloadSpec> specs;
         std::vector<std::string> names;
-        size_t i = 0;
-        for (const py::handle& h : tasks) {
-            py::dict d = py::reinterpret_borrow<py::dict>(h);
-            for (const auto& kv : d) {
-                std::string key = py::str(kv.first);
-                if (!kKeys.count(key))
-                    throw py::value_error("run_workloads: task " + std::to_string(i) +
-                                          ": unknown key \"" + key + "\"");
-            }
-            auto get_u64 = [&](const char* key, uint64_t def) {
-                return d.contains(key) ? d[key].cast<uint64_t>() : def;
-            };
-            if (!d.contains("rw"))
-                throw py::value_error("run_workloads: task " + std::to_string(i) +
-                                      ": \"rw\" is required");
-            std::string rw = d["rw"].cast<std::string>();
-            WorkloadSpec spec;
-            set_rw(spec, rw, /*discard=*/true);
-            spec.block_size = get_u64("bs", 4096);
-            spec.iodepth = uint32_t(get_u64("iodepth", 1));
-            spec.size = get_u64("size", 0);
-            spec.offset = get_u64("offset", 0);
-            spec.total_bytes = get_u64("total", 0);
-            spec.batch = uint32_t(get_u64("batch", 1));
-            spec.seed = get_u64("seed", 1 + i);
-            spec.pid = uint32_t(get_u64("pid", 1000 + i));
-            spec.start_ns = get_u64("start_ns", 0);
-            spec.runtime_ns = get_u64("runtime_ns", 0);
-            spec.think_ns = get_u64("think_ns", 0);
-            if (d.contains("group")) spec.sched.group = d["group"].cast<std::string>();
-            spec.sched.group_weight = uint32_t(get_u64("group_weight", 100));
-            if (spec.sched.group_weight < 1 || spec.sched.group_weight > 1000)
-                throw py::value_error("run_workloads: group_weight must be 1..1000");
-            uint64_t prio = get_u64("prio", 4);
-            if (prio > 7) throw py::value_error("run_workloads: prio must be 0..7");
-            spec.sched.ioprio = uint8_t(prio);
-            if (d.contains("prioclass")) {
-                py::object c = d["prioclass"];
-                std::string cls = py::isinstance<py::str>(c) ? c.cast<std::string>()
-                                                             : std::to_string(c.cast<int>());
-                if (cls == "0" || cls == "none")
-                    spec.sched.ioprio_class = IoprioClass::None;
-                else if (cls == "1" || cls == "rt")
-                    spec.sched.ioprio_class = IoprioClass::RT;
-                else if (cls == "2" || cls == "be")
-                    spec.sched.ioprio_class = IoprioClass::BE;
-                else if (cls == "3" || cls == "idle")
-                    spec.sched.ioprio_class = IoprioClass::Idle;
-                else
-                    throw py::value_error("run_workloads: prioclass \"" + cls +
-                                          "\"; allowed: rt|be|idle|none or 0..3");
-            }
-            names.push_back(d.contains("name") ? d["name"].cast<std::string>()
-                                               : "task" + std::to_string(i));
-            specs.push_back(spec);
-            i++;
+        for (size_t i = 0; i < tasks.size(); i++) {
+            py_args::Args a(tasks[i], "run_workloads: tasks[" + std::to_string(i) + "]");
+            specs.push_back(task_spec(a, i));
+            names.push_back(a.string("name", "task" + std::to_string(i)));
         }
         std::vector<WorkloadResult> results = mdsplit::run_workloads(*stack_, specs);
         py::list out;
@@ -244,13 +205,44 @@ private:
         void operator()(uint8_t* p) const { free(p); }
     };
     using Buffer = std::unique_ptr<uint8_t, Free>;
+    struct Request {
+        Op op;
+        uint64_t offset, length;
+    };
+
     static Buffer aligned(uint64_t length) {
         void* p = nullptr;
         if (posix_memalign(&p, 4096, length ? length : 1)) throw std::bad_alloc();
         memset(p, 0, length);
         return Buffer(static_cast<uint8_t*>(p));
     }
-    void sync_io(Op op, uint64_t offset, uint64_t length, uint8_t* buf) {
+    // The buffer of a direct I/O: the stack moves no byte past its end (a
+    // read there is cut short, a write refused), so neither does the buffer,
+    // and read(0, 2**40) of a small device does not allocate a TiB.
+    Buffer io_buffer(uint64_t offset, uint64_t length) const {
+        uint64_t end = size();
+        return aligned(offset >= end ? 0 : std::min(length, end - offset));
+    }
+
+    // Queues already checked requests in one plug; their cookies. Buffers
+    // are allocated first, so nothing can fail with the plug open.
+    std::vector<uint64_t> queue_all(const std::vector<Request>& requests) {
+        std::vector<Buffer> bufs;
+        for (const Request& r : requests) bufs.push_back(io_buffer(r.offset, r.length));
+        std::vector<uint64_t> cookies;
+        stack_->begin_batch(task_);
+        for (size_t i = 0; i < requests.size(); i++) {
+            uint64_t cookie = next_cookie_++;
+            uint8_t* p = bufs[i].get();
+            buffers_[cookie] = std::move(bufs[i]);
+            stack_->queue(task_, requests[i].op, requests[i].offset, requests[i].length, p, cookie);
+            cookies.push_back(cookie);
+        }
+        stack_->commit(task_);
+        return cookies;
+    }
+
+    IoCompletion sync_io(Op op, uint64_t offset, uint64_t length, uint8_t* buf) {
         TaskContext task;
         task.pid = task_.pid;
         stack_->begin_batch(task);
@@ -262,6 +254,7 @@ private:
         if (task.completions[0].error)
             throw std::runtime_error(std::string("mdsplit: I/O failed: ") +
                                      strerror(-task.completions[0].error));
+        return task.completions[0];
     }
 
     StackConfig config_;
@@ -289,6 +282,7 @@ PYBIND11_MODULE(mdsplit, m) {
     m.doc() = "mdsplit: a userspace block-layer laboratory (virtual-time core)";
     m.attr("__version__") = MDSPLIT_VERSION;  // CMakeLists.txt project(VERSION)
     py::register_exception<ConfigError>(m, "ConfigError", PyExc_ValueError);
+    py_args::register_errors(m);
 
     py::class_<Simulation>(m, "Simulation")
         .def(py::init([](const std::string& toml, const std::string& base_dir,
@@ -296,30 +290,43 @@ PYBIND11_MODULE(mdsplit, m) {
                  return std::make_unique<Simulation>(toml, base_dir, false, label, trace_dir);
              }),
              py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0",
-             py::arg("trace_dir") = "", "A stack described by TOML text, on a virtual clock.")
+             py::arg("trace_dir") = "",
+             "A stack described by TOML text, on a virtual clock. One call at a time per object: "
+             "a call from another thread while one runs raises RuntimeError.")
         .def_static(
             "from_file",
             [](const std::string& path, const std::string& label, const std::string& trace_dir) {
                 return std::make_unique<Simulation>(path, "", true, label, trace_dir);
             },
             py::arg("path"), py::arg("label") = "md0", py::arg("trace_dir") = "")
-        .def_property_readonly("size", &Simulation::size)
-        .def_property_readonly("now_ns", &Simulation::now_ns)
-        .def("submit", &Simulation::submit, py::arg("op"), py::arg("offset"), py::arg("length"))
-        .def("submit_batch", &Simulation::submit_batch, py::arg("ios"))
-        .def("run", &Simulation::run)
-        .def("read", &Simulation::read, py::arg("offset"), py::arg("length"))
-        .def("write", &Simulation::write, py::arg("offset"), py::arg("data"))
-        .def("run_workload", &Simulation::run_workload, py::arg("rw"), py::arg("bs"),
+        .def_property_readonly("size", exclusive(&Simulation::size))
+        .def_property_readonly("now_ns", exclusive(&Simulation::now_ns))
+        .def("submit", exclusive(&Simulation::submit), py::arg("op"), py::arg("offset"),
+             py::arg("length"))
+        .def("submit_batch", exclusive(&Simulation::submit_batch), py::arg("ios"),
+             "Several I/Os in one plug: [(op, offset, length), ...]; every op is checked before "
+             "any is queued.")
+        .def("run", exclusive(&Simulation::run))
+        .def("read", exclusive(&Simulation::read), py::arg("offset"), py::arg("length"),
+             "The bytes read: fewer than length when the read runs past the end of the device.")
+        .def("write", exclusive(&Simulation::write), py::arg("offset"), py::arg("data"))
+        .def("run_workload", exclusive(&Simulation::run_workload), py::arg("rw"), py::arg("bs"),
              py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0,
-             py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1)
-        .def("run_workloads", &Simulation::run_workloads, py::arg("tasks"),
-             "Runs several closed-loop tasks concurrently (each its own pid, group, group_weight, "
-             "prio/prioclass, start_ns, runtime_ns, ...); returns one result dict per task.")
-        .def("stats", &Simulation::stats)
-        .def("events", &Simulation::events, py::arg("device") = "", py::arg("actions") = "")
-        .def("clear_events", &Simulation::clear_events)
-        .def("flush_traces", &Simulation::flush_traces);
+             py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1,
+             "A closed-loop workload, as one fio job; iodepth and batch are 1..65536.")
+        .def("run_workloads", exclusive(&Simulation::run_workloads), py::arg("tasks"),
+             "Runs several closed-loop tasks concurrently (each its own pid, group, group_weight "
+             "1..1000, prio 0..7, prioclass rt|be|idle|none or 0..3, iodepth and batch 1..65536, "
+             "start_ns, runtime_ns, think_ns at most 2**60 ns, ...); returns one result dict per "
+             "task. A task with runtime_ns and no total runs until that time: on a stack whose "
+             "I/O takes no virtual time (no timing model, no think_ns) it never would, and is "
+             "refused with ValueError once 65536 I/Os past its iodepth completed at one instant. "
+             "A run whose clock passes 2**62 ns is refused alike, once its I/O has drained.")
+        .def("stats", exclusive(&Simulation::stats))
+        .def("events", exclusive(&Simulation::events), py::arg("device") = "",
+             py::arg("actions") = "")
+        .def("clear_events", exclusive(&Simulation::clear_events))
+        .def("flush_traces", exclusive(&Simulation::flush_traces));
 
     m.def("read_blktrace", &read_blktrace, py::arg("path"),
           "Reads a blktrace file written by the engine into a list of event dicts.");

@@ -7,12 +7,13 @@
 
 #include <sys/stat.h>
 
+#include <array>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "config/config_loader.h"
+#include "py_args.h"
 #include "sim/fio_job_model.h"
 #include "stack/device_safety.h"
 #include "stack/stack.h"
@@ -47,117 +48,159 @@ struct SimulatedStacks {
     }
 };
 
-template <class T>
-T get(const py::dict& d, const char* key, T def) {
-    return d.contains(key) ? d[key].cast<T>() : def;
-}
+using py_args::Args;
 
-void check_keys(const py::dict& d, const std::set<std::string>& allowed, const std::string& what) {
-    for (const auto& kv : d) {
-        std::string key = py::str(kv.first);
-        if (!allowed.count(key))
-            throw py::value_error("run_fio_jobs: " + what + ": unknown key \"" + key + "\"");
-    }
-}
-
-std::vector<FioBlockSize> block_sizes(const py::handle& h) {
+// A direction's block sizes: [(bytes, weight), ...] (a bssplit list, or one
+// entry); a block size of 0 would divide by zero in the job's setup.
+std::vector<FioBlockSize> block_sizes(const Args& a, const char* key) {
     std::vector<FioBlockSize> out;
-    for (const py::handle& e : h) {
-        auto t = e.cast<std::pair<uint64_t, uint32_t>>();
-        out.push_back(FioBlockSize{t.first, t.second});
+    py::object list = a.get(key);
+    if (!py::isinstance<py::list>(list) && !py::isinstance<py::tuple>(list))
+        py_args::fail(a.where(key), "expected a list, got " + py_args::type_name(list),
+                      "[(bytes, weight), ...]");
+    size_t i = 0;
+    for (const py::handle& e : list) {
+        std::string where = a.where(key) + "[" + std::to_string(i++) + "]";
+        if (!(py::isinstance<py::list>(e) || py::isinstance<py::tuple>(e)) || py::len(e) != 2)
+            py_args::fail(where, "expected a (bytes, weight) pair, got " + py_args::type_name(e),
+                          "(bytes >= 1, weight 0..100)");
+        py::sequence pair = py::reinterpret_borrow<py::sequence>(e);
+        out.push_back(
+            FioBlockSize{py_args::checked(pair[0], where + ": bytes", 1, py_args::kU64Max),
+                         uint32_t(py_args::checked(pair[1], where + ": weight", 0, 100))});
     }
     return out;
 }
 
+// bs_max / align: one value per direction (read, write, trim).
+std::array<uint64_t, kFioDirections> per_direction(const Args& a, const char* key) {
+    py::object v = a.get(key);
+    if (!(py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) ||
+        py::len(v) != kFioDirections)
+        py_args::fail(a.where(key), "expected 3 values, got " + py_args::type_name(v),
+                      "[read, write, trim] of ints >= 0");
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+    std::array<uint64_t, kFioDirections> out{};
+    for (size_t d = 0; d < kFioDirections; d++)
+        out[d] = py_args::checked(seq[d], a.where(key) + "[" + std::to_string(d) + "]", 0,
+                                  py_args::kU64Max);
+    return out;
+}
+
 // "trim": "" (no trims), "trim" (rw=trim/randtrim), "trimwrite" (rw=trimwrite/randtrimwrite).
-FioTrim trim_of(const std::string& v) {
+FioTrim trim_of(const Args& a) {
+    std::string v = a.string("trim", "");
     if (v.empty()) return FioTrim::None;
     if (v == "trim") return FioTrim::Only;
     if (v == "trimwrite") return FioTrim::ThenWrite;
-    throw py::value_error("run_fio_jobs: trim=\"" + v + "\"; allowed: \"\", trim, trimwrite");
+    py_args::fail(a.where("trim"), "\"" + v + "\"", "\"\", trim, trimwrite");
 }
 
-FioJobSpec job_spec(const py::dict& d, size_t index) {
-    static const std::set<std::string> kKeys = {"name",
-                                                "stack",
-                                                "phase",
-                                                "pid",
-                                                "group",
-                                                "group_weight",
-                                                "prio",
-                                                "prioclass",
-                                                "random",
-                                                "read_pct",
-                                                "trim",
-                                                "bs_read",
-                                                "bs_write",
-                                                "bs_trim",
-                                                "bs_max",
-                                                "align",
-                                                "offset",
-                                                "size",
-                                                "io_size",
-                                                "loops",
-                                                "norandommap",
-                                                "seed",
-                                                "iodepth",
-                                                "batch",
-                                                "direct",
-                                                "invalidate",
-                                                "fsync_blocks",
-                                                "end_fsync",
-                                                "rate_iops",
-                                                "think_ns",
-                                                "think_blocks",
-                                                "verify",
-                                                "continue_on_error",
-                                                "fio_submit_ns",
-                                                "fio_complete_ns",
-                                                "start_delay_ns",
-                                                "runtime_ns",
-                                                "ramp_ns",
-                                                "time_based"};
-    check_keys(d, kKeys, "job " + std::to_string(index));
+// What a job does (fio's rw, rwmixread, bs/bsrange/bssplit, blockalign,
+// offset, size, loops, randseed).
+void read_pattern(const Args& a, FioJobSpec& s) {
+    s.random = a.boolean("random", false);
+    s.read_pct = uint32_t(a.integer("read_pct", 100, 0, 100));
+    s.trim = trim_of(a);
+    const char* const kBsKeys[kFioDirections] = {"bs_read", "bs_write", "bs_trim"};
+    for (size_t d = 0; d < kFioDirections; d++)
+        if (a.has(kBsKeys[d])) s.bs[d] = block_sizes(a, kBsKeys[d]);
+    if (a.has("bs_max")) s.bs_max = per_direction(a, "bs_max");
+    if (a.has("align")) s.align = per_direction(a, "align");
+    s.offset = a.integer("offset", 0);
+    s.size = a.integer("size", 0);
+    s.io_size = a.integer("io_size", 0);
+    s.loops = uint32_t(a.integer("loops", 1, 1, py_args::kU32Max));
+    s.norandommap = a.boolean("norandommap", false);
+    s.seed = a.integer("seed", 0);
+}
+
+// How it issues them (iodepth, iodepth_batch_submit, direct, fsync, rate,
+// thinktime, verify, continue_on_error, fio's own CPU costs).
+void read_issue(const Args& a, FioJobSpec& s) {
+    using py_args::kU32Max;
+    s.iodepth = uint32_t(a.integer("iodepth", 1, 1, py_args::kMaxIodepth));
+    s.batch = uint32_t(a.integer("batch", 1, 1, py_args::kMaxIodepth));
+    s.direct = a.boolean("direct", true);
+    s.invalidate = a.boolean("invalidate", false);
+    s.fsync_blocks = uint32_t(a.integer("fsync_blocks", 0, 0, kU32Max));
+    s.end_fsync = a.boolean("end_fsync", false);
+    s.rate_iops = a.integer("rate_iops", 0, 0, kU32Max);
+    s.think_ns = a.time_ns("think_ns");
+    // thinktime_blocks=0 would silently never think.
+    s.think_blocks = uint32_t(a.integer("think_blocks", 1, 1, kU32Max));
+    s.verify = a.boolean("verify", false);
+    s.continue_on_error = uint32_t(
+        a.integer("continue_on_error", 0, 0, kFioErrorRead | kFioErrorWrite | kFioErrorVerify));
+    s.fio_submit_ns = a.cost_ns("fio_submit_ns", s.fio_submit_ns);
+    s.fio_complete_ns = a.cost_ns("fio_complete_ns", s.fio_complete_ns);
+}
+
+// When (startdelay, runtime, ramp_time, time_based).
+void read_times(const Args& a, FioJobSpec& s) {
+    s.start_delay_ns = a.time_ns("start_delay_ns");
+    s.runtime_ns = a.time_ns("runtime_ns");
+    s.ramp_ns = a.time_ns("ramp_ns");
+    s.time_based = a.boolean("time_based", false);
+    // fio runs a time_based job without a runtime until it is killed.
+    if (s.time_based && !s.runtime_ns)
+        py_args::fail(a.where("time_based"), "True needs a runtime_ns > 0",
+                      "False, or True with runtime_ns");
+}
+
+// One job dict into its spec, each value checked as fio checks its option
+// or as the model needs it; `nr_stacks` and `nr_jobs` bound "stack" and
+// "phase" (a stonewall count: at most one more per job).
+FioJobSpec job_spec(const Args& a, size_t index, size_t nr_stacks, size_t nr_jobs) {
+    a.allow({"name",
+             "stack",
+             "phase",
+             "pid",
+             "group",
+             "group_weight",
+             "prio",
+             "prioclass",
+             "random",
+             "read_pct",
+             "trim",
+             "bs_read",
+             "bs_write",
+             "bs_trim",
+             "bs_max",
+             "align",
+             "offset",
+             "size",
+             "io_size",
+             "loops",
+             "norandommap",
+             "seed",
+             "iodepth",
+             "batch",
+             "direct",
+             "invalidate",
+             "fsync_blocks",
+             "end_fsync",
+             "rate_iops",
+             "think_ns",
+             "think_blocks",
+             "verify",
+             "continue_on_error",
+             "fio_submit_ns",
+             "fio_complete_ns",
+             "start_delay_ns",
+             "runtime_ns",
+             "ramp_ns",
+             "time_based"});
     FioJobSpec s;
-    s.name = get<std::string>(d, "name", "job" + std::to_string(index));
-    s.stack = get<size_t>(d, "stack", 0);
-    s.phase = get<size_t>(d, "phase", 0);
-    s.pid = get<uint32_t>(d, "pid", uint32_t(1000 + index));
-    s.sched.group = get<std::string>(d, "group", "");
-    s.sched.group_weight = get<uint32_t>(d, "group_weight", 100);
-    s.sched.ioprio = uint8_t(get<uint32_t>(d, "prio", 4));
-    s.sched.ioprio_class = IoprioClass(get<uint32_t>(d, "prioclass", 2));
-    s.random = get<bool>(d, "random", false);
-    s.read_pct = get<uint32_t>(d, "read_pct", 100);
-    s.trim = trim_of(get<std::string>(d, "trim", ""));
-    if (d.contains("bs_read")) s.bs[kFioRead] = block_sizes(d["bs_read"]);
-    if (d.contains("bs_write")) s.bs[kFioWrite] = block_sizes(d["bs_write"]);
-    if (d.contains("bs_trim")) s.bs[kFioTrim] = block_sizes(d["bs_trim"]);
-    if (d.contains("bs_max")) s.bs_max = d["bs_max"].cast<std::array<uint64_t, kFioDirections>>();
-    if (d.contains("align")) s.align = d["align"].cast<std::array<uint64_t, kFioDirections>>();
-    s.offset = get<uint64_t>(d, "offset", 0);
-    s.size = get<uint64_t>(d, "size", 0);
-    s.io_size = get<uint64_t>(d, "io_size", 0);
-    s.loops = get<uint32_t>(d, "loops", 1);
-    s.norandommap = get<bool>(d, "norandommap", false);
-    s.seed = get<uint64_t>(d, "seed", 0);
-    s.iodepth = get<uint32_t>(d, "iodepth", 1);
-    s.batch = get<uint32_t>(d, "batch", 1);
-    s.direct = get<bool>(d, "direct", true);
-    s.invalidate = get<bool>(d, "invalidate", false);
-    s.fsync_blocks = get<uint32_t>(d, "fsync_blocks", 0);
-    s.end_fsync = get<bool>(d, "end_fsync", false);
-    s.continue_on_error = get<uint32_t>(d, "continue_on_error", 0);
-    s.rate_iops = get<uint64_t>(d, "rate_iops", 0);
-    s.think_ns = get<uint64_t>(d, "think_ns", 0);
-    s.think_blocks = get<uint32_t>(d, "think_blocks", 1);
-    s.verify = get<bool>(d, "verify", false);
-    s.fio_submit_ns = get<uint64_t>(d, "fio_submit_ns", s.fio_submit_ns);
-    s.fio_complete_ns = get<uint64_t>(d, "fio_complete_ns", s.fio_complete_ns);
-    s.start_delay_ns = get<uint64_t>(d, "start_delay_ns", 0);
-    s.runtime_ns = get<uint64_t>(d, "runtime_ns", 0);
-    s.ramp_ns = get<uint64_t>(d, "ramp_ns", 0);
-    s.time_based = get<bool>(d, "time_based", false);
+    s.name = a.string("name", "job" + std::to_string(index));
+    if (!nr_stacks) py_args::fail(a.where(), "a job without a stack", "one stack dict or more");
+    s.stack = a.integer("stack", 0, 0, nr_stacks - 1);
+    s.phase = a.integer("phase", 0, 0, nr_jobs - 1, "a stonewall count: one more at most per job");
+    s.pid = uint32_t(a.integer("pid", 1000 + index, 0, py_args::kU32Max));
+    s.sched = py_args::sched_identity(a);
+    read_pattern(a, s);
+    read_issue(a, s);
+    read_times(a, s);
     return s;
 }
 
@@ -210,20 +253,19 @@ void drop_member_data(StackConfig& config) {
 // stacks: [{"config": PATH, "label": "md0", "trace_dir": "", "writable": True}, ...]
 py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data) {
     SimulatedStacks sim;
-    size_t i = 0;
-    for (const py::handle& h : stacks) {
-        py::dict d = py::reinterpret_borrow<py::dict>(h);
-        check_keys(d, {"config", "label", "trace_dir", "writable", "allow_mounted_write"},
-                   "stack " + std::to_string(i));
-        sim.configs.push_back(load_stack_file(d["config"].cast<std::string>()));
+    for (size_t i = 0; i < stacks.size(); i++) {
+        Args a(stacks[i], "run_fio_jobs: stacks[" + std::to_string(i) + "]");
+        a.allow({"config", "label", "trace_dir", "writable", "allow_mounted_write"});
+        std::string config = a.required_string("config");
         StackOptions so;
-        so.label = get<std::string>(d, "label", "md0");
-        so.trace_dir = get<std::string>(d, "trace_dir", "");
-        so.writable = get<bool>(d, "writable", true);
+        so.label = a.string("label", "md0");
+        so.trace_dir = a.string("trace_dir", "");
+        so.writable = a.boolean("writable", true);
         // The engine's device safety: simulate writes the members as fio with
         // the engine would, and the Stack checks and claims them as it opens
         // them. Without data no member is opened; only their overlap is checked.
-        so.allow_mounted_write = get<bool>(d, "allow_mounted_write", false);
+        so.allow_mounted_write = a.boolean("allow_mounted_write", false);
+        sim.configs.push_back(load_stack_file(config));
         if (!data) {
             DeviceSafetyOptions safety;
             safety.writes = false;
@@ -232,14 +274,14 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
         }
         so.open_direct = true;  // as the engine: members stay O_DIRECT
         sim.options.push_back(so);
-        i++;
     }
     sim.stacks.resize(sim.configs.size());
     sim.stats.resize(sim.configs.size());
+    // Every job is read and checked before any stack opens.
     std::vector<FioJobSpec> specs;
-    i = 0;
-    for (const py::handle& h : jobs)
-        specs.push_back(job_spec(py::reinterpret_borrow<py::dict>(h), i++));
+    for (size_t i = 0; i < jobs.size(); i++)
+        specs.push_back(job_spec(Args(jobs[i], "run_fio_jobs: jobs[" + std::to_string(i) + "]"), i,
+                                 stacks.size(), jobs.size()));
     FioRunHooks hooks;
     hooks.open_stack = &SimulatedStacks::open;
     hooks.stack_done = &SimulatedStacks::done;
@@ -275,6 +317,11 @@ void register_simulate(py::module_& m) {
     m.def("run_fio_jobs", &run_fio_jobs_py, py::arg("stacks"), py::arg("jobs"),
           py::arg("data") = true,
           "Runs fio jobs (FioJobSpec dicts) on one virtual clock over the given stacks; returns "
-          "{'jobs': [per-job results], 'stats': [sidecar JSON per stack], 'end_ns': ...}.");
+          "{'jobs': [per-job results], 'stats': [sidecar JSON per stack], 'end_ns': ...}. Each "
+          "value is checked as fio checks its option: iodepth and batch 1..65536, prio 0..7, "
+          "prioclass 0..3 (or rt|be|idle|none), group_weight 1..1000, read_pct 0..100, block "
+          "sizes >= 1, phase 0..len(jobs)-1, times (*_ns) at most 2**60 ns and fio_submit_ns / "
+          "fio_complete_ns at most 10**9, time_based only with "
+          "runtime_ns; a run whose clock passes 2**62 ns is refused once drained.");
     m.attr("FIO_LAT_BUCKET_BITS") = FioLatency::kBits;
 }

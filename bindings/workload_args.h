@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "py_args.h"
 #include "sim/io_slots.h"
 #include "sim/io_tally.h"
 
@@ -16,9 +17,10 @@ namespace mdsplit {
  * set_rw - fio's rw= into a spec: "read", "write", their "rand" forms, and
  * with @discard "trim" / "randtrim" (or the kernel's "discard")
  *
- * Throws ValueError naming rw and the allowed values otherwise.
+ * Throws ValueError naming @where's rw and the allowed values otherwise.
  */
-inline void set_rw(ClosedLoopSpec& spec, const std::string& rw, bool discard) {
+inline void set_rw(ClosedLoopSpec& spec, const std::string& where, const std::string& rw,
+                   bool discard) {
     spec.random = rw.rfind("rand", 0) == 0;
     std::string op = spec.random ? rw.substr(4) : rw;
     if (op == "read") {
@@ -28,23 +30,27 @@ inline void set_rw(ClosedLoopSpec& spec, const std::string& rw, bool discard) {
     } else if (discard && (op == "trim" || op == "discard")) {
         spec.op = Op::Discard;
     } else {
-        throw pybind11::value_error("rw: \"" + rw +
-                                    "\"; allowed: read, write, randread, randwrite" +
-                                    (discard ? ", trim, randtrim, discard, randdiscard" : ""));
+        py_args::fail(where + ": rw", "\"" + rw + "\"",
+                      std::string("read, write, randread, randwrite") +
+                          (discard ? ", trim, randtrim, discard, randdiscard" : ""));
     }
 }
 
-// The arguments run_workload() takes in both simulations, into `spec`.
-inline void set_closed_loop(ClosedLoopSpec& spec, const std::string& rw, bool discard, uint64_t bs,
-                            uint64_t iodepth, uint64_t size, uint64_t total, uint64_t offset,
-                            uint64_t batch, uint64_t seed) {
-    set_rw(spec, rw, discard);
+// The arguments run_workload() takes in both simulations (and each task of
+// run_workloads), into `spec`; `where` names them in messages. The depth and
+// batch are refused outside 1..kMaxIodepth rather than cut to 32 bits or
+// raised from 0 to 1.
+inline void set_closed_loop(ClosedLoopSpec& spec, const std::string& where, const std::string& rw,
+                            bool discard, uint64_t bs, uint64_t iodepth, uint64_t size,
+                            uint64_t total, uint64_t offset, uint64_t batch, uint64_t seed) {
+    set_rw(spec, where, rw, discard);
     spec.block_size = bs;
-    spec.iodepth = uint32_t(iodepth);
+    spec.iodepth =
+        uint32_t(py_args::checked(iodepth, where + ": iodepth", 1, py_args::kMaxIodepth));
     spec.size = size;
     spec.total_bytes = total;
     spec.offset = offset;
-    spec.batch = uint32_t(batch);
+    spec.batch = uint32_t(py_args::checked(batch, where + ": batch", 1, py_args::kMaxIodepth));
     spec.seed = seed;
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/io_uring/buffered_io.h"
+#include "sim/virtual_time.h"
 
 namespace mdsplit {
 
@@ -114,6 +115,8 @@ struct JobRun {
     bool batch_pending = false;
     uint64_t think_until = 0;
     bool think_after_completion = false;
+    InstantCounter instant;   // time_based jobs: is virtual time passing?
+    bool time_stuck = false;  // it is not: stopped, and the run is refused
     std::vector<std::pair<uint64_t, uint64_t>> written;  // verify log (offset, length)
     size_t verify_next = 0;
     bool sync_in_flight = false, end_sync_sent = false, flush_sent = false;
@@ -528,7 +531,9 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
     }
     if (j.sync_in_flight) return progress;
     if (j.state == JobState::Running) {
-        bool stopping = j.issued_bytes >= j.target_bytes || now >= j.stop_at || j.failed;
+        // Past the horizon every job stops; run_fio_jobs() then refuses the run.
+        bool stopping = j.issued_bytes >= j.target_bytes || now >= j.stop_at || j.failed ||
+                        now >= kTimeHorizonNs;
         if (stopping) {
             if (j.busy) return progress;
             if (s.verify && !j.written.empty() && !j.failed) {
@@ -573,6 +578,10 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
             return progress;
         }
         prepare_batch(j, now, verifying);
+        if (!verifying && s.time_based && j.instant.stuck(now, j.batch.size(), j.slots.size())) {
+            j.time_stuck = true;
+            j.stop_at = now;
+        }
         if (j.batch_pending && j.commit_at > now) wake = std::min(wake, j.commit_at);
         return true;
     }
@@ -692,6 +701,14 @@ std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
         idle_passes = 0;
         clock.advance_to(wake);
     }
+    // Refused only now: until every job has drained, its buffers were in use.
+    for (auto& rp : runs)
+        if (rp->time_stuck)
+            throw std::invalid_argument(zero_time_message(
+                "simulate: job " + rp->spec->name, "time_based",
+                "time_based=False, or fio_submit_ns, fio_complete_ns or think_ns > 0, or a "
+                "stack with a timing model"));
+    if (clock.now_ns() >= kTimeHorizonNs) throw std::invalid_argument(horizon_message("simulate"));
     std::vector<FioJobResult> out;
     for (auto& rp : runs) out.push_back(rp->r);
     return out;

@@ -140,7 +140,10 @@ struct FioJobResult {
 // are opened when their first job starts (open_stack(i), the engine's
 // setup) and closed once their last job has ended (stack_done(i): the
 // sidecars are written then, as the engine writes them when the device's
-// last job leaves). Results are in job order.
+// last job leaves). Results are in job order. Throws std::invalid_argument,
+// once every job has ended, for a run that cannot end as asked: a
+// time_based job on a stack where no virtual time passes, or a clock past
+// kTimeHorizonNs (virtual_time.h).
 struct FioRunHooks {
     Stack* (*open_stack)(void* ctx, size_t stack) = nullptr;
     void (*stack_done)(void* ctx, size_t stack) = nullptr;

@@ -1,6 +1,7 @@
 #include "sim/workload.h"
 
 #include "sim/io_slots.h"
+#include "sim/virtual_time.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -71,10 +72,33 @@ struct TaskRun {
     uint64_t start_at = 0;
     uint32_t batch = 1;
     bool started = false, stopped = false, done = false;
+    InstantCounter instant;  // runtime-only tasks: is virtual time passing?
     WorkloadResult r;
 };
 
 void wake_up(void*, uint64_t) {}  // a task's start time: only advances the loop
+
+// Puts a free slot whose think time is over on top of the task's free
+// slots (take() hands it out next); false when there is none.
+bool raise_ready_slot(TaskRun& t, uint64_t now) {
+    return t.slots->raise_first([&](uint32_t slot) { return t.ready_at[slot] <= now; });
+}
+
+// Queues up to a batch of the task's next I/Os in one plug; how many.
+uint32_t issue_batch(Stack& stack, TaskRun& t, uint64_t now) {
+    const WorkloadSpec& spec = *t.spec;
+    stack.begin_batch(t.task);
+    uint32_t n = 0;
+    for (; n < t.batch && t.submitted < t.total && raise_ready_slot(t, now); n++) {
+        uint32_t slot = t.slots->take(now);
+        uint64_t block = spec.random ? t.rng() % t.region.blocks : t.next_block++ % t.region.blocks;
+        stack.queue(t.task, spec.op, t.region.block_offset(block), spec.block_size,
+                    t.slots->buffer(slot), slot);
+        t.submitted += spec.block_size;
+    }
+    stack.commit(t.task);
+    return n;
+}
 
 }  // namespace
 
@@ -102,11 +126,16 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
         runs.push_back(std::move(t));
     }
 
+    // Set when the run cannot end as asked: every task then stops issuing,
+    // and once what is in flight has drained (the tasks' buffers are still
+    // in use until then) it is thrown.
+    std::string refused;
     for (;;) {
         uint64_t now = loop.now();
+        if (refused.empty() && now >= kTimeHorizonNs) refused = horizon_message("run_workloads");
         bool all_done = true;
-        for (auto& tp : runs) {
-            TaskRun& t = *tp;
+        for (size_t i = 0; i < runs.size(); i++) {
+            TaskRun& t = *runs[i];
             const WorkloadSpec& spec = *t.spec;
             if (t.done) continue;
             all_done = false;
@@ -126,23 +155,16 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
             }
             t.task.completions.clear();
             if (t.submitted >= t.total ||
-                (spec.runtime_ns && now >= t.r.start_ns + spec.runtime_ns))
+                (spec.runtime_ns && now >= t.r.start_ns + spec.runtime_ns) || !refused.empty())
                 t.stopped = true;
             // Slots still in their think time are not reused yet.
-            auto ready = [&]() {  // puts a reusable slot on top
-                return t.slots->raise_first([&](uint32_t slot) { return t.ready_at[slot] <= now; });
-            };
-            if (!t.stopped && ready()) {
-                stack.begin_batch(t.task);
-                for (uint32_t n = 0; n < t.batch && t.submitted < t.total && ready(); n++) {
-                    uint32_t slot = t.slots->take(now);
-                    uint64_t block =
-                        spec.random ? t.rng() % t.region.blocks : t.next_block++ % t.region.blocks;
-                    stack.queue(t.task, spec.op, t.region.block_offset(block), spec.block_size,
-                                t.slots->buffer(slot), slot);
-                    t.submitted += spec.block_size;
-                }
-                stack.commit(t.task);
+            if (!t.stopped && raise_ready_slot(t, now)) {
+                uint32_t n = issue_batch(stack, t, now);
+                bool time_bound_only = !spec.total_bytes && spec.runtime_ns;
+                if (time_bound_only && t.instant.stuck(now, n, t.slots->depth()) && refused.empty())
+                    refused = zero_time_message(
+                        "run_workloads: tasks[" + std::to_string(i) + "]", "runtime_ns",
+                        "a total instead, or think_ns > 0, or a stack with a timing model");
             }
             if (t.stopped && !t.task.in_flight && t.task.completions.empty()) {
                 t.done = true;
@@ -157,6 +179,7 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
         if (!loop.wait_for_next()) break;  // nothing can happen any more
     }
     stack.drain();
+    if (!refused.empty()) throw std::invalid_argument(refused);
     std::vector<WorkloadResult> out;
     for (auto& tp : runs) out.push_back(tp->r);
     return out;

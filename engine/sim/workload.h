@@ -38,6 +38,9 @@ WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec);
 // Runs several closed-loop tasks at once in the stack's event loop, each
 // with its own TaskContext (pid, scheduling identity), start time and limits
 // (like several fio jobs sharing one device). Results are in spec order.
+// Throws std::invalid_argument, once its I/O has drained, for a run that
+// cannot end as asked: a task bounded by runtime_ns alone on a stack where
+// no virtual time passes, or a clock past kTimeHorizonNs (virtual_time.h).
 std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<WorkloadSpec>& specs);
 
 }  // namespace mdsplit

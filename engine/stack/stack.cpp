@@ -248,7 +248,7 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
     Bio* dio = layer_->bios().alloc();
     dio->op = op;
     dio->tag = cookie;
-    dio->resid = uint32_t(resid);
+    dio->resid = resid;
     dio->private_data = &task;
     dio->end_io = &Stack::dio_endio;
     task.in_flight++;

@@ -34,7 +34,7 @@ struct Bio {
     Bio* parent = nullptr;  // bio_chain(): completes into this one
     int32_t remaining = 1;  // __bi_remaining
     int32_t error = 0;      // negative errno (bi_status)
-    uint32_t resid = 0;     // bytes not transferred (short read)
+    uint64_t resid = 0;     // bytes not transferred (short read)
     BioEndIo end_io = nullptr;
     void* private_data = nullptr;
     uint64_t tag = 0;

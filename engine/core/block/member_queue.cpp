@@ -298,7 +298,7 @@ void MemberQueue::complete_request(Request* rq, int64_t res) {
             bio->error = int32_t(res);
         } else {
             uint64_t got = done_bytes < bio->bytes() ? done_bytes : bio->bytes();
-            bio->resid += uint32_t(bio->bytes() - got);
+            bio->resid += bio->bytes() - got;
             done_bytes -= got;
         }
         bio_endio(bio);

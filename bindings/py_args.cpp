@@ -1,0 +1,145 @@
+#include "py_args.h"
+
+#include <string>
+#include <utility>
+
+#include "sim/virtual_time.h"
+
+namespace mdsplit::py_args {
+
+void fail(const std::string& where, const std::string& problem, const std::string& allowed) {
+    throw py::value_error(where + ": " + problem + "; allowed: " + allowed);
+}
+
+namespace {
+PyObject* unknown_key_error = nullptr;  // mdsplit.UnknownKeyError, for the module's lifetime
+}  // namespace
+
+void register_errors(py::module_& m) {
+    // A ValueError, as every bad argument; also a KeyError, which is what
+    // set_costs() raised for an unknown key before, so callers catching that
+    // keep working. KeyError's __str__ would quote the message: not taken.
+    py::dict body;
+    body["__str__"] = py::module_::import("builtins").attr("BaseException").attr("__str__");
+    body["__doc__"] = "An unknown key in a dict of arguments (a ValueError and a KeyError).";
+    py::tuple bases = py::make_tuple(py::handle(PyExc_ValueError), py::handle(PyExc_KeyError));
+    unknown_key_error = PyErr_NewException("mdsplit.UnknownKeyError", bases.ptr(), body.ptr());
+    if (!unknown_key_error) throw py::error_already_set();
+    m.attr("UnknownKeyError") = py::handle(unknown_key_error);
+}
+
+[[noreturn]] void fail_unknown_key(const std::string& where, const std::string& key,
+                                   const std::string& allowed) {
+    std::string message = where + ": unknown key \"" + key + "\"; allowed: " + allowed;
+    PyErr_SetString(unknown_key_error ? unknown_key_error : PyExc_ValueError, message.c_str());
+    throw py::error_already_set();
+}
+
+std::string type_name(py::handle value) { return Py_TYPE(value.ptr())->tp_name; }
+
+namespace {
+std::string range_text(uint64_t lo, uint64_t hi, const std::string& note) {
+    std::string text = hi == kU64Max ? "an int >= " + std::to_string(lo)
+                                     : std::to_string(lo) + ".." + std::to_string(hi);
+    return note.empty() ? text : text + " (" + note + ")";
+}
+}  // namespace
+
+uint64_t checked(uint64_t value, const std::string& where, uint64_t lo, uint64_t hi,
+                 const std::string& note) {
+    if (value < lo || value > hi)
+        fail(where, std::to_string(value) + " is out of range", range_text(lo, hi, note));
+    return value;
+}
+
+uint64_t checked(py::handle value, const std::string& where, uint64_t lo, uint64_t hi,
+                 const std::string& note) {
+    // bool is an int in Python: True would silently be 1.
+    if (py::isinstance<py::bool_>(value) || !PyIndex_Check(value.ptr()))
+        fail(where, "expected an int, got " + type_name(value), range_text(lo, hi, note));
+    py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+    if (!i) throw py::error_already_set();
+    unsigned long long v = PyLong_AsUnsignedLongLong(i.ptr());
+    if (v == ~0ull && PyErr_Occurred()) {  // negative, or past 2**64 - 1
+        PyErr_Clear();
+        fail(where, std::string(py::str(i)) + " is out of range", range_text(lo, hi, note));
+    }
+    return checked(uint64_t(v), where, lo, hi, note);
+}
+
+Args::Args(py::handle value, std::string where) : where_(std::move(where)) {
+    if (!py::isinstance<py::dict>(value))
+        fail(where_, "expected a dict, got " + type_name(value), "a dict");
+    dict_ = py::reinterpret_borrow<py::dict>(value);
+}
+
+void Args::allow(const std::set<std::string>& allowed) const {
+    std::string names;
+    for (const std::string& k : allowed) names += (names.empty() ? "" : ", ") + k;
+    for (const auto& kv : dict_) {
+        if (!py::isinstance<py::str>(kv.first))
+            fail(where_, "a key of type " + type_name(kv.first), names);
+        std::string key = py::str(kv.first);
+        if (!allowed.count(key)) fail_unknown_key(where_, key, names);
+    }
+}
+
+uint64_t Args::integer(const char* key, uint64_t def, uint64_t lo, uint64_t hi,
+                       const std::string& note) const {
+    return has(key) ? checked(get(key), where(key), lo, hi, note) : def;
+}
+
+uint64_t Args::time_ns(const char* key, uint64_t def) const {
+    return integer(key, def, 0, kMaxTimeArgNs, "ns: at most 2**60, about 36.5 years");
+}
+
+uint64_t Args::cost_ns(const char* key, uint64_t def) const {
+    return integer(key, def, 0, kMaxCostNs, "ns: a per-I/O CPU cost, at most a second");
+}
+
+bool Args::boolean(const char* key, bool def) const {
+    if (!has(key)) return def;
+    // pybind would take any object with __bool__ ("false" is true).
+    if (!py::isinstance<py::bool_>(get(key)))
+        fail(where(key), "expected a bool, got " + type_name(get(key)), "True | False");
+    return get(key).cast<bool>();
+}
+
+std::string Args::string(const char* key, const std::string& def) const {
+    if (!has(key)) return def;
+    if (!py::isinstance<py::str>(get(key)))
+        fail(where(key), "expected a str, got " + type_name(get(key)), "a str");
+    return get(key).cast<std::string>();
+}
+
+std::string Args::required_string(const char* key) const {
+    if (!has(key)) fail(where(key), "missing", "a str");
+    return string(key, "");
+}
+
+namespace {
+// ioprio classes by name and number (IOPRIO_CLASS_*), as fio's prioclass=.
+IoprioClass prioclass(py::handle value, const std::string& where) {
+    static const char* const kNames[] = {"none", "rt", "be", "idle"};  // by number
+    const std::string names = "none | rt | be | idle";
+    if (py::isinstance<py::str>(value)) {
+        std::string name = value.cast<std::string>();
+        for (int c = 0; c < 4; c++)
+            if (name == kNames[c] || name == std::to_string(c)) return IoprioClass(c);
+        fail(where, "\"" + name + "\" is not an ioprio class", "0..3 (" + names + ")");
+    }
+    return IoprioClass(checked(value, where, 0, 3, names));
+}
+}  // namespace
+
+SchedIdentity sched_identity(const Args& args) {
+    SchedIdentity s;
+    s.group = args.string("group", s.group);
+    s.group_weight = uint32_t(args.integer("group_weight", s.group_weight, 1, 1000));
+    s.ioprio = uint8_t(args.integer("prio", s.ioprio, 0, 7));
+    if (args.has("prioclass"))
+        s.ioprio_class = prioclass(args.get("prioclass"), args.where("prioclass"));
+    return s;
+}
+
+}  // namespace mdsplit::py_args

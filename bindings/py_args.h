@@ -1,0 +1,90 @@
+// Arguments at the Python boundary: one rule per kind of value, used by
+// every binding, so that bad input is refused the same way everywhere, with
+// a ValueError of one line in the config loader's shape:
+//     <where>: <what is wrong>; allowed: <allowed values>
+// e.g. "run_workloads: tasks[2]: iodepth: 0 is out of range; allowed: 1..65536".
+// Nothing is wrapped (uint32_t(2**32 + 100) would be 100), nothing unknown
+// is ignored, and pybind's own "Unable to cast" never reaches the user.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "core/block/task_context.h"
+
+namespace mdsplit::py_args {
+
+namespace py = pybind11;
+
+constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+
+// The deepest queue a closed-loop workload or fio job may keep: every slot
+// has its buffer allocated up front, so an unbounded depth is an unbounded
+// allocation. 65536 is io_uring's own limit on completions in flight
+// (IORING_MAX_CQ_ENTRIES); fio's iodepth_batch_submit is bounded alike.
+constexpr uint64_t kMaxIodepth = 65536;
+
+// The most a modelled per-I/O CPU step may cost (BufferedCosts, fio's own
+// fio_submit_ns / fio_complete_ns): a second. They add up once per I/O, and
+// a bound this low keeps any run's clock far from 2**64 (virtual_time.h).
+constexpr uint64_t kMaxCostNs = 1'000'000'000;
+
+[[noreturn]] void fail(const std::string& where, const std::string& problem,
+                       const std::string& allowed);
+
+// mdsplit.UnknownKeyError (ValueError, KeyError): "<where>: unknown key "k"; allowed: ...".
+void register_errors(py::module_& m);
+[[noreturn]] void fail_unknown_key(const std::string& where, const std::string& key,
+                                   const std::string& allowed);
+
+// The one integer rule of the bindings: lo <= value <= hi; `note` says
+// why, after the range, in the message.
+uint64_t checked(uint64_t value, const std::string& where, uint64_t lo, uint64_t hi,
+                 const std::string& note = "");
+// The same for a Python object: an int (not a bool), then the rule above.
+uint64_t checked(py::handle value, const std::string& where, uint64_t lo, uint64_t hi,
+                 const std::string& note = "");
+
+// "<type name>" of a Python object, for "expected a dict, got int".
+std::string type_name(py::handle value);
+
+// One dict of arguments (a task, a job, a stack, a costs dict), its keys
+// and values checked as they are read; messages name "<where>: <key>".
+class Args {
+public:
+    // ValueError "<where>: expected a dict, got <type>" for anything else.
+    Args(py::handle value, std::string where);
+
+    // Every key must be in `allowed` (ValueError naming the key otherwise).
+    void allow(const std::set<std::string>& allowed) const;
+    bool has(const char* key) const { return dict_.contains(key); }
+    std::string where() const { return where_; }
+    std::string where(const char* key) const { return where_ + ": " + key; }
+
+    // Absent keys give `def` (not checked); present ones must fit their rule.
+    uint64_t integer(const char* key, uint64_t def, uint64_t lo = 0, uint64_t hi = kU64Max,
+                     const std::string& note = "") const;
+    uint64_t time_ns(const char* key, uint64_t def = 0) const;  // 0..kMaxTimeArgNs
+    uint64_t cost_ns(const char* key, uint64_t def) const;      // 0..kMaxCostNs
+    bool boolean(const char* key, bool def) const;              // True or False only
+    std::string string(const char* key, const std::string& def) const;
+    std::string required_string(const char* key) const;
+    // The value itself, for a rule of the caller's (present keys only).
+    py::object get(const char* key) const { return dict_[key]; }
+
+private:
+    py::dict dict_;
+    std::string where_;
+};
+
+// A task's scheduling identity from its dict ("group", "group_weight" 1..1000,
+// "prio" 0..7, "prioclass" rt|be|idle|none or 0..3), as fio and the engine
+// take them; absent keys keep SchedIdentity's defaults.
+SchedIdentity sched_identity(const Args& args);
+
+}  // namespace mdsplit::py_args

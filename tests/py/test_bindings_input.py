@@ -1,0 +1,340 @@
+"""Bad input at the Python boundary (Simulation, BufferedSimulation, run_fio_jobs):
+refused with one ValueError line naming the argument and what is allowed, never
+a crash, a hang, a wrapped value or a silently wrong result.
+
+What crashed or hung before it was refused runs in a child process (outcome()),
+so that a regression fails its test instead of taking pytest down."""
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RAM = '[[members]]\nbackend = "ram"\nsize = "1m"\n'
+NULL = '[[members]]\nbackend = "null"\nsize = "1m"\n'
+BFQ = '[device]\nscheduler = "bfq"\n' + RAM
+
+
+def outcome(code: str, timeout: float = 60) -> str:
+    """Runs `code` in a child (`m` is the module); what happened: "OK" (or
+    "OK <repr>" of what the code put in `result`), "<ErrorType>: <message>",
+    "signal <n>" or "timeout"."""
+    script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from harness import paths; m = paths.import_mdsplit()\n"
+              "result = None\n"
+              "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + "\n"
+              "    print('OK' if result is None else f'OK {result!r}')\n"
+              "except Exception as e:\n"
+              "    print(f'{type(e).__name__}: {e}')\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=timeout, env=os.environ.copy())
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if r.returncode < 0:
+        return f"signal {-r.returncode}"
+    lines = r.stdout.strip().splitlines()
+    return lines[-1] if lines else r.stderr.strip()[-500:]
+
+
+@pytest.fixture
+def stack_file(tmp_path):
+    """A function writing a stack file (RAM unless given) and returning its path."""
+    def make(text=RAM, name="stack.toml"):
+        p = tmp_path / name
+        p.write_text(text)
+        return str(p)
+    return make
+
+
+def fio(path, job, **stack):
+    """run_fio_jobs' arguments in a child's code: one stack at `path`, one job."""
+    return f"m.run_fio_jobs([dict(config={path!r}, **{stack!r})], [{job!r}])"
+
+
+# --- Types: a non-dict or a wrong-typed value is a ValueError naming it -------
+
+def test_run_workloads_refuses_a_task_that_is_not_a_dict():
+    """run_workloads([1]) is a ValueError naming tasks[0] (it crashed)."""
+    r = outcome(f"m.Simulation({RAM!r}).run_workloads([1])")
+    assert r == "ValueError: run_workloads: tasks[0]: expected a dict, got int; allowed: a dict"
+
+
+def test_run_fio_jobs_refuses_a_job_that_is_not_a_dict(stack_file):
+    """run_fio_jobs(stacks, [None]) is a ValueError naming jobs[0] (it crashed)."""
+    r = outcome(f"m.run_fio_jobs([{{'config': {stack_file()!r}}}], [None])")
+    assert r == ("ValueError: run_fio_jobs: jobs[0]: expected a dict, got NoneType; "
+                 "allowed: a dict")
+
+
+def test_run_fio_jobs_names_a_missing_config(mdsplit_module):
+    """A stack dict without "config" is a ValueError naming the key (it was a KeyError)."""
+    with pytest.raises(ValueError, match=r"^run_fio_jobs: stacks\[0\]: config: missing"):
+        mdsplit_module.run_fio_jobs([{}], [{}])
+
+
+def test_run_workloads_names_a_wrong_typed_value(mdsplit_module):
+    """A str where an int goes is a ValueError naming the key and the type, not a cast error."""
+    sim = mdsplit_module.Simulation(RAM)
+    with pytest.raises(ValueError, match=r"^run_workloads: tasks\[0\]: bs: expected an int, got str;"):
+        sim.run_workloads([{"rw": "read", "bs": "4k"}])
+
+
+def test_run_fio_jobs_takes_only_a_bool_for_a_flag(mdsplit_module, stack_file):
+    """A flag given the str "false" is a ValueError, not a cast error (nor True, as a str is)."""
+    with pytest.raises(ValueError, match=r"^run_fio_jobs: jobs\[0\]: random: expected a bool, got str"):
+        mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{"random": "false"}])
+
+
+def test_set_costs_names_a_wrong_typed_value(mdsplit_module):
+    """set_costs({"punt_ns": "5"}) is a ValueError naming the key (not pybind's cast error)."""
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    with pytest.raises(ValueError, match=r"^set_costs: costs: punt_ns: expected an int, got str"):
+        sim.set_costs({"punt_ns": "5"})
+
+
+# --- Values that crashed the engine --------------------------------------------
+
+def test_run_fio_jobs_refuses_a_block_size_of_zero(stack_file):
+    """A block size of 0 is a ValueError naming bs_read (it died of SIGFPE)."""
+    r = outcome(fio(stack_file(), {"bs_read": [(0, 100)]}))
+    assert r.startswith("ValueError: run_fio_jobs: jobs[0]: bs_read[0]: bytes: 0 is out of range")
+
+
+def test_run_fio_jobs_refuses_prioclass_4_on_bfq(stack_file):
+    """prioclass 4 is a ValueError (bfq indexed its class queues out of bounds)."""
+    r = outcome(fio(stack_file(BFQ), {"prioclass": 4, "size": 65536}))
+    assert r == ("ValueError: run_fio_jobs: jobs[0]: prioclass: 4 is out of range; "
+                 "allowed: 0..3 (none | rt | be | idle)")
+
+
+# --- Runs that never ended ---------------------------------------------------------
+
+def test_runtime_without_virtual_time_is_refused():
+    """runtime_ns on a stack whose I/O takes no virtual time is a ValueError (it never returned)."""
+    r = outcome(f"m.Simulation({RAM!r}).run_workloads([{{'rw': 'read', 'runtime_ns': 1000}}])",
+                timeout=30)
+    assert r.startswith("ValueError: run_workloads: tasks[0]: runtime_ns: no virtual time passes")
+
+
+@pytest.mark.parametrize("key", ["start_ns", "runtime_ns", "think_ns"])
+def test_run_workloads_bounds_time_arguments(key):
+    """A time argument past 2**60 ns is a ValueError naming it (2**64 - 1 stalled the event loop)."""
+    r = outcome(f"m.Simulation({NULL!r}).run_workloads([{{'rw': 'read', 'total': 8192, "
+                f"{key!r}: 2**64 - 1}}])", timeout=30)
+    assert r == (f"ValueError: run_workloads: tasks[0]: {key}: 18446744073709551615 is out of "
+                 "range; allowed: 0..1152921504606846976 (ns: at most 2**60, about 36.5 years)")
+
+
+def test_a_run_past_the_time_horizon_is_refused():
+    """Think times that carry the clock past 2**62 ns are a ValueError once drained (it wrapped)."""
+    r = outcome(f"m.Simulation({RAM!r}).run_workloads([{{'rw': 'read', 'think_ns': 2**60, "
+                "'total': 8 * 4096}])", timeout=30)
+    assert r.startswith("ValueError: run_workloads: the virtual clock passed 2**62 ns")
+
+
+def test_run_fio_jobs_bounds_phase(stack_file):
+    """A phase past the number of jobs is a ValueError (2**62 stepped through empty phases forever)."""
+    r = outcome(fio(stack_file(), {"phase": 2**62, "size": 65536}), timeout=30)
+    assert r.startswith("ValueError: run_fio_jobs: jobs[0]: phase: 4611686018427387904 is out of "
+                        "range; allowed: 0..0")
+
+
+def test_run_fio_jobs_refuses_time_based_without_runtime(stack_file):
+    """time_based without runtime_ns is a ValueError (it ran forever)."""
+    r = outcome(fio(stack_file(), {"time_based": True, "size": 65536}), timeout=30)
+    assert r.startswith("ValueError: run_fio_jobs: jobs[0]: time_based: True needs a runtime_ns")
+
+
+def test_run_fio_jobs_refuses_time_based_without_virtual_time(stack_file):
+    """A time_based job on a stack where no time passes is a ValueError (it never returned)."""
+    job = {"time_based": True, "runtime_ns": 1000, "fio_submit_ns": 0, "fio_complete_ns": 0}
+    r = outcome(fio(stack_file(), job), timeout=30)
+    assert r.startswith("ValueError: simulate: job job0: time_based: no virtual time passes")
+
+
+def test_run_fio_jobs_bounds_ramp(stack_file):
+    """ramp_ns = 2**64 - 1 is a ValueError (its stop time overflowed)."""
+    r = outcome(fio(stack_file(), {"ramp_ns": 2**64 - 1, "size": 65536}), timeout=30)
+    assert r.startswith("ValueError: run_fio_jobs: jobs[0]: ramp_ns: 18446744073709551615 is "
+                        "out of range; allowed: 0..1152921504606846976")
+
+
+@pytest.mark.parametrize("call", [
+    "m.Simulation(RAM).run_workload('read', 4096, iodepth=65537, total=4096)",
+    "m.Simulation(RAM).run_workloads([{'rw': 'read', 'iodepth': 65537, 'total': 4096}])",
+    "m.BufferedSimulation(RAM).run_workload('read', 4096, iodepth=65537, total=4096)",
+    "m.BufferedSimulation(RAM).set_iodepth(65537)",
+    "m.run_fio_jobs([{'config': PATH}], [{'iodepth': 65537, 'size': 65536}])",
+])
+def test_iodepth_is_bounded_everywhere(call, stack_file):
+    """An iodepth past 65536 is a ValueError wherever one is taken (each slot's buffer is allocated)."""
+    r = outcome(f"RAM = {RAM!r}; PATH = {stack_file()!r}\n{call}")
+    assert r.startswith("ValueError: ") and "iodepth: 65537 is out of range; allowed: 1..65536" in r
+
+
+# --- One object, one call at a time ---------------------------------------------
+
+def test_buffered_simulation_refuses_a_second_thread():
+    """A call on a BufferedSimulation busy in run_workload (without the GIL) raises RuntimeError."""
+    r = outcome(f"""
+        import threading
+        b = m.BufferedSimulation({RAM!r}.replace('1m', '64m'))
+        t = threading.Thread(target=b.run_workload, args=('randread', 4096),
+                             kwargs=dict(iodepth=32, total=1 << 30))
+        t.start()
+        try:
+            while t.is_alive():
+                b.read(0, 4096)
+        finally:
+            t.join()
+        """, timeout=120)
+    assert r.startswith("RuntimeError: BufferedSimulation: in use by another thread")
+
+
+def test_simulation_refuses_a_second_thread(mdsplit_module):
+    """A call on a Simulation from another thread while a call on it runs raises RuntimeError."""
+    sim = mdsplit_module.Simulation(RAM)
+    inside, tried = threading.Event(), threading.Event()
+    errors = []
+
+    class Total:  # read while run_workloads parses its tasks: lets the other thread in
+        def __index__(self):
+            inside.set()
+            tried.wait(10)
+            return 4096
+
+    def other():
+        inside.wait(10)
+        try:
+            sim.now_ns
+        except RuntimeError as e:
+            errors.append(str(e))
+        tried.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    sim.run_workloads([{"rw": "read", "total": Total()}])
+    t.join()
+    assert errors and errors[0].startswith("Simulation: in use by another thread")
+
+
+# --- Results that were wrong -----------------------------------------------------
+
+def test_resid_past_4_gib_is_exact():
+    """A read 4 GiB + 4 KiB past the end reports that residual (it was cut to 32 bits)."""
+    r = outcome(f"""
+        s = m.Simulation({NULL!r})
+        s.submit('read', 0, 2**32 + 2**20 + 4096)
+        result = s.run()[0]['resid']
+        """)
+    assert r == f"OK {2**32 + 4096}"
+
+
+def test_simulation_read_past_the_end_returns_only_the_bytes_read(mdsplit_module):
+    """Simulation.read() past the end returns the bytes read, not zero padding."""
+    sim = mdsplit_module.Simulation(RAM)
+    sim.write(sim.size - 512, b"\xff" * 512)
+    assert sim.read(sim.size - 512, 4096) == b"\xff" * 512
+
+
+def test_direct_read_past_the_end_returns_only_the_bytes_read(mdsplit_module):
+    """BufferedSimulation.direct_read() past the end returns the bytes read, not zero padding."""
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    sim.direct_write(sim.size - 4096, b"\xff" * 4096)
+    assert sim.direct_read(sim.size - 4096, 8192) == b"\xff" * 4096
+
+
+def test_simulation_submit_batch_with_a_bad_op_queues_nothing(mdsplit_module):
+    """A refused Simulation.submit_batch() leaves none of its I/Os queued."""
+    sim = mdsplit_module.Simulation(RAM)
+    with pytest.raises(ValueError, match=r'^submit_batch: ios\[1\]: op: "bogus"'):
+        sim.submit_batch([("read", 0, 4096), ("bogus", 0, 4096)])
+    assert sim.run() == []
+
+
+def test_simulation_refused_submit_takes_no_cookie(mdsplit_module):
+    """A refused Simulation.submit() leaves nothing behind: the next I/O is cookie 1."""
+    sim = mdsplit_module.Simulation(RAM)
+    with pytest.raises(ValueError, match=r'^submit: op: "bogus"'):
+        sim.submit("bogus", 0, 4096)
+    assert sim.submit("read", 0, 4096) == 1
+    assert sim.run() == [{"cookie": 1, "error": 0, "resid": 0}]
+
+
+def test_buffered_submit_batch_with_a_bad_op_queues_nothing(mdsplit_module):
+    """A refused BufferedSimulation.submit_batch() leaves none of its I/Os queued."""
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    with pytest.raises(ValueError, match=r'^submit_batch: ios\[1\]: op: "bogus"'):
+        sim.submit_batch([("read", 0, 4096), ("bogus", 0, 4096)])
+    assert sim.run() == []
+
+
+def test_set_costs_applies_nothing_when_a_key_is_unknown(mdsplit_module):
+    """set_costs() with an unknown key leaves every cost as it was."""
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    before = sim.costs()
+    with pytest.raises(ValueError):
+        sim.set_costs({"punt_ns": before["punt_ns"] + 1, "nope": 1})
+    assert sim.costs() == before
+
+
+def test_set_costs_unknown_key_is_a_value_error(mdsplit_module):
+    """An unknown cost key is a ValueError naming it and the allowed keys."""
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    with pytest.raises(ValueError, match=r'^set_costs: costs: unknown key "nope"; allowed: arm_ns, '):
+        sim.set_costs({"nope": 1})
+
+
+# --- Nothing wrapped, nothing raised from 0 ------------------------------------------
+
+@pytest.mark.parametrize("key", ["iodepth", "batch", "pid", "group_weight"])
+def test_run_workloads_does_not_wrap_at_32_bits(mdsplit_module, key):
+    """2**32 + 100 is refused by name, not taken as 100."""
+    sim = mdsplit_module.Simulation(RAM)
+    with pytest.raises(ValueError, match=rf"^run_workloads: tasks\[0\]: {key}: 4294967396 is out of range"):
+        sim.run_workloads([{"rw": "read", "total": 4096, key: 2**32 + 100}])
+
+
+@pytest.mark.parametrize("key", ["iodepth", "batch"])
+def test_run_workload_refuses_zero_depth_and_batch(mdsplit_module, key):
+    """iodepth=0 and batch=0 are refused by name, not raised to 1."""
+    sim = mdsplit_module.Simulation(RAM)
+    with pytest.raises(ValueError, match=rf"^run_workload: {key}: 0 is out of range; allowed: 1\.\.65536"):
+        sim.run_workload("read", 4096, total=4096, **{key: 0})
+
+
+@pytest.mark.parametrize("key,value,allowed", [
+    ("group_weight", 0, "1..1000"),
+    ("group_weight", 1001, "1..1000"),
+    ("read_pct", 101, "0..100"),
+    ("prio", 8, "0..7"),
+    ("pid", 2**32, "0..4294967295"),
+])
+def test_run_fio_jobs_checks_as_run_workloads_does(mdsplit_module, stack_file, key, value, allowed):
+    """run_fio_jobs refuses what run_workloads and fio refuse, by name and range."""
+    with pytest.raises(ValueError, match=rf"^run_fio_jobs: jobs\[0\]: {key}: {value} is out of range; "
+                                         rf"allowed: {allowed}"):
+        mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{key: value, "size": 65536}])
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"cache_size": 4097}, "cache_size: 4097 bytes is not a whole number of pages"),
+    ({"cache_size": 0}, "cache_size: 0 bytes is not a whole number of pages"),
+    ({"ra_kb": 2**20 + 4}, "ra_kb: 1048580 is out of range"),
+])
+def test_buffered_page_cache_arguments_are_checked_as_toml(mdsplit_module, kwargs, message):
+    """cache_size and ra_kb are refused as [page_cache] size and ra_kb are."""
+    with pytest.raises(ValueError, match="^" + message):
+        mdsplit_module.BufferedSimulation(RAM, **kwargs)
+
+
+def test_set_iodepth_refuses_zero(mdsplit_module):
+    """set_iodepth(0) is refused by name, not raised to 1."""
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    with pytest.raises(ValueError, match=r"^set_iodepth: iodepth: 0 is out of range"):
+        sim.set_iodepth(0)
