@@ -179,6 +179,9 @@ std::string canonical(const char* path) {
     return ec ? std::string(path) : p.string();
 }
 
+// A job's name for messages (fio's [section]), "?" when it has none.
+std::string job_name(thread_data* td) { return td->o.name ? td->o.name : "?"; }
+
 // A job that may write to its stack: writes, trims, or replays a log
 // (read_iolog / blktrace) whose directions fio knows only as it reads them.
 bool may_write(thread_data* td) {
@@ -212,7 +215,7 @@ StackUse stack_use(thread_data* self, const std::string& config) {
         if (!td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
         if (!o->config || canonical(o->config) != config) continue;
-        std::string name = td->o.name ? td->o.name : "?";
+        std::string name = job_name(td);
         if (!use.jobs.empty() && !stonewall_since_last && use.overlap_first.empty()) {
             use.overlap_first = use.jobs.back();
             use.overlap_second = name;
@@ -258,8 +261,7 @@ std::string output_rival(thread_data* self, const std::string& path,
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops || shares_stack(self, td)) continue;
         std::string other = path_of(td);
-        if (!other.empty() && canonical(other.c_str()) == target)
-            return td->o.name ? td->o.name : "?";
+        if (!other.empty() && canonical(other.c_str()) == target) return job_name(td);
     }
     return "";
 }
@@ -368,7 +370,7 @@ std::string member_rival(thread_data* self, const StackConfig& config, const std
             continue;
         for (const MemberConfig& m : other.members)
             if (m.backend == BackendKind::IoUring && ours.count(member_identity(m)))
-                return std::string(td->o.name ? td->o.name : "?") + " (" + m.path + ")";
+                return job_name(td) + " (" + m.path + ")";
     }
     return "";
 }
@@ -422,13 +424,15 @@ std::string unsupported_option(thread_data* td) {
     if (td_trim(td) && !td->o.odirect)
         return "mdsplit: rw=trim/randtrim/trimwrite with direct=0: a buffered job's discard is "
                "not emulated; allowed: direct=1 for jobs that trim";
-    // The offload workers reload the engine by o.ioengine_so_path, which
-    // points into a parse buffer fio has freed by then (it prints garbage as
-    // the engine's name), and each worker would get a stack of its own.
+    // filename= names the virtual device: fio's unlink would delete a file
+    // of that name (mdsplit_unlink_file deletes nothing).
     if (td->o.unlink || td->o.unlink_each_loop)
         return std::string("mdsplit: ") + (td->o.unlink ? "unlink" : "unlink_each_loop") +
                "=1: filename= names the virtual device, not a file, so there is nothing to "
                "unlink; allowed: unlink=0 and unlink_each_loop=0 (the defaults)";
+    // The offload workers reload the engine by o.ioengine_so_path, which
+    // points into a parse buffer fio has freed by then (it prints garbage as
+    // the engine's name), and each worker would get a stack of its own.
     if (td->o.io_submit_mode == IO_MODE_OFFLOAD)
         return "mdsplit: io_submit_mode=offload is not supported by this engine; allowed: "
                "io_submit_mode=inline (the default)";
@@ -442,8 +446,7 @@ std::string unsupported_option(thread_data* td) {
         int i;
         for_each_td(other, i) {
             if (other != td && !other->o.use_thread)
-                return std::string("mdsplit: create_serialize=0 while job ") +
-                       (other->o.name ? other->o.name : "?") +
+                return "mdsplit: create_serialize=0 while job " + job_name(other) +
                        " runs as a forked process: this job would set up after fio has freed "
                        "that job's options, so the two could not be checked against each other; "
                        "allowed: create_serialize=1 (the default), thread=1 for every job, or a "
@@ -517,10 +520,9 @@ int mdsplit_setup(thread_data* td) {
         std::string config_path = canonical(o->config);
         if (thread_data* other = group_weight_rival(td, config_path))
             throw std::runtime_error(
-                "mdsplit: mdsplit_group_weight: jobs " +
-                std::string(td->o.name ? td->o.name : "?") + " (" +
-                std::to_string(o->group_weight) + ") and " + (other->o.name ? other->o.name : "?") +
-                " (" + std::to_string(static_cast<EngineOptions*>(other->eo)->group_weight) +
+                "mdsplit: mdsplit_group_weight: jobs " + job_name(td) + " (" +
+                std::to_string(o->group_weight) + ") and " + job_name(other) + " (" +
+                std::to_string(static_cast<EngineOptions*>(other->eo)->group_weight) +
                 ") put group " + o->group +
                 " of one device at two weights, and a group has "
                 "one; allowed: the same mdsplit_group_weight on every job of a group");
@@ -546,8 +548,7 @@ int mdsplit_setup(thread_data* td) {
             auto [writer, reader] = forked_writer_and_reader(td, config_path);
             if (writer && reader)
                 throw std::runtime_error(
-                    "mdsplit: job " + std::string(reader->o.name ? reader->o.name : "?") +
-                    " reads what job " + (writer->o.name ? writer->o.name : "?") +
+                    "mdsplit: job " + job_name(reader) + " reads what job " + job_name(writer) +
                     " writes on the ram members of " + o->config +
                     ", but as forked processes each has its own empty memory; allowed: "
                     "thread=1 (one device in one process), or members on files");
@@ -555,7 +556,7 @@ int mdsplit_setup(thread_data* td) {
         if (std::string rival = member_rival(td, config, stack_key(td, config_path));
             !rival.empty())
             throw std::runtime_error(
-                "mdsplit: job " + std::string(td->o.name ? td->o.name : "?") + " and job " + rival +
+                "mdsplit: job " + job_name(td) + " and job " + rival +
                 " reach one member through two devices (another mdsplit_config or filename) "
                 "that may be in use at once, one of them a raid5 with its own stripe cache and "
                 "parity: writing would corrupt the array; allowed: the same mdsplit_config and "
@@ -598,9 +599,8 @@ int mdsplit_setup(thread_data* td) {
         if (thread_data* other = trace_disagreement(td, so.trace_dir)) {
             auto shown = [](const std::string& dir) { return dir.empty() ? "none" : dir; };
             throw std::runtime_error(
-                std::string("mdsplit: mdsplit_trace: jobs ") + (td->o.name ? td->o.name : "?") +
-                " (" + shown(so.trace_dir) + ") and " + (other->o.name ? other->o.name : "?") +
-                " (" + shown(trace_dir_of(other)) +
+                "mdsplit: mdsplit_trace: jobs " + job_name(td) + " (" + shown(so.trace_dir) +
+                ") and " + job_name(other) + " (" + shown(trace_dir_of(other)) +
                 ") share one device (thread=1, the same mdsplit_config and filename), which "
                 "writes one set of traces; allowed: the same mdsplit_trace (or none) on every "
                 "job that shares the device");
@@ -726,7 +726,8 @@ int mdsplit_post_init(thread_data* td) {
                      "as malloc (the default)");
         return 1;
     }
-    if (d && !d->buffered) d->stack->register_io_buffer(td->orig_buffer, td->orig_buffer_size);
+    if (d && !d->buffered && td->orig_buffer)
+        d->stack->register_io_buffer(td->orig_buffer, td->orig_buffer_size);
     return 0;
 }
 

@@ -95,12 +95,13 @@ bool MemberClaim::holds_device(dev_t rdev) {
 
 std::string exclusive_holder_of(const std::string& path, dev_t rdev) {
     if (MemberClaim::holds_device(rdev)) return "";
-    int fd = open(path.c_str(), O_RDONLY | O_EXCL | O_CLOEXEC);
-    if (fd >= 0) {
-        close(fd);
-        return "";
+    try {
+        int fd = take(path, true);  // a claim, let go at once
+        if (fd >= 0) close(fd);
+    } catch (const MemberClaimError& e) {
+        return e.what();
     }
-    return errno == EBUSY ? device_busy(errno) : "";
+    return "";
 }
 
 }  // namespace mdsplit
