@@ -344,7 +344,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
                 "overwrite the other's; allowed: a directory per job, or thread=1 with the same "
                 "mdsplit_config and filename (one shared device, one set of traces)", 1)
     _check_shared_device_options(jobs_info)
-    _check_raid5_rivals(jobs_info, job_order, jf.jobs)
+    _check_raid5_rivals(jobs_info, jf.jobs)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
         st["allow_mounted_write"] = allow_mounted.get(st["config"], False)
@@ -434,7 +434,7 @@ def _member_identities(config_path):
     return kind, out
 
 
-def _check_raid5_rivals(jobs_info, job_order, jobs):
+def _check_raid5_rivals(jobs_info, jobs):
     """As the engine's member_rival(): two devices over one member, one a
     raid5, in use at once (threads, or jobs fio may run together), and a job
     that may write: two stripe caches and parities corrupt the array."""
@@ -446,8 +446,7 @@ def _check_raid5_rivals(jobs_info, job_order, jobs):
         for j, b in enumerate(jobs_info):
             if i == j or a["key"] == b["key"] or not (a["writes"] or b["writes"]):
                 continue
-            first, last = min(i, j), max(i, j)
-            overlap = not any(jobs[k].stonewall for k in range(first + 1, last + 1))
+            overlap = not _stonewall_between(jobs, min(i, j), max(i, j))
             if not ((a["thread"] and b["thread"]) or overlap):
                 continue
             kind_a, mem_a = members[a["config"]]
@@ -480,18 +479,19 @@ def _has_ram_members(config_path):
     return any(m.get("backend") == "ram" for m in _stack_doc(config_path).get("members", []))
 
 
+def _stonewall_between(jobs, first, last):
+    """A job after jobs[first] up to jobs[last] starts with a stonewall, so
+    fio runs the two one after another (a stonewall waits for every job
+    before it): the engine's may_overlap(), negated."""
+    return any(job.stonewall for job in jobs[first + 1:last + 1])
+
+
 def _may_overlap(job_order, config_path):
     """Two jobs naming config_path with no stonewall between them (the
-    engine's stack_use(): a stonewall waits for every job before it)."""
-    seen, stonewall_since = False, False
-    for path, job in job_order:
-        stonewall_since = stonewall_since or bool(job.stonewall)
-        if path != config_path:
-            continue
-        if seen and not stonewall_since:
-            return True
-        seen, stonewall_since = True, False
-    return False
+    engine's stack_use())."""
+    users = [k for k, (path, _) in enumerate(job_order) if path == config_path]
+    jobs = [job for _, job in job_order]
+    return any(not _stonewall_between(jobs, a, b) for a, b in zip(users, users[1:]))
 
 
 def _toml_value(text, key):
