@@ -319,11 +319,31 @@ private:
 // ---------------------------------------------------------------------------
 // Sections
 
+// prefetch_window: a size, or "request" (the previous request's size).
+uint64_t read_prefetch_window(const Reader& reader, const toml::table& table,
+                              const std::string& path) {
+    const std::string allowed = std::string(kSizeSyntax) + R"(, or "request")";
+    const toml::node* node = table.get("prefetch_window");
+    if (const auto* text = node->as_string()) {
+        if (text->get() == "request") return TimingModelConfig::kPrefetchWindowRequest;
+        try {
+            return parse_size(text->get(), "prefetch_window");
+        } catch (const ConfigError&) {
+            reader.fail(key_path(path, "prefetch_window"), in_quotes(text->get()) + " is not a size",
+                        allowed);
+        }
+    }
+    if (!node->is_integer() || node->as_integer()->get() < 0)
+        reader.fail(key_path(path, "prefetch_window"), "expected a size, got " + describe(*node),
+                    allowed);
+    return uint64_t(node->as_integer()->get());
+}
+
 TimingModelConfig read_model(const Reader& reader, const toml::table& table,
                              const std::string& path, const std::string& name) {
     reader.check_keys(table, path,
                       {"command", "bandwidth", "random_penalty", "random_command",
-                       "prefetch_threshold", "parallelism", "write_command", "write_bandwidth",
+                       "prefetch_threshold", "prefetch_window", "parallelism", "write_command", "write_bandwidth",
                        "write_random_penalty", "jitter", "die_stripe", "description"});
     TimingModelConfig model;
     model.name = name;
@@ -333,6 +353,8 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
     model.random_command_ns = reader.duration(table, "random_command", path).value_or(0);
     if (table.get("prefetch_threshold"))
         model.prefetch_threshold_bytes = reader.size(table, "prefetch_threshold", path).value_or(0);
+    if (table.get("prefetch_window"))
+        model.prefetch_window_bytes = read_prefetch_window(reader, table, path);
     model.parallelism = uint32_t(reader.integer(table, "parallelism", path, 1, 65536).value_or(1));
     model.write_command_ns = reader.duration(table, "write_command", path).value_or(0);
     model.write_bandwidth_bps = reader.size(table, "write_bandwidth", path).value_or(0);

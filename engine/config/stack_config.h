@@ -37,6 +37,13 @@ struct TimingModelConfig {
     // random_penalty applies only after a request of at least this size (the
     // drive was prefetching behind a large read); 0 = after any request.
     uint64_t prefetch_threshold_bytes = 0;
+    // optional: how far the drive's prefetch reaches past a streaming read
+    // (one of at least prefetch_threshold): a read starting at most this
+    // many bytes after the previous request ended is served from it, as a
+    // sequential read. 0 = no reach (only the next byte is sequential);
+    // kPrefetchWindowRequest = the previous request's size.
+    uint64_t prefetch_window_bytes = 0;
+    static constexpr uint64_t kPrefetchWindowRequest = ~uint64_t(0);
     uint32_t parallelism = 1;          // requests served at once (channels / NCQ)
     uint64_t write_command_ns = 0;     // optional: per-command cost for writes (0 = command_ns)
     uint64_t write_bandwidth_bps = 0;  // optional: write bandwidth (0 = bandwidth_bps)

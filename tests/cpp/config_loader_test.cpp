@@ -384,6 +384,32 @@ model = { command = "5us", bandwidth = "2g", parallelism = 8 }
     EXPECT_THROW(find_model(config, "floppy"), ConfigError);
 }
 
+// prefetch_window is a size or "request"; anything else names the key and both.
+TEST_F(ConfigLoaderTest, PrefetchWindowIsASizeOrRequest) {
+    StackConfig config = load(R"(
+[models.a]
+prefetch_window = "128k"
+[models.b]
+prefetch_window = "request"
+[models.c]
+command = "1us"
+[[members]]
+path = "m.img"
+size = "1g"
+model = "a"
+)");
+    EXPECT_EQ(find_model(config, "a").prefetch_window_bytes, 128 * 1024u);
+    EXPECT_EQ(find_model(config, "b").prefetch_window_bytes,
+              TimingModelConfig::kPrefetchWindowRequest);
+    EXPECT_EQ(find_model(config, "c").prefetch_window_bytes, 0u);
+    expect_error(kOneMember + "[models.x]\nprefetch_window = \"requests\"\n",
+                 "models.x.prefetch_window", R"(or "request")");
+    expect_error(kOneMember + "[models.x]\nprefetch_window = -1\n", "models.x.prefetch_window",
+                 R"(or "request")");
+    expect_error(kOneMember + "[models.x]\nprefetch_window = true\n", "models.x.prefetch_window",
+                 "expected a size");
+}
+
 TEST_F(ConfigLoaderTest, ContiguityDistributionIsNormalised) {
     StackConfig config = load(kOneMember + R"(
 [bio]

@@ -115,6 +115,65 @@ TEST(TimingModelTest, SequentialMeansStartingWhereThePreviousEnded) {
     EXPECT_EQ(t, 3 * rnd + 2 * seq);
 }
 
+// prefetch_window: a forward skip no longer than the window, after a
+// streaming read, is served as sequential; a longer skip or a seek back is not.
+TEST(TimingModelTest, PrefetchWindowServesAShortForwardSkipAsSequential) {
+    TimingModelConfig c = sata_like();
+    c.prefetch_window_bytes = 64 * kKiB;
+    TimingModel model(c);
+    const uint64_t seq = model.service_ns(Op::Read, 64 * kKiB, true);
+    const uint64_t rnd = model.service_ns(Op::Read, 64 * kKiB, false);
+    uint64_t t = model.schedule(0, Op::Read, 0, 128);  // [0, 128): the first read
+    EXPECT_EQ(t, rnd);
+    t = model.schedule(t, Op::Read, 256, 128);  // skips 64 KiB: inside the window
+    EXPECT_EQ(t, rnd + seq);
+    t = model.schedule(t, Op::Read, 513, 128);  // skips 64.5 KiB: beyond it
+    EXPECT_EQ(t, 2 * rnd + seq);
+    t = model.schedule(t, Op::Read, 0, 128);  // a seek back is never prefetched
+    EXPECT_EQ(t, 3 * rnd + seq);
+}
+
+// prefetch_window = "request": the reach is the previous request's size.
+TEST(TimingModelTest, PrefetchWindowRequestReachesThePreviousRequestsSize) {
+    TimingModelConfig c = sata_like();
+    c.prefetch_window_bytes = TimingModelConfig::kPrefetchWindowRequest;
+    TimingModel model(c);
+    const uint64_t big_rnd = model.service_ns(Op::Read, 64 * kKiB, false);
+    const uint64_t big_seq = model.service_ns(Op::Read, 64 * kKiB, true);
+    const uint64_t small_seq = model.service_ns(Op::Read, 4 * kKiB, true);
+    const uint64_t small_rnd = model.service_ns(Op::Read, 4 * kKiB, false);
+    uint64_t t = model.schedule(0, Op::Read, 0, 128);
+    t = model.schedule(t, Op::Read, 256, 128);  // skips 64 KiB after 64 KiB: prefetched
+    EXPECT_EQ(t, big_rnd + big_seq);
+    t = model.schedule(t, Op::Read, 384, 8);  // a 4 KiB read in sequence
+    EXPECT_EQ(t, big_rnd + big_seq + small_seq);
+    t = model.schedule(t, Op::Read, 408, 8);  // skips 8 KiB after 4 KiB: beyond it
+    EXPECT_EQ(t, big_rnd + big_seq + small_seq + small_rnd);
+}
+
+// The window is the drive's read prefetch: a write after a skip is random.
+TEST(TimingModelTest, PrefetchWindowIsForReadsOnly) {
+    TimingModelConfig c = sata_like();
+    c.prefetch_window_bytes = 64 * kKiB;
+    TimingModel model(c);
+    uint64_t t = model.schedule(0, Op::Write, 0, 128);
+    const uint64_t rnd = model.service_ns(Op::Write, 64 * kKiB, false);
+    EXPECT_EQ(model.schedule(t, Op::Write, 256, 128), t + rnd);
+}
+
+// No stream, no prefetch: after a read below prefetch_threshold a skip pays
+// random_command (and, as always then, no random_penalty).
+TEST(TimingModelTest, PrefetchWindowNeedsAStreamingRead) {
+    TimingModelConfig c = sata_like();
+    c.prefetch_threshold_bytes = 64 * kKiB;
+    c.random_command_ns = 60'000;
+    c.prefetch_window_bytes = 64 * kKiB;
+    TimingModel model(c);
+    uint64_t t = model.schedule(0, Op::Read, 0, 8);  // 4 KiB: not a stream
+    const uint64_t small = transfer_ns(4 * kKiB, c.bandwidth_bps);
+    EXPECT_EQ(model.schedule(t, Op::Read, 16, 8), t + 25'000 + 60'000 + small);
+}
+
 // One channel serves one request at a time: a request that arrives while
 // it is busy starts when it frees; one that arrives later starts on arrival.
 TEST(TimingModelTest, OneChannelQueuesRequests) {

@@ -9,6 +9,11 @@
 // (a flash read, overlapped across dies); `random_penalty` (serialized) is
 // paid only when the previous request was at least `prefetch_threshold`
 // bytes: a stream whose prefetch is wasted, not small random I/O.
+// `prefetch_window` (reads only) is how far that prefetch reaches: after a
+// read of at least `prefetch_threshold`, a read starting at most this many
+// bytes past its end (a forward skip, e.g. over a RAID5 parity chunk) is
+// served from the prefetched data, as a sequential read: no random_command,
+// no random_penalty. "request" makes the reach the previous request's size.
 // So at queue depth 1 a request takes command + penalty + bytes/bandwidth;
 // at depth >= parallelism a stream of B-byte requests runs at
 //   min(parallelism / (command + penalty + B/bw), 1 / (penalty + B/bw)) requests/s,
@@ -57,6 +62,7 @@ private:
     uint64_t last_bytes_ = ~uint64_t(0);
     uint64_t jitter_state_ = 0x9E3779B97F4A7C15ull;  // splitmix64 state, fixed seed
     uint64_t jitter_sample_ns();
+    bool in_prefetch_window(Op op, sector_t sector) const;
     uint64_t& channel_for(sector_t sector);
 };
 
