@@ -268,7 +268,8 @@ def build_run(job_file, sections=None, seed=None, env=None):
             allow_mounted[config_path] = allow_mounted.get(config_path, True) and \
                 parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
         jobs_info.append({"name": job.name, "key": key, "config": config_path, "thread": thread,
-                          "writes": writes, "trace": o.get("mdsplit_trace") or "",
+                          "writes": writes, "buffered": not direct,
+                          "trace": o.get("mdsplit_trace") or "",
                           "group": o.get("mdsplit_group"), "weight": gw})
         if key not in stack_keys:
             stack_keys[key] = len(stacks)
@@ -372,13 +373,22 @@ def build_run(job_file, sections=None, seed=None, env=None):
             kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
             if _toml_value(text, "scheduler") == "bfq":
                 kind = kind or "bfq"
+            names = [j.name for j, _ in users]
             if kind:
-                names = [j.name for j, _ in users]
                 raise SimulateError(
                     f"mdsplit: jobs {names[0]} and {names[1]} share the device of "
                     f"{config_path} ({kind}) and may run at the same time, but it needs one "
                     "owner: add thread=1 so they share it in one process, or stonewall so "
                     "they run one after another", 1)
+            # As the engine: forked processes each keep their own page cache.
+            mine = [i for i in jobs_info if i["config"] == config_path]
+            if any(i["buffered"] for i in mine) and any(i["writes"] for i in mine):
+                raise SimulateError(
+                    f"mdsplit: jobs {names[0]} and {names[1]} share the device of "
+                    f"{os.path.relpath(config_path, base)} with buffered I/O (direct=0) and writes, and may run at the "
+                    "same time, but forked processes each keep their own page cache, so one "
+                    "would read stale data: add thread=1 so they share one page cache in one "
+                    "process, or stonewall so they run one after another", 1)
     for st in stacks:
         try:
             mdsplit.load_stack_text(Path(st["config"]).read_text(),

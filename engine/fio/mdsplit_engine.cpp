@@ -199,6 +199,7 @@ struct StackUse {
     // Two of them that fio may run at the same time (no stonewall between
     // them): empty when fio's ordering keeps them apart.
     std::string overlap_first, overlap_second;
+    bool buffered = false;  // one of them does buffered I/O (direct=0)
 };
 
 StackUse stack_use(thread_data* self, const std::string& config) {
@@ -222,6 +223,7 @@ StackUse stack_use(thread_data* self, const std::string& config) {
         }
         use.jobs.push_back(name);
         use.writes = use.writes || may_write(td);
+        use.buffered = use.buffered || !td->o.odirect;
         if (may_write(td) && !td->o.allow_mounted_write) use.writers_allow_mounted = false;
         stonewall_since_last = false;
     }
@@ -538,6 +540,18 @@ int mdsplit_setup(thread_data* td) {
                 (config.device.kind == DeviceKind::Raid5 ? "raid5" : "bfq") +
                 ") and may run at the same time, but it needs one owner: add thread=1 so they "
                 "share it in one process, or stonewall so they run one after another");
+        // A device has one page cache (the bdev inode's mapping), which
+        // direct I/O keeps coherent (block/fops.c). Forked jobs each have
+        // their own: with buffered I/O and a writer, one would read what the
+        // other's cache holds back or no longer matches.
+        if (use.buffered && use.writes && !td->o.use_thread && !use.overlap_first.empty())
+            throw std::runtime_error(
+                "mdsplit: jobs " + use.overlap_first + " and " + use.overlap_second +
+                " share the device of " + o->config +
+                " with buffered I/O (direct=0) and writes, and may run at the same time, but "
+                "forked processes each keep their own page cache, so one would read stale "
+                "data: add thread=1 so they share one page cache in one process, or stonewall "
+                "so they run one after another");
         // Forked jobs each own a copy of the device; on files the copies
         // share the data, in ram each process has its own empty memory: a
         // job that reads what another wrote would read zeroes.

@@ -404,6 +404,8 @@ CROSS_JOB_REFUSALS = {
                         "[b]\nfilename=md1\nthread=1\nrw=write\nsize=1m\n"),
     "ram-forked-reader": ("ram.toml", "[w]\nfilename=md0\nrw=write\nsize=1m\n"
                           "[r]\nfilename=md0\nrw=read\nsize=1m\nstonewall\n"),
+    "buffered-forked": ("files.toml", "[w]\nfilename=md0\nrw=write\nsize=1m\ndirect=0\n"
+                        "[r]\nfilename=md0\nrw=read\nsize=1m\ndirect=0\n"),
 }
 
 
@@ -411,12 +413,14 @@ CROSS_JOB_REFUSALS = {
 def test_cross_job_refusals_are_the_engines_lines(tmp_path, engine, mdsplit_module, case):
     """What the engine refuses across a run's jobs (unlink, a weight without a
     group, disagreeing traces on one device, two devices over raid5 members,
-    a forked reader of another process's ram) simulate refuses with the line
+    a forked reader of another process's ram, forked jobs with buffered I/O
+    and a writer) simulate refuses with the line
     fio prints first, exit 1."""
     stack, body = CROSS_JOB_REFUSALS[case]
     write_stack(tmp_path)
     (tmp_path / "r5.toml").write_text(RAID5_FILES)
     (tmp_path / "ram.toml").write_text('[[members]]\nbackend = "ram"\nsize = "4m"\n')
+    (tmp_path / "files.toml").write_text('[[members]]\npath = "f0.img"\nsize = "4m"\n')
     (tmp_path / "t.fio").write_text(f"[global]\nioengine=external:{engine}\n"
                                     f"mdsplit_config={stack}\ndirect=1\n" + body)
     job = tmp_path / "t.fio"
