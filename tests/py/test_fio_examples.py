@@ -13,7 +13,9 @@ not a block device (network/cluster engines, pmem/dax, GPUs, file-system
 operations, zoned devices, SCSI/NVMe pass-through, CPU-only engines),
 REFUSED_BY_ENGINE for fio features the engine refuses at setup on purpose
 (each checked to be refused with its one line, so the list cannot go stale
-once the feature exists). A RAID5 subset runs again with thread=1, the
+once the feature exists). Buffered examples whose jobs write at the same
+time run with thread=1 (BUFFERED_SHARED: forked, they are refused). A RAID5
+subset runs again with thread=1, the
 stonewalled ones also forked, each ending with the parity checker.
 """
 import glob
@@ -178,6 +180,13 @@ RAID5_SUBSET = ["basic-verify.fio", "surface-scan.fio", "cross-stripe-verify.fio
 # Forked jobs (fio's default) on RAID5: examples whose jobs a stonewall
 # keeps from overlapping, so each process owns the stack in turn.
 RAID5_FORKED_SUBSET = ["basic-verify.fio", "surface-scan.fio", "ssd-test.fio"]
+
+# Buffered (direct=0) examples whose jobs write and may run at the same time:
+# forked, each process would keep its own page cache of one device, so the
+# engine refuses them (validation row 155); they run with thread=1, one page
+# cache, as the refusal asks, and their forked refusal is checked below.
+BUFFERED_SHARED = ["dedupe-global.fio", "exitwhat.fio", "fio-rand-RW.fio", "fio-rand-write.fio",
+                   "fio-seq-RW.fio", "steadystate.fio", "waitfor.fio"]
 
 STACK_MB = 64  # the member (passthrough) / each member (RAID5)
 SIZE_CAP = "8m"  # any size= or io_size=
@@ -395,7 +404,7 @@ def test_examples_found():
 def test_lists_name_existing_examples():
     # A listed example that this fio's source does not have is a stale entry.
     listed = set(NOT_APPLICABLE) | set(REFUSED_BY_ENGINE) | set(RAID5_SUBSET) | set(ARGS) | set(
-        OVERRIDES) | set(RAID5_FORKED_SUBSET)
+        OVERRIDES) | set(RAID5_FORKED_SUBSET) | set(BUFFERED_SHARED)
     stale = sorted(listed - set(ALL))
     assert stale == [], f"listed but not among {EXAMPLES}'s examples: {stale}"
     assert not set(NOT_APPLICABLE) & set(REFUSED_BY_ENGINE)
@@ -412,8 +421,17 @@ def test_not_applicable_reason_still_holds(name):
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_example_passthrough(engine, tmp_path, name):
     # The rewritten example runs clean on a passthrough stack.
-    result = run_example(engine, tmp_path, name, passthrough_stack(), False)
+    result = run_example(engine, tmp_path, name, passthrough_stack(), name in BUFFERED_SHARED)
     assert_example_passed(result, name, "verify=" in (EXAMPLES / name).read_text())
+
+
+@pytest.mark.parametrize("name", BUFFERED_SHARED)
+def test_example_buffered_shared_forked_is_refused(engine, tmp_path, name):
+    # Forked, the example's buffered writers would hold two page caches of one device.
+    result = run_example(engine, tmp_path, name, passthrough_stack(), False)
+    assert result.returncode != 0
+    assert any("each keep their own page cache" in l for l in result.mdsplit_errors()), \
+        result.stderr[-2000:]
 
 
 @pytest.mark.parametrize("name", RAID5_SUBSET)

@@ -132,7 +132,11 @@ public:
      * a read waits for the range's dirty pages to be written back
      * (kiocb_write_and_wait()); a write or discard (@writes) also drops the
      * range's pages afterwards (kiocb_invalidate_pages()), so a later
-     * buffered read sees what the direct I/O wrote. Loop thread, outside
+     * buffered read sees what the direct I/O wrote. No second invalidation
+     * after the write: blkdev_direct_write() calls
+     * kiocb_invalidate_post_direct_write() only when blkdev_direct_IO()
+     * returned bytes (a synchronous write), not on -EIOCBQUEUED, and the
+     * engine's direct I/O is always queued. Loop thread, outside
      * callbacks (it runs the loop while write-back is under way).
      */
     void before_direct_io(uint64_t offset, uint64_t length, bool writes);
