@@ -329,8 +329,8 @@ uint64_t read_prefetch_window(const Reader& reader, const toml::table& table,
         try {
             return parse_size(text->get(), "prefetch_window");
         } catch (const ConfigError&) {
-            reader.fail(key_path(path, "prefetch_window"), in_quotes(text->get()) + " is not a size",
-                        allowed);
+            reader.fail(key_path(path, "prefetch_window"),
+                        in_quotes(text->get()) + " is not a size", allowed);
         }
     }
     if (!node->is_integer() || node->as_integer()->get() < 0)
@@ -341,10 +341,11 @@ uint64_t read_prefetch_window(const Reader& reader, const toml::table& table,
 
 TimingModelConfig read_model(const Reader& reader, const toml::table& table,
                              const std::string& path, const std::string& name) {
-    reader.check_keys(table, path,
-                      {"command", "bandwidth", "random_penalty", "random_command",
-                       "prefetch_threshold", "prefetch_window", "parallelism", "write_command", "write_bandwidth",
-                       "write_random_penalty", "jitter", "die_stripe", "description"});
+    reader.check_keys(
+        table, path,
+        {"command", "bandwidth", "random_penalty", "random_command", "prefetch_threshold",
+         "prefetch_window", "parallelism", "write_command", "write_bandwidth",
+         "write_random_penalty", "jitter", "die_stripe", "description"});
     TimingModelConfig model;
     model.name = name;
     model.command_ns = reader.duration(table, "command", path).value_or(0);
