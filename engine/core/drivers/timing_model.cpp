@@ -54,10 +54,10 @@ uint64_t& TimingModel::channel_for(sector_t sector) {
 }
 
 // A read starting within the prefetch window past the previous request's end
-// finds its data already read ahead, as if it followed on directly.
+// finds its data already read ahead, as if it followed on directly (the
+// caller asks only behind a streaming read).
 bool TimingModel::in_prefetch_window(Op op, sector_t sector) const {
     if (op != Op::Read || last_end_ == ~sector_t(0) || sector <= last_end_) return false;
-    if (last_bytes_ < config_.prefetch_threshold_bytes) return false;  // not a stream
     uint64_t window = config_.prefetch_window_bytes == TimingModelConfig::kPrefetchWindowRequest
                           ? last_bytes_
                           : config_.prefetch_window_bytes;
@@ -65,8 +65,8 @@ bool TimingModel::in_prefetch_window(Op op, sector_t sector) const {
 }
 
 uint64_t TimingModel::schedule(uint64_t now, Op op, sector_t sector, uint32_t nr_sectors) {
-    bool sequential = sector == last_end_ || in_prefetch_window(op, sector);
     bool streaming = last_bytes_ >= config_.prefetch_threshold_bytes;
+    bool sequential = sector == last_end_ || (streaming && in_prefetch_window(op, sector));
     uint64_t bytes = uint64_t(nr_sectors) << kSectorShift;
     last_end_ = sector + nr_sectors;
     last_bytes_ = bytes;
