@@ -267,7 +267,8 @@ def build_run(job_file, sections=None, seed=None, env=None):
         if writes:
             allow_mounted[config_path] = allow_mounted.get(config_path, True) and \
                 parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
-        jobs_info.append({"name": job.name, "key": key, "config": config_path, "thread": thread,
+        jobs_info.append({"name": job.name, "key": key, "config": config_path, "label": label,
+                          "thread": thread,
                           "writes": writes, "buffered": not direct,
                           "trace": o.get("mdsplit_trace") or "",
                           "group": o.get("mdsplit_group"), "weight": gw})
@@ -352,6 +353,10 @@ def build_run(job_file, sections=None, seed=None, env=None):
     # mdsplit_setup: a raid5 or bfq device named by several forked jobs
     # that may run at the same time (no stonewall between them) needs one owner.
     mdsplit = paths.import_mdsplit()
+    devices = {}  # (stack file, filename) -> [(info, job)]
+    for info, (_, job) in zip(jobs_info, job_order):
+        devices.setdefault((info["config"], info["label"]), []).append((info, job))
+    device_order = [((i["config"], i["label"]), job) for i, (_, job) in zip(jobs_info, job_order)]
     for config_path, users in all_configs.items():
         forked = [j for j, thread in users if not thread]
         if forked and _has_ram_members(config_path):
@@ -380,15 +385,21 @@ def build_run(job_file, sections=None, seed=None, env=None):
                     f"{config_path} ({kind}) and may run at the same time, but it needs one "
                     "owner: add thread=1 so they share it in one process, or stonewall so "
                     "they run one after another", 1)
-            # As the engine: forked processes each keep their own page cache.
-            mine = [i for i in jobs_info if i["config"] == config_path]
-            if any(i["buffered"] for i in mine) and any(i["writes"] for i in mine):
+        # As the engine: forked processes each keep their own page cache, per
+        # device (stack file and filename).
+        for device, mine in devices.items():
+            infos = [i for i, _ in mine]
+            if device[0] == config_path and len(mine) > 1 and \
+                    any(not i["thread"] for i in infos) and any(i["buffered"] for i in infos) and \
+                    any(i["writes"] for i in infos) and _may_overlap(device_order, device):
+                names = [job.name for _, job in mine]
                 raise SimulateError(
                     f"mdsplit: jobs {names[0]} and {names[1]} share the device of "
-                    f"{os.path.relpath(config_path, base)} with buffered I/O (direct=0) and writes, and may run at the "
-                    "same time, but forked processes each keep their own page cache, so one "
-                    "would read stale data: add thread=1 so they share one page cache in one "
-                    "process, or stonewall so they run one after another", 1)
+                    f"{os.path.relpath(config_path, base)} with buffered I/O (direct=0) and "
+                    "writes, and may run at the same time, but forked processes each keep their "
+                    "own page cache, so one would read stale data: add thread=1 so they share "
+                    "one page cache in one process, or stonewall so they run one after another",
+                    1)
     for st in stacks:
         try:
             mdsplit.load_stack_text(Path(st["config"]).read_text(),
@@ -497,8 +508,8 @@ def _stonewall_between(jobs, first, last):
 
 
 def _may_overlap(job_order, config_path):
-    """Two jobs naming config_path with no stonewall between them (the
-    engine's stack_use())."""
+    """Two jobs naming config_path (or, in an order keyed by device, that
+    device) with no stonewall between them (the engine's stack_use())."""
     users = [k for k, (path, _) in enumerate(job_order) if path == config_path]
     jobs = [job for _, job in job_order]
     return any(not _stonewall_between(jobs, a, b) for a, b in zip(users, users[1:]))

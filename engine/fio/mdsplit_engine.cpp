@@ -202,7 +202,9 @@ struct StackUse {
     bool buffered = false;  // one of them does buffered I/O (direct=0)
 };
 
-StackUse stack_use(thread_data* self, const std::string& config) {
+// label: only the jobs naming that device of the stack file (filename=),
+// nullptr: every job naming the stack file.
+StackUse stack_use(thread_data* self, const std::string& config, const char* label = nullptr) {
     StackUse use;
     bool stonewall_since_last = false;  // a stonewall at or after the last job found
     thread_data* td;
@@ -216,6 +218,7 @@ StackUse stack_use(thread_data* self, const std::string& config) {
         if (!td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
         if (!o->config || canonical(o->config) != config) continue;
+        if (label && std::strcmp(td->o.filename ? td->o.filename : "", label) != 0) continue;
         std::string name = job_name(td);
         if (!use.jobs.empty() && !stonewall_since_last && use.overlap_first.empty()) {
             use.overlap_first = use.jobs.back();
@@ -543,10 +546,13 @@ int mdsplit_setup(thread_data* td) {
         // A device has one page cache (the bdev inode's mapping), which
         // direct I/O keeps coherent (block/fops.c). Forked jobs each have
         // their own: with buffered I/O and a writer, one would read what the
-        // other's cache holds back or no longer matches.
-        if (use.buffered && use.writes && !td->o.use_thread && !use.overlap_first.empty())
+        // other's cache holds back or no longer matches. Per device (stack
+        // file and filename): two devices keep two caches in one process
+        // too, as two kernel block devices over one disk do.
+        StackUse dev = stack_use(td, config_path, td->o.filename ? td->o.filename : "");
+        if (dev.buffered && dev.writes && !td->o.use_thread && !dev.overlap_first.empty())
             throw std::runtime_error(
-                "mdsplit: jobs " + use.overlap_first + " and " + use.overlap_second +
+                "mdsplit: jobs " + dev.overlap_first + " and " + dev.overlap_second +
                 " share the device of " + o->config +
                 " with buffered I/O (direct=0) and writes, and may run at the same time, but "
                 "forked processes each keep their own page cache, so one would read stale "

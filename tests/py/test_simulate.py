@@ -431,3 +431,19 @@ def test_cross_job_refusals_are_the_engines_lines(tmp_path, engine, mdsplit_modu
     assert real.returncode != 0
     first = [line for line in real.stderr.splitlines() if line.startswith("mdsplit:")][0]
     assert p.stderr.strip() == first
+
+
+def test_buffered_writer_on_another_device_of_the_stack_file_may_fork(tmp_path, engine):
+    """Forked buffered jobs on two devices (filenames) of one stack file are
+    accepted by the engine and by simulate: each device keeps its own page
+    cache in one process too, as two kernel block devices over one disk do."""
+    (tmp_path / "files.toml").write_text('[[members]]\npath = "f0.img"\nsize = "4m"\n')
+    job = tmp_path / "t.fio"
+    job.write_text(f"[global]\nioengine=external:{engine}\nmdsplit_config=files.toml\n"
+                   "direct=0\nsize=1m\n[w]\nfilename=md0\nrw=write\n"
+                   "[r]\nfilename=md1\nrw=read\n")
+    p = run_cli([str(job)])
+    assert p.returncode == 0, p.stderr
+    real = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0, real.stderr
