@@ -249,14 +249,48 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
     return "";
 }
 
+std::string find_file_use(dev_t dev, ino_t ino, const DeviceSafetyOptions& o) {
+    auto same_file = [&](const std::string& path) {
+        struct stat st;
+        return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == dev &&
+               st.st_ino == ino;
+    };
+    // A loop device over it (losetup /dev/loopN FILE): its contents are the
+    // loop's, mounted or not. loop_attr_backing_file_show() prints the path.
+    if (DIR* dir = opendir(o.sysfs_dev_block.c_str())) {
+        std::string found;
+        while (dirent* e = readdir(dir)) {
+            std::ifstream backing(o.sysfs_dev_block + "/" + e->d_name + "/loop/backing_file");
+            std::string file;
+            if (!std::getline(backing, file) || !same_file(file)) continue;
+            found = "the backing file of loop " + std::string(e->d_name);
+            break;
+        }
+        closedir(dir);
+        if (!found.empty()) return found;
+    }
+    // A swap file: /proc/swaps names it by path.
+    std::ifstream swaps(o.swaps);
+    std::string line;
+    std::getline(swaps, line);  // header
+    while (std::getline(swaps, line)) {
+        std::istringstream in(line);
+        std::string name;
+        if (in >> name && same_file(unescape_octal(name))) return "used as swap";
+    }
+    return "";
+}
+
 ConfigError device_in_use_error(const StackConfig& config, size_t index, const std::string& use) {
     const std::string& path = config.members[index].path;
     struct stat st;
     bool file = stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-    return make_config_error(config.source, "members[" + std::to_string(index) + "].path",
-                             quoted(path) + " is " + use + ": writing would corrupt it",
-                             std::string(file ? "a file no other run writes" : "an unused device") +
-                                 ", or allow_mounted_write=1 in every fio job that writes to it");
+    return make_config_error(
+        config.source, "members[" + std::to_string(index) + "].path",
+        quoted(path) + " is " + use + ": writing would corrupt it",
+        std::string(file ? "a file that no other run, loop device or swap area uses"
+                         : "an unused device") +
+            ", or allow_mounted_write=1 in every fio job that writes to it");
 }
 
 void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o) {
@@ -269,7 +303,12 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
         const MemberConfig& m = config.members[i];
         if (m.path.empty() || m.backend != BackendKind::IoUring) continue;
         struct stat st;
-        if (stat(m.path.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+        if (stat(m.path.c_str(), &st) != 0) continue;
+        if (S_ISREG(st.st_mode) && o.writes && !o.allow_mounted_write) {
+            std::string use = find_file_use(st.st_dev, st.st_ino, o);
+            if (!use.empty()) throw device_in_use_error(config, i, use);
+        }
+        if (!S_ISBLK(st.st_mode)) continue;
         std::string key = "members[" + std::to_string(i) + "].path";
         // A whole disk and one of its partitions overlap.
         for (const Member& other : devices) {

@@ -8,6 +8,9 @@
 //     (open with O_EXCL fails with EBUSY) -- unless fio's
 //     allow_mounted_write=1 (without it, the Stack then claims the device
 //     for the run: member_claim.h);
+//   - (a regular file too) it is the backing file of a loop device (sysfs
+//     loop/backing_file) or a swap file (/proc/swaps) -- unless
+//     allow_mounted_write=1: the file is a block device's contents then;
 //   - it carries a partition table or a signature: the magic numbers below
 //     (GPT, MBR / boot sector, LVM2 in any of the first four sectors, LUKS,
 //     XFS, btrfs, ext2/3/4, swap, md superblocks of versions 1.2, 1.1 at the
@@ -62,6 +65,9 @@ std::string probe_signature(const std::string& path);
 // (partition 7:1 of it)", "used as swap", "held by dm-0", "held by md0
 // (partition 7:1 of it)".
 std::string find_use(dev_t rdev, const DeviceSafetyOptions& options);
+// "" or how the regular file with st_dev `dev` and inode `ino` is in use
+// below a block device: "the backing file of loop 7:0", "used as swap".
+std::string find_file_use(dev_t dev, ino_t ino, const DeviceSafetyOptions& options);
 // The whole disk of a partition (sysfs), 0 when rdev is not a partition.
 dev_t partition_parent(dev_t rdev, const std::string& sysfs_dev_block);
 

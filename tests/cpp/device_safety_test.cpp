@@ -174,6 +174,48 @@ TEST(DeviceSafetyTest, HeldPartition) {
     EXPECT_EQ(find_use(makedev(7, 5), sys.options), "");
 }
 
+// A regular file a loop device reads its blocks from is in use, whatever
+// path names it.
+TEST(DeviceSafetyTest, BackingFileOfALoopDevice) {
+    FakeSystem sys;
+    std::string file = (sys.dir.path() / "disk.img").string();
+    write_file(file, "x");
+    fs::create_symlink(file, sys.dir.path() / "alias.img");
+    write_file(sys.dir.path() / "block/loop5/loop/backing_file", file + "\n");
+    struct stat st;
+    ASSERT_EQ(stat((sys.dir.path() / "alias.img").c_str(), &st), 0);
+    EXPECT_EQ(find_file_use(st.st_dev, st.st_ino, sys.options), "the backing file of loop 7:5");
+    StackConfig config;
+    config.source = "s.toml";
+    config.members.push_back(MemberConfig{});
+    config.members[0].path = (sys.dir.path() / "alias.img").string();
+    DeviceSafetyOptions writes = sys.options;
+    EXPECT_THROW(check_device_safety(config, writes), ConfigError);
+    DeviceSafetyOptions reads = sys.options;
+    reads.writes = false;
+    EXPECT_NO_THROW(check_device_safety(config, reads));
+    DeviceSafetyOptions allowed = sys.options;
+    allowed.allow_mounted_write = true;
+    EXPECT_NO_THROW(check_device_safety(config, allowed));
+}
+
+// A swap file is in use; another file on the same file system is not.
+TEST(DeviceSafetyTest, SwapFile) {
+    FakeSystem sys;
+    std::string swap = (sys.dir.path() / "swap\tfile").string();
+    std::string other = (sys.dir.path() / "other").string();
+    write_file(swap, "x");
+    write_file(other, "x");
+    write_file(sys.options.swaps, "Filename\tType\tSize\tUsed\tPriority\n" +
+                                      (sys.dir.path() / "swap\\011file").string() +
+                                      "\tfile\t4\t0\t-2\n");
+    struct stat st;
+    ASSERT_EQ(stat(swap.c_str(), &st), 0);
+    EXPECT_EQ(find_file_use(st.st_dev, st.st_ino, sys.options), "used as swap");
+    ASSERT_EQ(stat(other.c_str(), &st), 0);
+    EXPECT_EQ(find_file_use(st.st_dev, st.st_ino, sys.options), "");
+}
+
 // Regular-file members are never a block device's business.
 TEST(DeviceSafetyTest, RegularFilesPass) {
     TempDir d;

@@ -135,7 +135,8 @@ def test_a_file_another_run_writes_is_refused(mdsplit_module, tmp_path, engine):
     assert refused.returncode != 0
     assert (f'mdsplit: stack.toml: members[0].path: "{member}" is being written by another '
             "mdsplit run (flock: Resource temporarily unavailable): writing would corrupt it; "
-            "allowed: a file no other run writes, or allow_mounted_write=1 in every fio job "
+            "allowed: a file that no other run, loop device or swap area uses, or "
+            "allow_mounted_write=1 in every fio job "
             "that writes to it") in refused.stderr.splitlines(), refused.stderr
     del sim
     gc.collect()

@@ -68,6 +68,8 @@ STACKS = {
     "bfq": '[device]\nscheduler = "bfq"\n[[members]]\npath = "m0.img"\nsize = "1m"\n',
     "loop": '[[members]]\npath = "{loop}"\n',
     "loop+force": '[[members]]\npath = "{loop}"\nforce = true\n',
+    "loop-file": '[[members]]\npath = "{tmp}/l.img"\n',
+    "loop-swapfile": '[[members]]\npath = "{tmp}/swap.img"\n',
     "loop-and-part": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n'
                      '[[members]]\npath = "{part}"\n[[members]]\npath = "r2.img"\nsize = "1m"\n',
 }
@@ -250,6 +252,17 @@ def loop_fixture(row, tmp, loops):
             loops.devices.append(upper)
             st = os.stat(upper)
             subst["{upperdevno}"] = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        elif kind == "swapfile":  # a regular file in use as swap space
+            if not shutil.which("swapon"):
+                pytest.skip("needs swapon (util-linux)")
+            swapfile = tmp / "swap.img"
+            swapfile.write_bytes(b"\0" * (1 << 20))  # no holes: swapon refuses them
+            swapfile.chmod(0o600)
+            subprocess.run(["mkswap", str(swapfile)], check=True, capture_output=True)
+            r = subprocess.run(["swapon", str(swapfile)], capture_output=True, text=True)
+            if r.returncode != 0:
+                pytest.skip(f"swapon {swapfile} failed here: {r.stderr.strip()}")
+            loops.swaps.append(str(swapfile))
         elif kind == "ro":
             subprocess.run(["blockdev", "--setro", dev], check=True, capture_output=True)
         elif kind == "excl":  # another program holding the device open with O_EXCL
@@ -261,7 +274,8 @@ def loop_fixture(row, tmp, loops):
         st = os.stat(dev)
         alias = tmp / "alias"
         os.mknod(alias, 0o600 | 0o060000, st.st_rdev)  # S_IFBLK
-        subst.update({"{loop}": dev, "{alias}": str(alias)})
+        subst.update({"{loop}": dev, "{alias}": str(alias),
+                      "{devno}": f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"})
     return subst
 
 
@@ -301,7 +315,7 @@ def test_row(row, tmp_path, mdsplit_module, engine):
         elif kind.startswith("fio"):
             stack, _, lines = row["input"].partition(":")
             stack_name = stack.strip()
-            if stack_name.startswith("loop") and stack_name != "loop-and-part":
+            if stack_name.startswith("loop") and stack_name not in STACKS:
                 stack_name = "loop+force" if stack_name.endswith("+force") else "loop"
             stack_text = STACKS[stack_name]
             (tmp / "stack.toml").write_text(expand(stack_text, subst))
