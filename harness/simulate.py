@@ -267,7 +267,8 @@ def build_run(job_file, sections=None, seed=None, env=None):
         if writes:
             allow_mounted[config_path] = allow_mounted.get(config_path, True) and \
                 parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
-        jobs_info.append({"name": job.name, "key": key, "config": config_path, "label": label,
+        jobs_info.append({"name": job.name, "key": key, "config": config_path,
+                          "config_option": config, "label": label,
                           "thread": thread,
                           "writes": writes, "buffered": not direct,
                           "trace": o.get("mdsplit_trace") or "",
@@ -324,6 +325,14 @@ def build_run(job_file, sections=None, seed=None, env=None):
     for spec, m in zip(specs, meta):
         if not m["stats"]:
             continue
+        # mdsplit_setup (input_at): a sidecar over a member or a stack file.
+        inp = _input_at(jobs_info, m["stats"])
+        if inp:
+            option = m["job"].options["mdsplit_stats"] + \
+                (f".{m['job'].subjob}" if m["job"].subjob else "")
+            raise SimulateError(
+                f"mdsplit: mdsplit_stats={option} is {inp}: the sidecar would overwrite it; "
+                "allowed: a file that is neither a member nor a stack file of the run", 1)
         first = sidecar_stack.setdefault(os.path.realpath(m["stats"]), (spec["stack"], spec["name"]))
         if first[0] != spec["stack"]:
             rel = os.path.relpath(m["stats"], base)
@@ -445,14 +454,34 @@ def _member_identities(config_path):
         if m.get("backend", "io_uring") != "io_uring" or "path" not in m:
             continue
         path = os.path.join(os.path.dirname(config_path), m["path"])
-        try:
-            st = os.stat(path)
-            ident = (f"dev:{st.st_rdev}" if (st.st_mode & 0o170000) == 0o060000
-                     else f"file:{st.st_dev}:{st.st_ino}")
-        except OSError:
-            ident = "path:" + os.path.normpath(path)
-        out[ident] = os.path.normpath(path)
+        out[_file_identity(path)] = os.path.normpath(path)
     return kind, out
+
+
+def _file_identity(path):
+    """The engine's file_identity(): a block device's number, a file's device
+    and inode, or (not there yet) its absolute path."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "path:" + os.path.realpath(path)
+    if (st.st_mode & 0o170000) == 0o060000:
+        return f"dev:{st.st_rdev}"
+    return f"file:{st.st_dev}:{st.st_ino}"
+
+
+def _input_at(jobs_info, path):
+    """The engine's input_at(): the stack file or member of the run that
+    writing the sidecar `path` would destroy, "" when none."""
+    ident = _file_identity(path)
+    for info in jobs_info:
+        if _file_identity(info["config"]) == ident:
+            return f"the stack file {info['config_option']}"
+        for k, m in enumerate(_stack_doc(info["config"]).get("members", [])):
+            if m.get("backend", "io_uring") == "io_uring" and "path" in m and \
+                    _file_identity(os.path.join(os.path.dirname(info["config"]), m["path"])) == ident:
+                return f"members[{k}] of {info['config_option']}"
+    return ""
 
 
 def _check_raid5_rivals(jobs_info, jobs):

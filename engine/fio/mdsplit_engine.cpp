@@ -338,11 +338,45 @@ bool may_overlap(thread_data* a, thread_data* b) {
 
 // A member's identity: its device number (a block device) or its file
 // (device and inode); a file not made yet is known by its path.
-std::string member_identity(const MemberConfig& m) {
+// What a path names, whichever name it goes by: a block device's number, a
+// file's device and inode, or (not there yet) its absolute path.
+std::string file_identity(const std::string& path) {
     struct stat st;
-    if (m.path.empty() || stat(m.path.c_str(), &st) != 0) return "path:" + m.path;
+    if (path.empty() || stat(path.c_str(), &st) != 0) {
+        std::error_code ec;
+        auto absolute = std::filesystem::absolute(path, ec);
+        return "path:" + canonical(ec ? path.c_str() : absolute.c_str());
+    }
     if (S_ISBLK(st.st_mode)) return "dev:" + std::to_string(st.st_rdev);
     return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+std::string member_identity(const MemberConfig& m) { return file_identity(m.path); }
+
+// What writing the engine's output `path` (a sidecar) would destroy: a stack
+// file of the run, or a member of a stack some job of the run names, as
+// "members[1] of s.toml". "" when it is neither.
+std::string input_at(thread_data* self, const std::string& path) {
+    std::string id = file_identity(path);
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (!td->eo || td->io_ops != self->io_ops) continue;
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        if (!o->config) continue;
+        if (file_identity(o->config) == id) return std::string("the stack file ") + o->config;
+        StackConfig config;
+        try {
+            config = load_stack_file(o->config);
+        } catch (const std::exception&) {
+            continue;  // that job reports its own stack file
+        }
+        for (size_t k = 0; k < config.members.size(); k++)
+            if (config.members[k].backend == BackendKind::IoUring &&
+                member_identity(config.members[k]) == id)
+                return "members[" + std::to_string(k) + "] of " + o->config;
+    }
+    return "";
 }
 
 // Another job of the run that reaches one of self's members through a
@@ -629,6 +663,11 @@ int mdsplit_setup(thread_data* td) {
         data->depth = td->o.iodepth ? td->o.iodepth : 1;
         data->buffered = !td->o.odirect;
         data->stats_path = stats_path_of(td);
+        if (std::string input = data->stats_path.empty() ? "" : input_at(td, data->stats_path);
+            !input.empty())
+            throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + input +
+                                     ": the sidecar would overwrite it; allowed: a file that is "
+                                     "neither a member nor a stack file of the run");
         if (!data->stats_path.empty()) {
             std::string rival = output_rival(td, data->stats_path, stats_path_of);
             if (!rival.empty())

@@ -406,6 +406,10 @@ CROSS_JOB_REFUSALS = {
                           "[r]\nfilename=md0\nrw=read\nsize=1m\nstonewall\n"),
     "buffered-forked": ("files.toml", "[w]\nfilename=md0\nrw=write\nsize=1m\ndirect=0\n"
                         "[r]\nfilename=md0\nrw=read\nsize=1m\ndirect=0\n"),
+    "sidecar-over-member": ("files.toml", "[w]\nfilename=md0\nrw=write\nsize=1m\n"
+                            "mdsplit_stats=f0.img\n"),
+    "sidecar-over-stack-file": ("files.toml", "[r]\nfilename=md0\nrw=read\nsize=1m\n"
+                                "[w]\nfilename=md1\nrw=read\nsize=1m\nmdsplit_stats=files.toml\n"),
 }
 
 
@@ -414,7 +418,8 @@ def test_cross_job_refusals_are_the_engines_lines(tmp_path, engine, mdsplit_modu
     """What the engine refuses across a run's jobs (unlink, a weight without a
     group, disagreeing traces on one device, two devices over raid5 members,
     a forked reader of another process's ram, forked jobs with buffered I/O
-    and a writer) simulate refuses with the line
+    and a writer, a sidecar over a member or a stack file) simulate refuses
+    with the line
     fio prints first, exit 1."""
     stack, body = CROSS_JOB_REFUSALS[case]
     write_stack(tmp_path)
