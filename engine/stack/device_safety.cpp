@@ -125,6 +125,39 @@ std::string md_end_signature(int fd) {
     return "";
 }
 
+// The paths /proc/swaps lists (swap devices and swap files), unescaped.
+std::vector<std::string> swap_paths(const std::string& swaps_file) {
+    std::vector<std::string> out;
+    std::ifstream swaps(swaps_file);
+    std::string line;
+    std::getline(swaps, line);  // header
+    while (std::getline(swaps, line)) {
+        std::istringstream in(line);
+        std::string name;
+        if (in >> name) out.push_back(unescape_octal(name));
+    }
+    return out;
+}
+
+struct LoopBacking {
+    std::string loop;  // the loop device's "major:minor"
+    std::string file;  // loop/backing_file: what it reads its blocks from
+};
+
+// Every loop device's backing file or device (sysfs loop/backing_file).
+std::vector<LoopBacking> loop_backings(const std::string& sysfs_dev_block) {
+    std::vector<LoopBacking> out;
+    if (DIR* dir = opendir(sysfs_dev_block.c_str())) {
+        while (dirent* e = readdir(dir)) {
+            std::ifstream backing(sysfs_dev_block + "/" + e->d_name + "/loop/backing_file");
+            std::string file;
+            if (std::getline(backing, file)) out.push_back(LoopBacking{e->d_name, file});
+        }
+        closedir(dir);
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string find_signature(int fd) {
@@ -198,36 +231,20 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
         return rel == "it" ? where : where + " (" + rel + ")";
     }
     // Swap: /proc/swaps names the device by path.
-    std::ifstream swaps(o.swaps);
-    std::string line;
-    std::getline(swaps, line);  // header
-    while (std::getline(swaps, line)) {
-        std::istringstream in(line);
-        std::string name;
-        if (!(in >> name)) continue;
+    for (const std::string& name : swap_paths(o.swaps)) {
         struct stat st;
-        if (stat(unescape_octal(name).c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+        if (stat(name.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
         std::string rel = relation(st.st_rdev, rdev, o.sysfs_dev_block);
         if (rel.empty()) continue;
         return rel == "it" ? "used as swap" : "used as swap (" + rel + ")";
     }
     // A loop device whose backing file is this device (losetup /dev/loopN DEV).
-    if (DIR* dir = opendir(o.sysfs_dev_block.c_str())) {
-        std::string found;
-        while (dirent* e = readdir(dir)) {
-            std::ifstream backing(o.sysfs_dev_block + "/" + e->d_name + "/loop/backing_file");
-            std::string file;
-            if (!std::getline(backing, file)) continue;
-            struct stat st;
-            if (stat(file.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
-            std::string rel = relation(st.st_rdev, rdev, o.sysfs_dev_block);
-            if (rel.empty()) continue;
-            found = "the backing device of loop " + std::string(e->d_name);
-            if (rel != "it") found += " (" + rel + ")";
-            break;
-        }
-        closedir(dir);
-        if (!found.empty()) return found;
+    for (const LoopBacking& b : loop_backings(o.sysfs_dev_block)) {
+        struct stat st;
+        if (stat(b.file.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+        std::string rel = relation(st.st_rdev, rdev, o.sysfs_dev_block);
+        if (rel.empty()) continue;
+        return "the backing device of loop " + b.loop + (rel == "it" ? "" : " (" + rel + ")");
     }
     // Held: device-mapper, LVM or md on top of it or of one of its partitions.
     if (DIR* dir = opendir(o.sysfs_dev_block.c_str())) {
@@ -257,27 +274,11 @@ std::string find_file_use(dev_t dev, ino_t ino, const DeviceSafetyOptions& o) {
     };
     // A loop device over it (losetup /dev/loopN FILE): its contents are the
     // loop's, mounted or not. loop_attr_backing_file_show() prints the path.
-    if (DIR* dir = opendir(o.sysfs_dev_block.c_str())) {
-        std::string found;
-        while (dirent* e = readdir(dir)) {
-            std::ifstream backing(o.sysfs_dev_block + "/" + e->d_name + "/loop/backing_file");
-            std::string file;
-            if (!std::getline(backing, file) || !same_file(file)) continue;
-            found = "the backing file of loop " + std::string(e->d_name);
-            break;
-        }
-        closedir(dir);
-        if (!found.empty()) return found;
-    }
+    for (const LoopBacking& b : loop_backings(o.sysfs_dev_block))
+        if (same_file(b.file)) return "the backing file of loop " + b.loop;
     // A swap file: /proc/swaps names it by path.
-    std::ifstream swaps(o.swaps);
-    std::string line;
-    std::getline(swaps, line);  // header
-    while (std::getline(swaps, line)) {
-        std::istringstream in(line);
-        std::string name;
-        if (in >> name && same_file(unescape_octal(name))) return "used as swap";
-    }
+    for (const std::string& name : swap_paths(o.swaps))
+        if (same_file(name)) return "used as swap";
     return "";
 }
 
