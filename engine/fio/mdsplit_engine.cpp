@@ -469,6 +469,18 @@ std::string unsupported_option(thread_data* td) {
         return std::string("mdsplit: ") + (td->o.unlink ? "unlink" : "unlink_each_loop") +
                "=1: filename= names the virtual device, not a file, so there is nothing to "
                "unlink; allowed: unlink=0 and unlink_each_loop=0 (the defaults)";
+    // fio's pre_read_file() reads the file through f->fd (lseek, read),
+    // which a virtual device does not have.
+    if (td->o.pre_read)
+        return "mdsplit: pre_read=1: fio pre-reads through the file's own descriptor, and "
+               "filename= names a virtual device that has none; allowed: pre_read=0 (the "
+               "default)";
+    // DDIR_SYNC_FILE_RANGE: a range write-back of the page cache that the
+    // engine does not emulate (fsync and fdatasync it does).
+    if (td->o.sync_file_range)
+        return "mdsplit: sync_file_range: a range write-back is not emulated by this engine; "
+               "allowed: fsync=N or fdatasync=N (the device's page cache written back and "
+               "waited for), or no sync_file_range";
     // The offload workers reload the engine by o.ioengine_so_path, which
     // points into a parse buffer fio has freed by then (it prints garbage as
     // the engine's name), and each worker would get a stack of its own.
