@@ -469,6 +469,15 @@ std::string unsupported_option(thread_data* td) {
         return std::string("mdsplit: ") + (td->o.unlink ? "unlink" : "unlink_each_loop") +
                "=1: filename= names the virtual device, not a file, so there is nothing to "
                "unlink; allowed: unlink=0 and unlink_each_loop=0 (the defaults)";
+    // fio 3.33 turns trim_percentage's verified blocks into DDIR_TRIM
+    // io_us on a job that does not trim, which its own fio_ro_check()
+    // asserts against: the job aborts (and a forked one's parent then frees
+    // engine options it had already freed).
+    if (td->o.trim_percentage && !td_trim(td))
+        return "mdsplit: trim_percentage=" + std::to_string(td->o.trim_percentage) +
+               " on a job that does not trim: fio sends its verify trims anyway and aborts in "
+               "its own check (fio_ro_check); allowed: trim_percentage=0, or a job that trims "
+               "(rw=trimwrite, trim, randtrim)";
     // fio's pre_read_file() reads the file through f->fd (lseek, read),
     // which a virtual device does not have.
     if (td->o.pre_read)
