@@ -1244,7 +1244,21 @@ StackConfig load_stack_file(const std::string& path) {
         throw make_config_error(path, {}, "cannot read the file", "a readable TOML file");
     }
     std::string base_dir = fs::absolute(fs::path(path)).parent_path().string();
-    return load_stack_text(text.str(), base_dir, path);
+    StackConfig config = load_stack_text(text.str(), base_dir, path);
+    // A member on the stack file itself: the first write would destroy it.
+    struct stat self;
+    if (stat(path.c_str(), &self) == 0) {
+        for (size_t i = 0; i < config.members.size(); ++i) {
+            struct stat st;
+            const std::string& member = config.members[i].path;
+            if (!member.empty() && stat(member.c_str(), &st) == 0 && st.st_dev == self.st_dev &&
+                st.st_ino == self.st_ino)
+                throw make_config_error(path, "members[" + std::to_string(i) + "].path",
+                                        in_quotes(member) + " is this stack file",
+                                        "a member file other than the stack file");
+        }
+    }
+    return config;
 }
 
 }  // namespace mdsplit
