@@ -484,12 +484,6 @@ std::string unsupported_option(thread_data* td) {
         return "mdsplit: pre_read=1: fio pre-reads through the file's own descriptor, and "
                "filename= names a virtual device that has none; allowed: pre_read=0 (the "
                "default)";
-    // DDIR_SYNC_FILE_RANGE: a range write-back of the page cache that the
-    // engine does not emulate (fsync and fdatasync it does).
-    if (td->o.sync_file_range)
-        return "mdsplit: sync_file_range: a range write-back is not emulated by this engine; "
-               "allowed: fsync=N or fdatasync=N (the device's page cache written back and "
-               "waited for), or no sync_file_range";
     // The offload workers reload the engine by o.ioengine_so_path, which
     // points into a parse buffer fio has freed by then (it prints garbage as
     // the engine's name), and each worker would get a stack of its own.
@@ -875,6 +869,19 @@ fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
             }
             return queue_on_stack(d, u,
                                   [&] { d->stack->fsync(d->task, reinterpret_cast<uint64_t>(u)); });
+        case DDIR_SYNC_FILE_RANGE: {
+            // fio's do_sync_file_range(): the range its writes since the last
+            // sync covered (f->first_write .. f->last_write), the job's flags.
+            fio_file* f = u->file;
+            if (!d->buffered || f->first_write == -1ULL || f->last_write <= f->first_write) {
+                u->error = 0;
+                return FIO_Q_COMPLETED;
+            }
+            return queue_on_stack(d, u, [&] {
+                d->stack->sync_file_range(d->task, f->first_write, f->last_write - f->first_write,
+                                          td->o.sync_file_range, reinterpret_cast<uint64_t>(u));
+            });
+        }
         default:
             u->error = EINVAL;
             return FIO_Q_COMPLETED;

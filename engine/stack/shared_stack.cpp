@@ -60,6 +60,14 @@ void SharedStack::fsync(TaskContext& task, uint64_t cookie) {
     kick_poller_if_late();
 }
 
+void SharedStack::sync_file_range(TaskContext& task, uint64_t offset, uint64_t length,
+                                  unsigned flags, uint64_t cookie) {
+    Guard g(*this);
+    stack_->begin_batch(task);
+    stack_->sync_file_range(task, offset, length, flags, cookie);
+    kick_poller_if_late();
+}
+
 void SharedStack::invalidate() {
     Guard g(*this);
     stack_->invalidate();

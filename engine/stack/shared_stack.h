@@ -42,6 +42,8 @@ public:
     void queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                         uint64_t cookie);
     void fsync(TaskContext& task, uint64_t cookie);
+    void sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
+                         uint64_t cookie);
     void invalidate();
     void sync_buffered();
     void set_buffered_iodepth(uint32_t iodepth);

@@ -515,6 +515,12 @@ void Stack::fsync(TaskContext& task, uint64_t cookie) {
     buffered().fsync(task, cookie);
 }
 
+void Stack::sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
+                            uint64_t cookie) {
+    layer_->set_current(&task);
+    buffered().sync_file_range(task, offset, length, flags, cookie);
+}
+
 void Stack::sync_buffered() {
     if (buffered_) buffered_->sync();
 }

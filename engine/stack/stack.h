@@ -98,6 +98,9 @@ public:
     // fsync(): completes (into task.completions) once every dirty page is
     // written back to the members.
     void fsync(TaskContext& task, uint64_t cookie);
+    // sync_file_range(2) on the page cache (BufferedIo::sync_file_range()).
+    void sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
+                         uint64_t cookie);
     // Writes back every dirty page and waits (job end: nothing written is
     // lost). Runs the loop; call from the owning thread, not from a callback.
     void sync_buffered();

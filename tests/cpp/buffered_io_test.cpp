@@ -392,6 +392,52 @@ TEST(BufferedIoTest, WritesReachTheMembersAfterFsync) {
     EXPECT_EQ(rig.direct_read(0, model.size()), model);
 }
 
+// sync_file_range(WAIT_BEFORE | WRITE | WAIT_AFTER) writes back the dirty
+// pages of its range only, and completes once they are on the member.
+TEST(BufferedIoTest, SyncFileRangeWritesBackItsRangeOnly) {
+    Rig rig(stack_toml("forced-ra", true, 0));
+    std::vector<uint8_t> a = pattern(0, 16 << 10, 3), b = pattern(32 << 10, 16 << 10, 4);
+    rig.buffered(Op::Write, 0, a.size(), a.data());
+    rig.buffered(Op::Write, 32 << 10, b.size(), b.data());
+    ASSERT_EQ(rig.io().cache().nr_dirty(), 8u);
+    rig.stack->begin_batch(rig.task);
+    rig.stack->sync_file_range(rig.task, 32 << 10, 16 << 10, 1 | 2 | 4, 5);
+    rig.stack->commit(rig.task);
+    rig.stack->drain();
+    ASSERT_EQ(rig.task.completions.size(), 1u);
+    EXPECT_EQ(rig.task.completions[0].cookie, 5u);
+    EXPECT_EQ(rig.task.completions[0].error, 0);
+    rig.task.completions.clear();
+    EXPECT_EQ(rig.io().cache().nr_dirty(), 4u);  // [0, 16k) is still dirty
+    EXPECT_EQ(rig.io().cache().nr_writeback(), 0u);
+    EXPECT_EQ(rig.io().stats().writeback_pages, 4u);
+    EXPECT_EQ(rig.io().stats().sync_ranges, 1u);
+    EXPECT_EQ(rig.direct_read(32 << 10, b.size()), b);
+}
+
+// SYNC_FILE_RANGE_WRITE alone starts the write-back and completes without
+// waiting for it; with WAIT_AFTER the same call waits for the member.
+TEST(BufferedIoTest, SyncFileRangeWriteOnlyDoesNotWait) {
+    auto sync_time = [](unsigned flags) {
+        Rig rig(stack_toml("forced-ra", true, 0));
+        std::vector<uint8_t> a = pattern(0, 16 << 10, 5);
+        rig.buffered(Op::Write, 0, a.size(), a.data());
+        rig.stack->begin_batch(rig.task);
+        rig.stack->sync_file_range(rig.task, 0, 0, flags, 6);  // length 0: to the end
+        rig.stack->commit(rig.task);
+        rig.stack->drain();
+        EXPECT_EQ(rig.task.completions.size(), 1u);
+        EXPECT_EQ(rig.io().cache().nr_dirty(), 0u);
+        EXPECT_EQ(rig.io().stats().writeback_pages, 4u);
+        EXPECT_EQ(rig.direct_read(0, a.size()), a);
+        auto paths = rig.io().take_paths();
+        return paths.empty() ? 0 : paths.back().complete_ns - paths.back().submit_ns;
+    };
+    uint64_t write_only = sync_time(2), write_and_wait = sync_time(2 | 4);
+    EXPECT_LT(write_only, 10'000u);                   // CPU steps only
+    EXPECT_GT(write_and_wait, write_only + 18'000u);  // the nvme model's 18 us write command
+}
+
 TEST(BufferedIoTest, DirtyLimitThrottlesAndSyncWritesEverything) {
     // A 1 MiB cache (256 pages, dirty limit 51) and 4 MiB of writes:
     // write-back, throttling and eviction all happen; sync() at the end

@@ -91,7 +91,10 @@ void BufferedIo::write_json(JsonWriter& j) const {
     j.field("high_water_pages", c.high_water).field("pages_added", c.pages_added);
     j.field("evictions", c.evictions).field("evict_skipped", c.evict_skipped);
     j.field("over_limit", c.over_limit).field("memory_bytes", c.data_bytes);
-    j.field("reads", s.reads).field("writes", s.writes).field("fsyncs", s.fsyncs);
+    j.field("reads", s.reads)
+        .field("writes", s.writes)
+        .field("fsyncs", s.fsyncs)
+        .field("sync_file_ranges", s.sync_ranges);
     j.field("read_bytes", s.read_bytes).field("write_bytes", s.write_bytes);
     j.field("hits", s.hits).field("misses", s.misses);
     j.field("hit_ratio", looks ? double(s.hits) / double(looks) : 0.0);

@@ -120,6 +120,10 @@ public:
     // write-back) are on the members. -EIO if a write-back failed since the
     // last fsync.
     void fsync(TaskContext& task, uint64_t cookie);
+    // sync_file_range(2) on [offset, offset + length) (length 0: to the end)
+    // with its flags (PageWriteback::sync_range()).
+    void sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
+                         uint64_t cookie);
     // Loop thread, outside callbacks: write back everything and run the
     // loop until it is on the members (job end).
     void sync();

@@ -7,6 +7,7 @@
 // completion (io_cqring_add_event()).
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <mutex>
 
 #include "core/io_uring/io_wq.h"
@@ -251,6 +252,21 @@ void BufferedIo::fsync(TaskContext& task, uint64_t cookie) {
     stats_.fsyncs++;
     int32_t error = 0;
     if (!writeback_->fsync(*r, error)) return;  // waits: writeback_wait_done()
+    Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
+    complete(*r, x, error);
+    cpu_->leave(x);
+}
+
+void BufferedIo::sync_file_range(TaskContext& task, uint64_t offset, uint64_t length,
+                                 unsigned flags, uint64_t cookie) {
+    Request* r = new_request(task, Op::Flush, 0, 0, nullptr, cookie);
+    stats_.sync_ranges++;
+    uint64_t first = offset >> kPageShift;
+    uint64_t last = length == 0 || offset + length < offset
+                        ? std::numeric_limits<uint64_t>::max() - 1
+                        : (offset + length - 1) >> kPageShift;
+    int32_t error = 0;
+    if (!writeback_->sync_range(*r, first, last, flags, error)) return;  // writeback_wait_done()
     Exec x = cpu_->enter(BufferedWhere::Submitter, task.pid);
     complete(*r, x, error);
     cpu_->leave(x);

@@ -94,7 +94,7 @@ struct BufferedPath {
 };
 
 struct BufferedStats {
-    uint64_t reads = 0, writes = 0, fsyncs = 0;
+    uint64_t reads = 0, writes = 0, fsyncs = 0, sync_ranges = 0;
     uint64_t read_bytes = 0, write_bytes = 0;
     uint64_t hits = 0, misses = 0;  // pages, at the first look of each I/O
     uint64_t inline_attempts = 0, worker_attempts = 0;

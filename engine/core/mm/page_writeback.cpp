@@ -185,6 +185,28 @@ bool PageWriteback::fsync(Kiocb& k, int32_t& error) {
     return false;
 }
 
+bool PageWriteback::sync_range(Kiocb& k, uint64_t first, uint64_t last, unsigned flags,
+                               int32_t& error) {
+    constexpr unsigned kWriteAndWait =
+        kSyncFileRangeWaitBefore | kSyncFileRangeWrite | kSyncFileRangeWaitAfter;
+    uint64_t before = wb_seq_;  // the batches WAIT_BEFORE waits for
+    uint64_t batch = before;
+    if (flags & kSyncFileRangeWrite)
+        batch = write_cache_pages(std::numeric_limits<size_t>::max(),
+                                  (flags & kWriteAndWait) == kWriteAndWait, first, last + 1);
+    if (!(flags & (kSyncFileRangeWaitBefore | kSyncFileRangeWaitAfter))) {
+        error = 0;
+        return true;
+    }
+    uint64_t target = (flags & kSyncFileRangeWaitAfter) ? batch : before;
+    if (writeback_done_through(target)) {
+        error = take_error();
+        return true;
+    }
+    fsyncs_.push_back(FsyncWaiter{&k, target});
+    return false;
+}
+
 void PageWriteback::run_until(bool (*done)(PageWriteback*)) {
     for (;;) {
         loop_.run_ready();

@@ -74,6 +74,20 @@ public:
      * held and comes back through WritebackClient::writeback_wait_done().
      */
     bool fsync(Kiocb& k, int32_t& error);
+    /**
+     * sync_range() - fs/sync.c sync_file_range() on pages @first..@last.
+     * @flags: SYNC_FILE_RANGE_WRITE starts write-back of the dirty ones
+     *         (__filemap_fdatawrite_range(), WB_SYNC_ALL when both waits are
+     *         set too); WAIT_BEFORE / WAIT_AFTER wait for write-back
+     *         (file_fdatawait_range()). A wait covers every batch started
+     *         before it (all pages, a superset of the range's), and
+     *         WAIT_BEFORE's wait overlaps the write it precedes.
+     * @error: set when nothing is left to wait for: -EIO if a write-back
+     *         failed since the last wait (only when one of the waits is set)
+     *
+     * Return: as fsync().
+     */
+    bool sync_range(Kiocb& k, uint64_t first, uint64_t last, unsigned flags, int32_t& error);
     // Loop thread, outside callbacks: write back everything and run the
     // loop until it is on the members (job end, sync(2)).
     void sync();
@@ -84,6 +98,11 @@ public:
      * Loop thread, outside callbacks.
      */
     void write_and_wait_range(uint64_t first, uint64_t last);
+
+    // sync_file_range(2)'s flags (include/uapi/linux/fs.h).
+    static constexpr unsigned kSyncFileRangeWaitBefore = 1;
+    static constexpr unsigned kSyncFileRangeWrite = 2;
+    static constexpr unsigned kSyncFileRangeWaitAfter = 4;
 
 private:
     struct FsyncWaiter {
