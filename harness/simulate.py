@@ -50,7 +50,7 @@ SUPPORTED = {
     "iodepth", "iodepth_batch_submit", "size", "io_size", "offset", "offset_increment",
     "numjobs", "startdelay", "runtime", "time_based", "ramp_time", "loops", "direct",
     "buffered", "thread", "prio", "prioclass", "randseed", "randrepeat", "norandommap",
-    "random_distribution", "fsync", "end_fsync", "rate_iops", "thinktime",
+    "random_distribution", "fsync", "end_fsync", "sync", "rate_iops", "thinktime",
     "thinktime_blocks", "verify", "do_verify", "invalidate", "filename", "ioengine",
     "stonewall", "wait_for_previous", "new_group", "name", "description",
     "mdsplit_config", "mdsplit_stats", "mdsplit_trace", "mdsplit_group",
@@ -300,6 +300,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
                                       o.get("iodepth_batch_submit", "1"))),
             "direct": direct,
             "invalidate": parse_bool("invalidate", o.get("invalidate", "1")) and not direct,
+            "dsync": _sync_option(o.get("sync", "none")),
             "fsync_blocks": parse_int("fsync", o.get("fsync", "0")),
             "end_fsync": parse_bool("end_fsync", o.get("end_fsync", "0")),
             "rate_iops": parse_int("rate_iops", o.get("rate_iops", "0")),
@@ -542,6 +543,16 @@ def _may_overlap(job_order, config_path):
     users = [k for k, (path, _) in enumerate(job_order) if path == config_path]
     jobs = [job for _, job in job_order]
     return any(not _stonewall_between(jobs, a, b) for a, b in zip(users, users[1:]))
+
+
+def _sync_option(value):
+    """fio's sync= (options.c): none/0, sync/1 (O_SYNC), dsync (O_DSYNC);
+    True for either of the two, which make buffered writes synchronous."""
+    if value.lower() in ("none", "0"):
+        return False
+    if value.lower() in ("sync", "1", "dsync"):
+        return True
+    raise SimulateError(f"simulate: sync={value}: allowed: none, 0, sync, 1, dsync")
 
 
 def _toml_value(text, key):

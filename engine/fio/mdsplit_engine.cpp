@@ -714,6 +714,10 @@ int mdsplit_setup(thread_data* td) {
             data->task.sched.ioprio_class = IoprioClass(td->o.ioprio_class);
         if (fio_option_is_set(&td->o, ioprio) && td->o.ioprio <= 7)
             data->task.sched.ioprio = uint8_t(td->o.ioprio);
+        // fio's sync= opens the file O_SYNC or O_DSYNC: a buffered write is
+        // written back before it completes. (A direct write becomes REQ_FUA,
+        // dio_bio_write_op(): the members keep no volatile cache to honour it.)
+        data->task.dsync = td->o.sync_io != 0;
         data->batch.reserve(data->depth);
         data->events.reserve(data->depth);
         if (data->buffered) data->stack->set_buffered_iodepth(data->depth);

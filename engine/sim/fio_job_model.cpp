@@ -154,6 +154,7 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     j.stack = &stack;
     j.task.pid = s.pid;
     j.task.sched = s.sched;
+    j.task.dsync = s.dsync;
     uint64_t dev = stack.size_bytes();
     if (s.offset >= dev)
         throw std::invalid_argument("simulate: job " + s.name + ": offset " +

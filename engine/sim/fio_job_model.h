@@ -80,6 +80,7 @@ struct FioJobSpec {
     uint32_t batch = 1;
     bool direct = true;
     bool invalidate = false;    // buffered: drop the page cache at start
+    bool dsync = false;         // fio's sync=: the device opened O_SYNC / O_DSYNC
     uint32_t fsync_blocks = 0;  // fsync=N: an fsync after every N writes
     bool end_fsync = false;     // one fsync at the end of the job
     uint64_t rate_iops = 0;     // 0 = unlimited

@@ -438,6 +438,23 @@ TEST(BufferedIoTest, SyncFileRangeWriteOnlyDoesNotWait) {
     EXPECT_GT(write_and_wait, write_only + 18'000u);  // the nvme model's 18 us write command
 }
 
+// A task whose device was opened O_SYNC/O_DSYNC (fio's sync=) gets its
+// buffered write back once the pages are on the member (generic_write_sync).
+TEST(BufferedIoTest, DsyncWriteCompletesWrittenBack) {
+    Rig rig(stack_toml("forced-ra", true, 0));
+    rig.task.dsync = true;
+    std::vector<uint8_t> a = pattern(4096, 3 * 4096, 8);
+    BufferedPath p = rig.buffered(Op::Write, 4096, a.size(), a.data());
+    EXPECT_EQ(rig.last_error, 0);
+    EXPECT_EQ(rig.io().cache().nr_dirty(), 0u);
+    EXPECT_EQ(rig.io().cache().nr_writeback(), 0u);
+    EXPECT_EQ(rig.io().stats().writeback_pages, 3u);
+    EXPECT_GT(p.complete_ns - p.submit_ns, 18'000u);  // the nvme model's write command
+    rig.task.dsync = false;
+    rig.buffered(Op::Write, 64 << 10, a.size(), a.data());
+    EXPECT_EQ(rig.io().cache().nr_dirty(), 3u);  // an ordinary write stays in the cache
+}
+
 TEST(BufferedIoTest, DirtyLimitThrottlesAndSyncWritesEverything) {
     // A 1 MiB cache (256 pages, dirty limit 51) and 4 MiB of writes:
     // write-back, throttling and eviction all happen; sync() at the end

@@ -243,6 +243,21 @@ def test_verify_reads_back_what_was_written(tmp_path, mdsplit_module):
     assert j["read"]["io_bytes"] >= 4 << 20
 
 
+@pytest.mark.parametrize("sync", ["1", "sync", "dsync"])
+def test_sync_buffered_writes_wait_for_the_member(tmp_path, mdsplit_module, sync):
+    """sync=1|sync|dsync (O_SYNC/O_DSYNC): each buffered write completes once its
+    pages are on the member, after the nvme model's 18 us write command; with
+    sync=0 it completes in the page cache."""
+    write_stack(tmp_path)
+    body = "[j]\nrw=randwrite\nsize=1m\ndirect=0\n"
+    (tmp_path / "s.fio").write_text(job_text(body + f"sync={sync}\n"))
+    (tmp_path / "n.fio").write_text(job_text(body + "sync=0\n"))
+    synced = simulate_job(tmp_path / "s.fio")["jobs"][0]["write"]["clat_ns"]
+    cached = simulate_job(tmp_path / "n.fio")["jobs"][0]["write"]["clat_ns"]
+    assert synced["min"] > 18_000
+    assert cached["max"] < 18_000
+
+
 def test_rwmixread_splits_directions(tmp_path, mdsplit_module):
     """randrw with rwmixread=70: about 70 % of the I/Os are reads."""
     write_stack(tmp_path)

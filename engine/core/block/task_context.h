@@ -68,6 +68,10 @@ struct TaskContext {
     BioList* bio_list = nullptr;  // current->bio_list: [0] and [1]
     PlugList plug;
     TaskSubmitCpu cpu;  // modelled submission time (virtual clock only)
+    // The task's device was opened O_SYNC or O_DSYNC (fio's sync=): its
+    // buffered writes are written back before they complete
+    // (generic_write_sync()).
+    bool dsync = false;
 };
 
 }  // namespace mdsplit

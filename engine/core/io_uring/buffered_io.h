@@ -189,6 +189,8 @@ private:
     void run_task_work(Request& r);
     // Writes.
     void io_write(Request& r, Exec& x);
+    void write_sync(Request& r);
+    static void write_sync_cb(void* arg, uint64_t);
     // write-back lets a throttled writer or an fsync go (WritebackClient).
     void writeback_wait_done(Kiocb& k, int32_t error) override;
 
