@@ -5,7 +5,7 @@ set -eu
 PKGS="fio liburing-dev libtomlplusplus-dev pybind11-dev python3-pybind11 python3-dev
       python3-pytest python3-numpy python3-matplotlib libgtest-dev googletest cmake g++
       pkg-config make dpkg-dev blktrace clang clang-format libclang-rt-14-dev util-linux
-      libblkid-dev e2fsprogs"
+      libblkid-dev e2fsprogs strace"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

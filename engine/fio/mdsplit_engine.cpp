@@ -865,10 +865,12 @@ fio_q_status mdsplit_queue(thread_data* td, io_u* u) {
             break;
         case DDIR_SYNC:
         case DDIR_DATASYNC:
-            // Direct I/O leaves nothing to flush (a write completed only when its
-            // member requests did); a buffered job's fsync writes back its pages.
+            // Direct I/O leaves no page to write back (a write completed only
+            // when its member requests did); the members' storage is made
+            // durable (blkdev_issue_flush). A buffered job's fsync writes back
+            // its pages first (mdsplit_getevents then syncs the members).
             if (!d->buffered) {
-                u->error = 0;
+                u->error = unsigned(-d->stack->sync_members());
                 return FIO_Q_COMPLETED;
             }
             return queue_on_stack(d, u,
@@ -950,6 +952,9 @@ int mdsplit_getevents(thread_data* td, unsigned int min, unsigned int max, const
         auto* u = reinterpret_cast<io_u*>(done[i].cookie);
         u->error = unsigned(-done[i].error);
         u->resid = done[i].resid;
+        // blkdev_fsync(): after the page cache's write-back, the flush.
+        if ((u->ddir == DDIR_SYNC || u->ddir == DDIR_DATASYNC) && !u->error)
+            u->error = unsigned(-d->stack->sync_members());
         d->events.push_back(u);
     }
     head += n;

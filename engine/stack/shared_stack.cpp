@@ -78,6 +78,11 @@ void SharedStack::sync_buffered() {
     stack_->sync_buffered();
 }
 
+int SharedStack::sync_members() {
+    Guard g(*this);
+    return stack_->sync_members();
+}
+
 void SharedStack::set_buffered_iodepth(uint32_t iodepth) {
     Guard g(*this);
     stack_->buffered().set_iodepth(iodepth);

@@ -46,6 +46,7 @@ public:
                          uint64_t cookie);
     void invalidate();
     void sync_buffered();
+    int sync_members();
     void set_buffered_iodepth(uint32_t iodepth);
     // Waits until `out` plus the task's new completions hold `min` or
     // timeout_ns passes, then moves the task's completions into `out`.

@@ -521,6 +521,15 @@ void Stack::sync_file_range(TaskContext& task, uint64_t offset, uint64_t length,
     buffered().sync_file_range(task, offset, length, flags, cookie);
 }
 
+int Stack::sync_members() {
+    int error = 0;
+    for (auto& m : members_) {
+        int r = m->sync_data();
+        if (r && !error) error = r;
+    }
+    return error;
+}
+
 void Stack::sync_buffered() {
     if (buffered_) buffered_->sync();
 }

@@ -101,6 +101,11 @@ public:
     // sync_file_range(2) on the page cache (BufferedIo::sync_file_range()).
     void sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
                          uint64_t cookie);
+    // fsync(2)'s blkdev_issue_flush() on the real storage: every member's
+    // completed writes made durable (MemberQueue::sync_data()). The model
+    // keeps no volatile cache, so no time passes on the virtual clock.
+    // Returns 0 or the first member's negative errno.
+    int sync_members();
     // Writes back every dirty page and waits (job end: nothing written is
     // lost). Runs the loop; call from the owning thread, not from a callback.
     void sync_buffered();

@@ -253,6 +253,11 @@ void MemberQueue::end_write_behind_copy(Request* copy, int64_t res) {
 }
 // ----------------------------------------------------------------------------
 
+int MemberQueue::sync_data() {
+    if (!behind_.empty()) layer_.loop().settle(true);
+    return backend_->sync_data();
+}
+
 void MemberQueue::on_backend_complete(void* ctx, Request* rq, int64_t res) {
     auto* q = static_cast<MemberQueue*>(ctx);
     if (rq->write_behind_copy) {

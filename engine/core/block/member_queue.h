@@ -56,6 +56,9 @@ public:
     // ------------------------------------------------------------------------
 
     Backend& backend() { return *backend_; }
+    // Makes every write this queue completed durable on the real storage:
+    // the write-behind copies land first, then Backend::sync_data().
+    int sync_data();
     uint32_t in_flight() const { return in_flight_; }
     uint32_t queue_depth() const { return limits_.queue_depth; }
     const SeekHistogram& seeks() const { return seeks_; }

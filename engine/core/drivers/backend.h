@@ -19,6 +19,10 @@ public:
     virtual void submit(Request* rq) = 0;
     // Sends batched submissions to the kernel (io_uring_submit).
     virtual void kick() {}
+    // Makes the writes that completed durable on the real storage (fdatasync
+    // of the file or device: its metadata and the device's volatile cache).
+    // 0 or a negative errno. Nothing to do for memory or nowhere.
+    virtual int sync_data() { return 0; }
     virtual uint64_t size_bytes() const = 0;
     virtual const char* kind() const = 0;
 

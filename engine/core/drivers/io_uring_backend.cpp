@@ -44,7 +44,7 @@ std::vector<std::filesystem::path> missing_directories(const std::filesystem::pa
 
 IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint64_t size,
                                bool direct, bool writable)
-    : ring_(ring) {
+    : ring_(ring), writable_(writable) {
     int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | (direct ? O_DIRECT : 0);
     struct stat st;
     if (stat(path.c_str(), &st) != 0) {
@@ -134,6 +134,13 @@ IoUringBackend::~IoUringBackend() {
 // device does, lo_fallocate); on a block device, the block layer's
 // io_uring discard (BLOCK_URING_CMD_DISCARD, Linux 6.12+), BLKDISCARD
 // where the kernel lacks it (see on_cqe).
+// blkdev_fsync() -> blkdev_issue_flush() as the real storage under the
+// member needs it: the file's allocation and the device's write cache.
+int IoUringBackend::sync_data() {
+    if (!writable_ || fd_ < 0) return 0;
+    return fdatasync(fd_) == 0 ? 0 : -errno;
+}
+
 void IoUringBackend::prep_discard(io_uring_sqe* sqe, Request* rq) {
     uint64_t offset = rq->sector << kSectorShift;
     if (!block_device_) {

@@ -34,6 +34,7 @@ public:
 
     void submit(Request* rq) override;
     void kick() override { ring_.submit_pending(); }
+    int sync_data() override;
     uint64_t size_bytes() const override { return size_; }
     const char* kind() const override { return "io_uring"; }
 
@@ -51,6 +52,7 @@ private:
     int fd_ = -1;
     uint64_t size_ = 0;
     bool block_device_ = false;
+    bool writable_ = false;
 };
 
 }  // namespace mdsplit

@@ -15,6 +15,7 @@ public:
     TimedBackend(EventLoop& loop, std::unique_ptr<Backend> inner, const TimingModelConfig& model);
     void submit(Request* rq) override;
     void kick() override { inner_->kick(); }
+    int sync_data() override { return inner_->sync_data(); }
     uint64_t size_bytes() const override { return inner_->size_bytes(); }
     const char* kind() const override { return inner_->kind(); }
     const TimingModel& model() const { return model_; }
