@@ -97,6 +97,19 @@ struct Rig {
         EXPECT_EQ(paths.size(), 1u);
         return paths.empty() ? BufferedPath{} : paths[0];
     }
+    // A sync call (fsync, sync_file_range) run to completion: it completes
+    // once, as `cookie`, without error.
+    template <class Call>
+    void run_sync(Call call, uint64_t cookie) {
+        stack->begin_batch(task);
+        call();
+        stack->commit(task);
+        stack->drain();
+        ASSERT_EQ(task.completions.size(), 1u);
+        EXPECT_EQ(task.completions[0].cookie, cookie);
+        EXPECT_EQ(task.completions[0].error, 0);
+        task.completions.clear();
+    }
     BufferedPath read(uint64_t offset, uint64_t length) {
         Buffer b = aligned(length);
         BufferedPath p = buffered(Op::Read, offset, length, b.get());
@@ -379,14 +392,7 @@ TEST(BufferedIoTest, WritesReachTheMembersAfterFsync) {
     rig.read(12345, 100000);
     EXPECT_EQ(0, memcmp(rig.last_data.data(), model.data() + 12345, 100000));
     // fsync: everything on the member.
-    rig.stack->begin_batch(rig.task);
-    rig.stack->fsync(rig.task, 99);
-    rig.stack->commit(rig.task);
-    rig.stack->drain();
-    ASSERT_EQ(rig.task.completions.size(), 1u);
-    EXPECT_EQ(rig.task.completions[0].cookie, 99u);
-    EXPECT_EQ(rig.task.completions[0].error, 0);
-    rig.task.completions.clear();
+    rig.run_sync([&] { rig.stack->fsync(rig.task, 99); }, 99);
     EXPECT_EQ(rig.io().cache().nr_dirty(), 0u);
     EXPECT_EQ(rig.io().cache().nr_writeback(), 0u);
     EXPECT_EQ(rig.direct_read(0, model.size()), model);
@@ -400,14 +406,8 @@ TEST(BufferedIoTest, SyncFileRangeWritesBackItsRangeOnly) {
     rig.buffered(Op::Write, 0, a.size(), a.data());
     rig.buffered(Op::Write, 32 << 10, b.size(), b.data());
     ASSERT_EQ(rig.io().cache().nr_dirty(), 8u);
-    rig.stack->begin_batch(rig.task);
-    rig.stack->sync_file_range(rig.task, 32 << 10, 16 << 10, 1 | 2 | 4, 5);
-    rig.stack->commit(rig.task);
-    rig.stack->drain();
-    ASSERT_EQ(rig.task.completions.size(), 1u);
-    EXPECT_EQ(rig.task.completions[0].cookie, 5u);
-    EXPECT_EQ(rig.task.completions[0].error, 0);
-    rig.task.completions.clear();
+    rig.run_sync([&] { rig.stack->sync_file_range(rig.task, 32 << 10, 16 << 10, 1 | 2 | 4, 5); },
+                 5);
     EXPECT_EQ(rig.io().cache().nr_dirty(), 4u);  // [0, 16k) is still dirty
     EXPECT_EQ(rig.io().cache().nr_writeback(), 0u);
     EXPECT_EQ(rig.io().stats().writeback_pages, 4u);
@@ -422,11 +422,8 @@ TEST(BufferedIoTest, SyncFileRangeWriteOnlyDoesNotWait) {
         Rig rig(stack_toml("forced-ra", true, 0));
         std::vector<uint8_t> a = pattern(0, 16 << 10, 5);
         rig.buffered(Op::Write, 0, a.size(), a.data());
-        rig.stack->begin_batch(rig.task);
-        rig.stack->sync_file_range(rig.task, 0, 0, flags, 6);  // length 0: to the end
-        rig.stack->commit(rig.task);
-        rig.stack->drain();
-        EXPECT_EQ(rig.task.completions.size(), 1u);
+        // length 0: to the end
+        rig.run_sync([&] { rig.stack->sync_file_range(rig.task, 0, 0, flags, 6); }, 6);
         EXPECT_EQ(rig.io().cache().nr_dirty(), 0u);
         EXPECT_EQ(rig.io().stats().writeback_pages, 4u);
         EXPECT_EQ(rig.direct_read(0, a.size()), a);
