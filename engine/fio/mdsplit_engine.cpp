@@ -715,8 +715,9 @@ int mdsplit_setup(thread_data* td) {
         if (fio_option_is_set(&td->o, ioprio) && td->o.ioprio <= 7)
             data->task.sched.ioprio = uint8_t(td->o.ioprio);
         // fio's sync= opens the file O_SYNC or O_DSYNC: a buffered write is
-        // written back before it completes. (A direct write becomes REQ_FUA,
-        // dio_bio_write_op(): the members keep no volatile cache to honour it.)
+        // written back before it completes; a direct one is REQ_FUA
+        // (dio_bio_write_op()). Either makes the members durable when it
+        // completes (mdsplit_getevents).
         data->task.dsync = td->o.sync_io != 0;
         data->batch.reserve(data->depth);
         data->events.reserve(data->depth);
@@ -952,9 +953,12 @@ int mdsplit_getevents(thread_data* td, unsigned int min, unsigned int max, const
         auto* u = reinterpret_cast<io_u*>(done[i].cookie);
         u->error = unsigned(-done[i].error);
         u->resid = done[i].resid;
-        // blkdev_fsync(): after the page cache's write-back, the flush.
-        if ((u->ddir == DDIR_SYNC || u->ddir == DDIR_DATASYNC) && !u->error)
-            u->error = unsigned(-d->stack->sync_members());
+        // blkdev_fsync(): after the page cache's write-back, the flush; and
+        // so for every write under sync= (generic_write_sync() for a
+        // buffered one, REQ_FUA for a direct one).
+        bool flushes = u->ddir == DDIR_SYNC || u->ddir == DDIR_DATASYNC ||
+                       (u->ddir == DDIR_WRITE && d->task.dsync);
+        if (flushes && !u->error) u->error = unsigned(-d->stack->sync_members());
         d->events.push_back(u);
     }
     head += n;

@@ -1,8 +1,9 @@
 """fio's fsync and fdatasync reach the members' real storage: after the page
 cache's write-back (buffered jobs), the engine fdatasyncs every member it may
 write, as blkdev_fsync() ends in blkdev_issue_flush(). Counted with strace:
-one fdatasync per member per fio sync; none for sync_file_range (not a data
-integrity operation in the kernel either) or for a job that never syncs."""
+one fdatasync per member per fio sync, and per write under sync=; none for
+sync_file_range (not a data integrity operation in the kernel either) or for
+a job that never syncs."""
 import json
 import shutil
 import subprocess
@@ -55,6 +56,15 @@ def test_each_fio_sync_flushes_every_member(tmp_path, engine, direct, option):
     calls, syncs = traced_run(tmp_path, engine, f"direct={direct}\n{option}")
     assert syncs > 0
     assert calls == syncs * MEMBERS
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_each_write_under_sync_flushes_every_member(tmp_path, engine, direct):
+    """sync=1 (O_SYNC): a buffered write ends in generic_write_sync(), a direct
+    one is REQ_FUA; either is durable on the members when it completes."""
+    calls, syncs = traced_run(tmp_path, engine, f"direct={direct}\nsync=1\nsize=128k")
+    assert syncs == 0
+    assert calls == (128 // 4) * MEMBERS
 
 
 def test_a_job_without_syncs_flushes_nothing(tmp_path, engine):

@@ -258,7 +258,8 @@ void BufferedIo::io_write(Request& r, Exec& x) {
 
 // generic_write_sync() -> vfs_fsync_range() -> blkdev_fsync() for an
 // O_SYNC/O_DSYNC writer: the written range is written back and waited for
-// (the members keep no volatile cache to flush), then the write completes.
+// (the models keep no volatile cache to flush; the engine's glue makes the
+// real storage durable), then the write completes.
 void BufferedIo::write_sync(Request& r) {
     int32_t error = 0;
     if (!writeback_->sync_range(r, r.pos >> kPageShift, (r.pos + r.len - 1) >> kPageShift,
