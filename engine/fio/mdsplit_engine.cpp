@@ -336,8 +336,6 @@ bool may_overlap(thread_data* a, thread_data* b) {
     return true;
 }
 
-// A member's identity: its device number (a block device) or its file
-// (device and inode); a file not made yet is known by its path.
 // What a path names, whichever name it goes by: a block device's number, a
 // file's device and inode, or (not there yet) its absolute path.
 std::string file_identity(const std::string& path) {
@@ -351,6 +349,7 @@ std::string file_identity(const std::string& path) {
     return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
 }
 
+// A member's identity (file_identity() of its path).
 std::string member_identity(const MemberConfig& m) { return file_identity(m.path); }
 
 // What writing the engine's output `path` (a sidecar) would destroy: a stack
