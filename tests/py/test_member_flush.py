@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import write_job
+from conftest import stack_job
 
 MEMBERS = 3
 
@@ -26,18 +26,8 @@ def traced_run(tmp_path, engine, lines):
     """(fdatasync calls, fio's sync count) of one job over a 3-member raid5."""
     if not shutil.which("strace"):
         pytest.skip("needs strace (ci/install-deps.sh installs it)")
-    (tmp_path / "stack.toml").write_text(raid5_stack())
-    job = write_job(tmp_path, "j.fio", f"""
-[j]
-ioengine=external:{engine}
-mdsplit_config=stack.toml
-filename=md0
-thread=1
-rw=randwrite
-bs=4k
-size=1m
-{lines}
-""")
+    job = stack_job(tmp_path, engine, raid5_stack(),
+                    f"thread=1\nrw=randwrite\nbs=4k\nsize=1m\n[j]\n{lines}\n")
     log = tmp_path / "strace.txt"
     p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=fdatasync", "-o", str(log),
                         "fio", "--output-format=json", str(job)],
