@@ -20,6 +20,8 @@ harness runs fio from there).
 import json
 import math
 import os
+import re
+import stat
 from pathlib import Path
 
 from harness import paths
@@ -284,7 +286,9 @@ def build_run(job_file, sections=None, seed=None, env=None):
             stack_names.append((trace or "", job.name))
         stats = o.get("mdsplit_stats")
         if stats:
-            stats = _resolve(base, stats) + (f".{job.subjob}" if job.subjob else "")
+            stats = _resolve(base, stats)
+            if job.subjob and not _sidecar_is_stream(stats):
+                stats += f".{job.subjob}"
         spec = {
             "name": job.name, "stack": stack_keys[key], "phase": phase, "pid": 1000 + index,
             "random": random, "read_pct": read_pct, "trim": trim,
@@ -328,12 +332,21 @@ def build_run(job_file, sections=None, seed=None, env=None):
             continue
         # mdsplit_setup (input_at): a sidecar over a member or a stack file.
         inp = _input_at(jobs_info, m["stats"])
+        option = m["job"].options["mdsplit_stats"] + \
+            (f".{m['job'].subjob}" if m["job"].subjob and not _sidecar_is_stream(m["stats"])
+             else "")
         if inp:
-            option = m["job"].options["mdsplit_stats"] + \
-                (f".{m['job'].subjob}" if m["job"].subjob else "")
             raise SimulateError(
                 f"mdsplit: mdsplit_stats={option} is {inp}: the sidecar would overwrite it; "
                 "allowed: a file that is neither a member nor a stack file of the run", 1)
+        # mdsplit_setup (check_sidecar_writable): no sidecar on a device or a directory.
+        kind = _unwritable_kind(m["stats"])
+        if kind:
+            raise SimulateError(
+                f"mdsplit: mdsplit_stats={option} is {kind}; allowed: a regular file (replaced "
+                "whole), or a character device or FIFO such as /dev/null or /dev/stderr", 1)
+        if _sidecar_is_stream(m["stats"]):
+            continue  # each job appends its own document
         first = sidecar_stack.setdefault(os.path.realpath(m["stats"]), (spec["stack"], spec["name"]))
         if first[0] != spec["stack"]:
             rel = os.path.relpath(m["stats"], base)
@@ -469,6 +482,43 @@ def _file_identity(path):
     if (st.st_mode & 0o170000) == 0o060000:
         return f"dev:{st.st_rdev}"
     return f"file:{st.st_dev}:{st.st_ino}"
+
+
+def _names_descriptor(path):
+    """As the engine's names_descriptor(): /dev/stderr, /dev/fd/N,
+    /proc/self/fd/N, through any link of the last component."""
+    p = os.path.abspath(path)
+    for _ in range(41):
+        if p.startswith(("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")) or \
+                re.match(r"/proc/[0-9]+/fd/", p):
+            return True
+        if not os.path.islink(p):
+            return False
+        link = os.readlink(p)
+        p = link if os.path.isabs(link) else os.path.join(os.path.dirname(p), link)
+    return False
+
+
+def _sidecar_is_stream(path):
+    """As the engine's sidecar_is_stream(): a character device, a FIFO or an
+    open descriptor, which each job appends its document to."""
+    try:
+        if stat.S_ISCHR(os.stat(path).st_mode) or stat.S_ISFIFO(os.stat(path).st_mode):
+            return True
+    except OSError:
+        pass
+    return _names_descriptor(path)
+
+
+def _unwritable_kind(path):
+    """What check_sidecar_writable() refuses a sidecar on: "a block device",
+    "a directory", "a socket", or "" when the path is none of them."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    return ("a block device" if stat.S_ISBLK(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "")
 
 
 def _input_at(jobs_info, path):
@@ -664,9 +714,21 @@ def _write_sidecars(stacks, specs, meta, raw):
     for spec, m in zip(specs, meta):
         if not m["stats"]:
             continue
+        text = raw["stats"][spec["stack"]] + "\n"
+        if _sidecar_is_stream(m["stats"]):
+            # As the engine's write_stream(): appended; a FIFO without a reader fails.
+            fd = os.open(m["stats"], os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                os.set_blocking(fd, True)
+                data = text.encode()
+                while data:
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
+            continue
         p = Path(m["stats"])
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(raw["stats"][spec["stack"]] + "\n")
+        p.write_text(text)
 
 
 def simulate_job(path, sections=None, seed=None, env=None, data=True) -> dict:

@@ -2,6 +2,7 @@
 // Loaded with --ioengine=external:/path/libmdsplit.so. Structure follows
 // fio's engines/io_uring.c: queue() adds to the batch (inside a block-layer
 // plug), commit() unplugs and submits, getevents()/event() reap.
+#include <fcntl.h>
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -233,13 +234,55 @@ StackUse stack_use(thread_data* self, const std::string& config, const char* lab
     return use;
 }
 
+// `path` and each target of the symbolic links of its last component,
+// absolute, to the file they end at (at most 40 links, as the kernel).
+std::vector<std::filesystem::path> link_chain(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path p = fs::absolute(path, ec);
+    if (ec) p = path;
+    std::vector<fs::path> chain{p};
+    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); hops++) {
+        fs::path link = fs::read_symlink(p, ec);
+        if (ec) break;
+        p = link.is_absolute() ? link : p.parent_path() / link;
+        chain.push_back(p);
+    }
+    return chain;
+}
+
+// A path that names an open descriptor of the process: /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N (through any link).
+bool names_descriptor(const std::string& path) {
+    for (const auto& hop : link_chain(path)) {
+        std::string s = hop.string();
+        for (const char* prefix : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"})
+            if (s.rfind(prefix, 0) == 0) return true;
+        size_t digits = s.find_first_not_of("0123456789", 6);
+        if (s.rfind("/proc/", 0) == 0 && digits > 6 && s.compare(digits, 4, "/fd/") == 0)
+            return true;
+    }
+    return false;
+}
+
+// A sidecar on a character device or a FIFO (/dev/null, a pipe) or on an
+// open descriptor (/dev/stderr, even when it is redirected to a file) is a
+// stream: each job appends its document. Any other sidecar is a file,
+// replaced whole.
+bool sidecar_is_stream(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return true;
+    return names_descriptor(path);
+}
+
 // The mdsplit_stats file a job writes: its option, with .N for subjob N of
-// numjobs ("" when it names none).
+// numjobs unless it is a stream ("" when it names none).
 std::string stats_path_of(thread_data* td) {
     auto* o = static_cast<EngineOptions*>(td->eo);
     if (!o->stats || !*o->stats) return "";
     std::string path = o->stats;
-    if (td->subjob_number) path += "." + std::to_string(td->subjob_number);
+    if (td->subjob_number && !sidecar_is_stream(path))
+        path += "." + std::to_string(td->subjob_number);
     return path;
 }
 
@@ -510,13 +553,33 @@ std::string unsupported_option(thread_data* td) {
 }
 
 // An mdsplit_stats file must be writable before the job runs, not found
-// unwritable after it: its directory is made and a probe file created.
+// unwritable after it. A block device, a directory or a socket is refused:
+// the sidecar would overwrite the device, or could not be written at all. A
+// stream must be writable; a file is probed by creating one beside its
+// target (its directory is made).
 void check_sidecar_writable(const std::string& path) {
     namespace fs = std::filesystem;
-    fs::path p(path);
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) {
+        const char* kind = S_ISBLK(st.st_mode)    ? "a block device"
+                           : S_ISDIR(st.st_mode)  ? "a directory"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : nullptr;
+        if (kind)
+            throw std::runtime_error("mdsplit: mdsplit_stats=" + path + " is " + kind +
+                                     "; allowed: a regular file (replaced whole), or a character "
+                                     "device or FIFO such as /dev/null or /dev/stderr");
+    }
+    if (sidecar_is_stream(path)) {
+        if (access(path.c_str(), W_OK) != 0)
+            throw std::runtime_error("mdsplit: mdsplit_stats=" + path + ": cannot write it (" +
+                                     strerror(errno) + "); allowed: a writable file or stream");
+        return;
+    }
+    fs::path target = link_chain(path).back();
     std::error_code ec;
-    if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-    std::string probe = path + ".mdsplit-probe." + std::to_string(getpid());
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    std::string probe = target.string() + ".mdsplit-probe." + std::to_string(getpid());
     std::ofstream out(probe, std::ios::trunc);
     bool ok = bool(out);
     out.close();
@@ -683,7 +746,10 @@ int mdsplit_setup(thread_data* td) {
                                      ": the sidecar would overwrite it; allowed: a file that is "
                                      "neither a member nor a stack file of the run");
         if (!data->stats_path.empty()) {
-            std::string rival = output_rival(td, data->stats_path, stats_path_of);
+            // Jobs writing one stream each add a document; one file would be replaced.
+            std::string rival = sidecar_is_stream(data->stats_path)
+                                    ? ""
+                                    : output_rival(td, data->stats_path, stats_path_of);
             if (!rival.empty())
                 throw std::runtime_error(
                     "mdsplit: mdsplit_stats=" + data->stats_path + ": job " + rival +
@@ -739,34 +805,59 @@ std::string private_temporary(const std::string& path) {
     return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(serial++);
 }
 
+// `text` appended to the stream at `path` (sidecar_is_stream()). A FIFO is
+// opened without waiting: with no reader the write fails instead of fio
+// hanging at the job's end.
+bool write_stream(const std::string& path, const std::string& text) {
+    int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += size_t(n);
+    }
+    close(fd);
+    return done == text.size();
+}
+
+// `text` as the whole file at `path`: written to a temporary file beside
+// its target (symbolic links followed: a link is never replaced) and
+// renamed over it, so a reader
+// never sees half a file.
+bool replace_file(const std::string& path, const std::string& text) {
+    std::filesystem::path target = link_chain(path).back();
+    std::error_code ec;
+    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+    std::string tmp = private_temporary(target.string());
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.close();
+    if (out) std::filesystem::rename(tmp, target, ec);
+    if (!out || ec) {
+        std::filesystem::remove(tmp, ec);
+        return false;
+    }
+    return true;
+}
+
 // The device's statistics into each mdsplit_stats file of its jobs, once the
-// last of them has ended. Each is written to a temporary file beside it and
-// renamed, so a reader never sees half a file. False when one could not be.
+// last of them has ended. False when one could not be written.
 bool write_sidecars(SharedStack& stack) {
     std::vector<std::string> paths = stack.take_sidecars();
     if (paths.empty()) return true;
     bool ok = true;
     try {
-        std::string json = stack.stats_json();
+        std::string json = stack.stats_json() + "\n";
         for (const std::string& path : paths) {
-            std::filesystem::path p(path);
-            std::error_code ec;
-            if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-            std::string tmp = private_temporary(path);
-            {
-                std::ofstream out(tmp, std::ios::trunc);
-                out << json << "\n";
-                out.close();
-                if (out) std::filesystem::rename(tmp, path, ec);
-                if (!out || ec) {
-                    std::filesystem::remove(tmp, ec);
-                    log_err(
-                        "mdsplit: mdsplit_stats=%s: cannot write it; allowed: a path in a "
-                        "writable directory\n",
-                        path.c_str());
-                    ok = false;
-                }
-            }
+            if (sidecar_is_stream(path) ? write_stream(path, json) : replace_file(path, json))
+                continue;
+            log_err("mdsplit: mdsplit_stats=%s: cannot write it (%s); allowed: a path in a "
+                    "writable directory, or a writable stream\n",
+                    path.c_str(), strerror(errno));
+            ok = false;
         }
     } catch (const std::exception& e) {
         log_err("mdsplit: %s\n", e.what());
