@@ -854,9 +854,10 @@ bool write_sidecars(SharedStack& stack) {
         for (const std::string& path : paths) {
             if (sidecar_is_stream(path) ? write_stream(path, json) : replace_file(path, json))
                 continue;
-            log_err("mdsplit: mdsplit_stats=%s: cannot write it (%s); allowed: a path in a "
-                    "writable directory, or a writable stream\n",
-                    path.c_str(), strerror(errno));
+            log_err(
+                "mdsplit: mdsplit_stats=%s: cannot write it (%s); allowed: a path in a "
+                "writable directory, or a writable stream\n",
+                path.c_str(), strerror(errno));
             ok = false;
         }
     } catch (const std::exception& e) {
