@@ -4,6 +4,8 @@ with devices of their own must not name one directory (the last to open it
 truncated the other's traces), forked subjobs of numjobs write DIR.1,
 DIR.2, ... as their sidecars do, and threads sharing one stack share its
 traces."""
+import os
+
 import pytest
 
 from conftest import PASSTHROUGH_FILE_STACK, write_job
@@ -72,3 +74,21 @@ def test_simulate_names_trace_dirs_as_the_engine(engine, tmp_path):
     simulate_job(job)
     assert (tmp_path / "vt" / "m0.blktrace.0").stat().st_size > 0
     assert (tmp_path / "vt.1" / "m0.blktrace.0").stat().st_size > 0
+
+
+@pytest.mark.parametrize("run", ["fio", "simulate"])
+def test_trace_file_that_is_not_a_regular_file_is_refused(engine, tmp_path, run):
+    """A trace file name in DIR that is a FIFO (or a link to a device): refused, never written through."""
+    (tmp_path / "stack.toml").write_text(STACK)
+    (tmp_path / "tr").mkdir()
+    os.mkfifo(tmp_path / "tr" / "m0.blktrace.0")
+    job = write_job(tmp_path, "t.fio", job_text(engine, "[a]\nmdsplit_trace=tr\n"))
+    line = ("mdsplit: mdsplit_trace: tr/m0.blktrace.0 exists and is not a regular "
+            "file; allowed: a directory whose trace files are regular files or absent")
+    if run == "fio":
+        result = run_fio(job, check=False, timeout=60)
+        assert result.returncode != 0
+        assert line in result.mdsplit_errors(), result.stderr
+    else:
+        with pytest.raises(SimulateError, match="exists and is not a regular file"):
+            simulate_job(job)

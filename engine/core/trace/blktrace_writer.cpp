@@ -1,6 +1,7 @@
 #include "core/trace/blktrace_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -122,6 +123,13 @@ BlktraceWriter::BlktraceWriter(const std::string& path, BlktraceOptions options)
     : path_(path),
       options_(std::move(options)),
       buffer_(std::make_unique_for_overwrite<unsigned char[]>(kBufferSize)) {
+    // A trace replaces a file, never what a link or a name points at
+    // otherwise (a block device, a FIFO): that would be written through.
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        throw std::runtime_error("mdsplit: mdsplit_trace: " + path +
+                                 " exists and is not a regular file; allowed: a directory "
+                                 "whose trace files are regular files or absent");
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) {
         const int err = errno;
