@@ -12,7 +12,7 @@ mdsplit_setup: the stack of a job is its mdsplit_config + filename label;
 thread=1 jobs naming the same ones share it, other jobs get their own;
 writable when any job of the run naming the stack file may write, with the
 engine's device safety checks before anything opens; the scheduling identity from
-prio/prioclass and mdsplit_group/_weight), refuses options that would
+prio/prioclass and mdsplit_group (or fio's cgroup)/_weight), refuses options that would
 change the I/O pattern and are not modelled, and builds fio's JSON.
 Paths in the job file are relative to the job file's directory (the
 harness runs fio from there).
@@ -56,7 +56,7 @@ SUPPORTED = {
     "thinktime_blocks", "verify", "do_verify", "invalidate", "filename", "ioengine",
     "stonewall", "wait_for_previous", "new_group", "name", "description",
     "mdsplit_config", "mdsplit_stats", "mdsplit_trace", "mdsplit_group",
-    "mdsplit_group_weight", "continue_on_error",
+    "mdsplit_group_weight", "continue_on_error", "cgroup",
     "unlink", "unlink_each_loop",  # refused as the engine refuses them
 }
 # Options that only change what fio reports or how the host runs fio, not
@@ -195,6 +195,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
     all_configs = {}
     job_order, run_writes, allow_mounted = [], {}, {}
     jobs_info = []  # per job: what the engine's checks across jobs look at
+    _check_thread_cgroups(jf.jobs)
     for index, job in enumerate(jf.jobs):
         _check_options(job)
         o = job.options
@@ -221,11 +222,22 @@ def build_run(job_file, sections=None, seed=None, env=None):
                         f"mdsplit: {opt}=1: filename= names the virtual device, not a file, so "
                         "there is nothing to unlink; allowed: unlink=0 and unlink_each_loop=0 "
                         "(the defaults)", 1)
-            if "mdsplit_group_weight" in o and not o.get("mdsplit_group"):
+            if o.get("mdsplit_group") and \
+                    _stack_doc(config_path).get("device", {}).get("scheduler") != "bfq":
+                raise SimulateError(f"mdsplit: mdsplit_group={o['mdsplit_group']} needs "
+                                    f"device.scheduler = \"bfq\" in {config}", 1)
+            # As the engine's group_of(): mdsplit_group, else fio's cgroup.
+            if o.get("mdsplit_group") and o.get("cgroup") and o["mdsplit_group"] != o["cgroup"]:
+                raise SimulateError(
+                    f"mdsplit: mdsplit_group={o['mdsplit_group']} and cgroup={o['cgroup']}: a "
+                    "job's I/O is charged to one group, its cgroup's; allowed: one of the two, "
+                    "or the same name in both", 1)
+            group = o.get("mdsplit_group") or o.get("cgroup")
+            if "mdsplit_group_weight" in o and not group:
                 raise SimulateError(
                     f"mdsplit: mdsplit_group_weight={gw_text} without mdsplit_group: the weight "
-                    "is a group's, and the root group has none; allowed: mdsplit_group=NAME "
-                    "beside it (with device.scheduler = \"bfq\")", 1)
+                    "is a group's, and the root group has none; allowed: mdsplit_group=NAME (or "
+                    "fio's cgroup=NAME) beside it (with device.scheduler = \"bfq\")", 1)
             random, read_pct, trim = _pattern(o)
             bs, bs_max, align = _block_sizes(o)
             direct = parse_bool("direct", o.get("direct", "0"))
@@ -274,7 +286,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
                           "thread": thread,
                           "writes": writes, "buffered": not direct,
                           "trace": o.get("mdsplit_trace") or "",
-                          "group": o.get("mdsplit_group"), "weight": gw})
+                          "group": group, "weight": gw})
         if key not in stack_keys:
             stack_keys[key] = len(stacks)
             # As the engine (trace_dir_of): a forked subjob N traces into DIR.N.
@@ -318,8 +330,8 @@ def build_run(job_file, sections=None, seed=None, env=None):
             "time_based": parse_bool("time_based", o.get("time_based", "0")),
             "prio": prio, "prioclass": pclass, "group_weight": gw,
         }
-        if o.get("mdsplit_group"):
-            spec["group"] = o["mdsplit_group"]
+        if group:
+            spec["group"] = group
         if spec["time_based"] and not spec["runtime_ns"]:
             raise SimulateError("simulate: time_based needs a runtime")
         specs.append(spec)
@@ -482,6 +494,21 @@ def _file_identity(path):
     if (st.st_mode & 0o170000) == 0o060000:
         return f"dev:{st.st_rdev}"
     return f"file:{st.st_dev}:{st.st_ino}"
+
+
+def _check_thread_cgroups(jobs):
+    """As the engine's thread_cgroup_abort(): fio 3.33 aborts a run of two or
+    more threads when one of them has cgroup=."""
+    threads = [j for j in jobs if parse_bool("thread", j.options.get("thread", "0"))]
+    with_cgroup = [j for j in threads if j.options.get("cgroup")]
+    if len(threads) >= 2 and with_cgroup:
+        j = with_cgroup[0]
+        name = j.options["cgroup"]
+        raise SimulateError(
+            f"mdsplit: cgroup={name} (job {j.name}) in a run of threads (thread=1): fio 3.33 "
+            "frees its cgroup mount at the end of every job (cgroup_shutdown) and aborts when "
+            f"the second ends; allowed: mdsplit_group={name} instead (the same bfq group, "
+            "without a fio cgroup), or forked jobs (thread=0)", 1)
 
 
 def _names_descriptor(path):

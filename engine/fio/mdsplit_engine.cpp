@@ -324,20 +324,46 @@ std::string stack_key(thread_data* td, const std::string& config_path) {
            (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
 }
 
+// The bfq group a job's I/O is charged to: mdsplit_group, else the cgroup
+// fio runs the job in (cgroup=), as the kernel charges a bio to its task's
+// cgroup (bio_associate_blkg(), then bfq_bic_update_cgroup()). "" for the
+// root group.
+std::string group_of(thread_data* td) {
+    auto* o = static_cast<EngineOptions*>(td->eo);
+    if (o->group && *o->group) return o->group;
+    return td->o.cgroup ? td->o.cgroup : "";
+}
+
+// fio 3.33's cgroup_shutdown() frees the process's one cgroup mount at the
+// end of every job: in a run of two or more threads, cgroup= on any of them
+// makes the second job to end abort fio (smalloc's double-free assertion).
+// The first thread with cgroup=, or nullptr when the run is safe.
+thread_data* thread_cgroup_abort() {
+    thread_data* td;
+    thread_data* with = nullptr;
+    int i, threads = 0;
+    for_each_td(td, i) {
+        if (!td->o.use_thread) continue;
+        threads++;
+        if (!with && td->o.cgroup && *td->o.cgroup) with = td;
+    }
+    return threads >= 2 ? with : nullptr;
+}
+
 // A job in self's group on self's device (its stack shared: threads naming
 // the same stack file and filename) that gives the group another weight,
 // or nullptr.
 thread_data* group_weight_rival(thread_data* self, const std::string& config_path) {
     auto* mine = static_cast<EngineOptions*>(self->eo);
-    if (!mine->group || !*mine->group) return nullptr;
+    std::string group = group_of(self);
+    if (group.empty()) return nullptr;
     std::string key = stack_key(self, config_path);
     thread_data* td;
     int i;
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || !o->group || strcmp(o->group, mine->group) != 0 ||
-            stack_key(td, canonical(o->config)) != key)
+        if (!o->config || group_of(td) != group || stack_key(td, canonical(o->config)) != key)
             continue;
         if (o->group_weight != mine->group_weight) return td;
     }
@@ -627,19 +653,35 @@ int mdsplit_setup(thread_data* td) {
         if (o->group && *o->group && config.device.scheduler != SchedulerKind::Bfq)
             throw std::runtime_error("mdsplit: mdsplit_group=" + std::string(o->group) +
                                      " needs device.scheduler = \"bfq\" in " + o->config);
+        if (thread_data* other = thread_cgroup_abort())
+            throw std::runtime_error(
+                "mdsplit: cgroup=" + std::string(other->o.cgroup) + " (job " + job_name(other) +
+                ") in a run of threads (thread=1): fio 3.33 frees its cgroup mount at the end "
+                "of every job (cgroup_shutdown) and aborts when the second ends; allowed: "
+                "mdsplit_group=" +
+                other->o.cgroup +
+                " instead (the same bfq group, without a fio cgroup), or forked jobs (thread=0)");
+        // One job, one cgroup: mdsplit_group names it, or fio's cgroup= does.
+        if (o->group && *o->group && td->o.cgroup && *td->o.cgroup &&
+            strcmp(o->group, td->o.cgroup) != 0)
+            throw std::runtime_error(
+                "mdsplit: mdsplit_group=" + std::string(o->group) + " and cgroup=" + td->o.cgroup +
+                ": a job's I/O is charged to one group, its cgroup's; allowed: one of the two, "
+                "or the same name in both");
         // A weight is a group's (io.bfq.weight of its cgroup): it needs one.
-        if (const char* w = option_text(td, "mdsplit_group_weight"); w && !(o->group && *o->group))
+        if (const char* w = option_text(td, "mdsplit_group_weight"); w && group_of(td).empty())
             throw std::runtime_error(
                 std::string("mdsplit: mdsplit_group_weight=") + w +
                 " without mdsplit_group: the weight is a group's, and the root group has "
-                "none; allowed: mdsplit_group=NAME beside it (with device.scheduler = \"bfq\")");
+                "none; allowed: mdsplit_group=NAME (or fio's cgroup=NAME) beside it (with "
+                "device.scheduler = \"bfq\")");
         std::string config_path = canonical(o->config);
         if (thread_data* other = group_weight_rival(td, config_path))
             throw std::runtime_error(
                 "mdsplit: mdsplit_group_weight: jobs " + job_name(td) + " (" +
                 std::to_string(o->group_weight) + ") and " + job_name(other) + " (" +
                 std::to_string(static_cast<EngineOptions*>(other->eo)->group_weight) +
-                ") put group " + o->group +
+                ") put group " + group_of(td) +
                 " of one device at two weights, and a group has "
                 "one; allowed: the same mdsplit_group_weight on every job of a group");
         StackUse use = stack_use(td, config_path);
@@ -772,8 +814,9 @@ int mdsplit_setup(thread_data* td) {
         // on fio's main thread for every job.
         data->task.pid = 0;
         // The job is the process bfq sees: its ioprio (fio's prio/prioclass)
-        // and its cgroup (mdsplit_group/mdsplit_group_weight).
-        if (o->group) data->task.sched.group = o->group;
+        // and its cgroup (group_of(): mdsplit_group or fio's cgroup, with
+        // mdsplit_group_weight).
+        data->task.sched.group = group_of(td);
         data->task.sched.group_weight = o->group_weight;
         if (fio_option_is_set(&td->o, ioprio_class) && td->o.ioprio_class <= 3)
             data->task.sched.ioprio_class = IoprioClass(td->o.ioprio_class);

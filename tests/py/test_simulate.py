@@ -425,6 +425,11 @@ CROSS_JOB_REFUSALS = {
                             "mdsplit_stats=f0.img\n"),
     "sidecar-over-stack-file": ("files.toml", "[r]\nfilename=md0\nrw=read\nsize=1m\n"
                                 "[w]\nfilename=md1\nrw=read\nsize=1m\nmdsplit_stats=files.toml\n"),
+    "group-without-bfq": ("null.toml", "[j]\nfilename=md0\nrw=read\nsize=1m\nmdsplit_group=g\n"),
+    "group-and-cgroup": ("bfq.toml", "[j]\nfilename=md0\nrw=read\nsize=1m\nmdsplit_group=g\n"
+                         "cgroup=mdsplit-test-h\n"),
+    "cgroup-in-threads": ("bfq.toml", "[a]\nfilename=md0\nthread=1\nrw=read\nsize=1m\n"
+                          "cgroup=mdsplit-test-a\n[b]\nfilename=md0\nthread=1\nrw=read\nsize=1m\n"),
 }
 
 
@@ -433,7 +438,8 @@ def test_cross_job_refusals_are_the_engines_lines(tmp_path, engine, mdsplit_modu
     """What the engine refuses across a run's jobs (unlink, a weight without a
     group, disagreeing traces on one device, two devices over raid5 members,
     a forked reader of another process's ram, forked jobs with buffered I/O
-    and a writer, a sidecar over a member or a stack file) simulate refuses
+    and a writer, a sidecar over a member or a stack file, a group without
+    bfq or two groups for one job, fio's cgroup= among threads) simulate refuses
     with the line
     fio prints first, exit 1."""
     stack, body = CROSS_JOB_REFUSALS[case]
@@ -441,6 +447,8 @@ def test_cross_job_refusals_are_the_engines_lines(tmp_path, engine, mdsplit_modu
     (tmp_path / "r5.toml").write_text(RAID5_FILES)
     (tmp_path / "ram.toml").write_text('[[members]]\nbackend = "ram"\nsize = "4m"\n')
     (tmp_path / "files.toml").write_text('[[members]]\npath = "f0.img"\nsize = "4m"\n')
+    (tmp_path / "bfq.toml").write_text('[device]\nscheduler = "bfq"\n'
+                                       '[[members]]\nbackend = "null"\nsize = "4m"\n')
     (tmp_path / "t.fio").write_text(f"[global]\nioengine=external:{engine}\n"
                                     f"mdsplit_config={stack}\ndirect=1\n" + body)
     job = tmp_path / "t.fio"
