@@ -56,7 +56,7 @@ SUPPORTED = {
     "thinktime_blocks", "verify", "do_verify", "invalidate", "filename", "ioengine",
     "stonewall", "wait_for_previous", "new_group", "name", "description",
     "mdsplit_config", "mdsplit_stats", "mdsplit_trace", "mdsplit_group",
-    "mdsplit_group_weight", "continue_on_error", "cgroup",
+    "mdsplit_group_weight", "continue_on_error", "cgroup", "ioscheduler",
     "unlink", "unlink_each_loop",  # refused as the engine refuses them
 }
 # Options that only change what fio reports or how the host runs fio, not
@@ -223,9 +223,16 @@ def build_run(job_file, sections=None, seed=None, env=None):
                         "there is nothing to unlink; allowed: unlink=0 and unlink_each_loop=0 "
                         "(the defaults)", 1)
             if o.get("mdsplit_group") and \
-                    _stack_doc(config_path).get("device", {}).get("scheduler") != "bfq":
+                    _stack_doc(config_path).get("device", {}).get("scheduler", "none") != "bfq":
                 raise SimulateError(f"mdsplit: mdsplit_group={o['mdsplit_group']} needs "
                                     f"device.scheduler = \"bfq\" in {config}", 1)
+            scheduler = _stack_doc(config_path).get("device", {}).get("scheduler", "none")
+            if o.get("ioscheduler") and o["ioscheduler"] != scheduler:
+                raise SimulateError(
+                    f"mdsplit: ioscheduler={o['ioscheduler']}: the virtual device's scheduler is "
+                    f"device.scheduler in {config} (\"{scheduler}\"); allowed: "
+                    f"ioscheduler={scheduler} or unset, or device.scheduler = \"none\" | "
+                    "\"mq-deadline\" | \"bfq\" in the stack file", 1)
             # As the engine's group_of(): mdsplit_group, else fio's cgroup.
             if o.get("mdsplit_group") and o.get("cgroup") and o["mdsplit_group"] != o["cgroup"]:
                 raise SimulateError(

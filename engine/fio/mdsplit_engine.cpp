@@ -661,6 +661,17 @@ int mdsplit_setup(thread_data* td) {
                 "mdsplit_group=" +
                 other->o.cgroup +
                 " instead (the same bfq group, without a fio cgroup), or forked jobs (thread=0)");
+        // fio's ioscheduler= would switch a real device's scheduler; the
+        // virtual device's is the stack file's device.scheduler.
+        if (const char* want = td->o.ioscheduler;
+            want && *want && strcmp(want, scheduler_name(config.device.scheduler)) != 0)
+            throw std::runtime_error(
+                std::string("mdsplit: ioscheduler=") + want +
+                ": the virtual device's scheduler is device.scheduler in " + o->config + " (\"" +
+                scheduler_name(config.device.scheduler) +
+                "\"); allowed: ioscheduler=" + scheduler_name(config.device.scheduler) +
+                " or unset, or device.scheduler = \"none\" | \"mq-deadline\" | \"bfq\" in the "
+                "stack file");
         // One job, one cgroup: mdsplit_group names it, or fio's cgroup= does.
         if (o->group && *o->group && td->o.cgroup && *td->o.cgroup &&
             strcmp(o->group, td->o.cgroup) != 0)

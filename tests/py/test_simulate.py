@@ -425,6 +425,7 @@ CROSS_JOB_REFUSALS = {
                             "mdsplit_stats=f0.img\n"),
     "sidecar-over-stack-file": ("files.toml", "[r]\nfilename=md0\nrw=read\nsize=1m\n"
                                 "[w]\nfilename=md1\nrw=read\nsize=1m\nmdsplit_stats=files.toml\n"),
+    "ioscheduler": ("null.toml", "[j]\nfilename=md0\nrw=read\nsize=1m\nioscheduler=bfq\n"),
     "group-without-bfq": ("null.toml", "[j]\nfilename=md0\nrw=read\nsize=1m\nmdsplit_group=g\n"),
     "group-and-cgroup": ("bfq.toml", "[j]\nfilename=md0\nrw=read\nsize=1m\nmdsplit_group=g\n"
                          "cgroup=mdsplit-test-h\n"),
@@ -439,7 +440,8 @@ def test_cross_job_refusals_are_the_engines_lines(tmp_path, engine, mdsplit_modu
     group, disagreeing traces on one device, two devices over raid5 members,
     a forked reader of another process's ram, forked jobs with buffered I/O
     and a writer, a sidecar over a member or a stack file, a group without
-    bfq or two groups for one job, fio's cgroup= among threads) simulate refuses
+    bfq or two groups for one job, fio's cgroup= among threads, an ioscheduler
+    that is not the stack's) simulate refuses
     with the line
     fio prints first, exit 1."""
     stack, body = CROSS_JOB_REFUSALS[case]
