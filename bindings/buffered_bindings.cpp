@@ -293,7 +293,23 @@ public:
             uint32_t(py_args::checked(depth, "set_iodepth: iodepth", 1, py_args::kMaxIodepth)));
     }
     uint32_t max_workers() { return io().max_workers(); }
-    void set_fadvise_random(bool on) { io().set_fadvise_random(on); }
+    // posix_fadvise() on the simulation's file before its first read
+    // (fio's fadvise_hint): "none", "normal", "random" or "sequential".
+    void set_fadvise(const std::string& advice) {
+        static const std::pair<const char*, Fadvise> kAdvice[] = {
+            {"none", Fadvise::None},
+            {"normal", Fadvise::Normal},
+            {"random", Fadvise::Random},
+            {"sequential", Fadvise::Sequential}};
+        for (auto [name, value] : kAdvice)
+            if (advice == name) {
+                task_.fadvise = value;
+                return;
+            }
+        throw py::value_error("set_fadvise: \"" + advice +
+                              "\" is not an advice; allowed: \"none\" | \"normal\" | "
+                              "\"random\" | \"sequential\"");
+    }
     void set_record_paths(bool on) { io().set_record_paths(on); }
     py::dict cache_state() {
         PageCache& c = io().cache();
@@ -482,8 +498,10 @@ void register_buffered(py::module_& m) {
              "nothing: "
              "an unknown key (UnknownKeyError, a ValueError) or a bad value changes none.")
         .def("set_iodepth", exclusive(&BufferedSimulation::set_iodepth), py::arg("iodepth"))
-        .def("set_fadvise_random", exclusive(&BufferedSimulation::set_fadvise_random),
-             py::arg("on"))
+        .def("set_fadvise", exclusive(&BufferedSimulation::set_fadvise), py::arg("advice"),
+             "posix_fadvise() on the file before its first read: \"none\" | \"normal\" | "
+             "\"random\" | \"sequential\" (generic_fadvise(): random reads each miss as "
+             "asked, sequential doubles the readahead window)")
         .def("set_record_paths", exclusive(&BufferedSimulation::set_record_paths), py::arg("on"));
 
     m.def("buffered_variants", [] {

@@ -115,6 +115,17 @@ void read_pattern(const Args& a, FioJobSpec& s) {
     s.seed = a.integer("seed", 0);
 }
 
+// The advice fio gives the job's file (spec "fadvise").
+Fadvise fadvise_from(const std::string& v) {
+    if (v == "none") return Fadvise::None;
+    if (v == "normal") return Fadvise::Normal;
+    if (v == "random") return Fadvise::Random;
+    if (v == "sequential") return Fadvise::Sequential;
+    throw py::value_error("spec fadvise: \"" + v +
+                          "\" is not an advice; allowed: \"none\" | \"normal\" | \"random\" | "
+                          "\"sequential\"");
+}
+
 // How it issues them (iodepth, iodepth_batch_submit, direct, fsync, rate,
 // thinktime, verify, continue_on_error, fio's own CPU costs).
 void read_issue(const Args& a, FioJobSpec& s) {
@@ -124,6 +135,7 @@ void read_issue(const Args& a, FioJobSpec& s) {
     s.direct = a.boolean("direct", true);
     s.invalidate = a.boolean("invalidate", false);
     s.dsync = a.boolean("dsync", false);
+    s.fadvise = fadvise_from(a.string("fadvise", "none"));
     s.fsync_blocks = uint32_t(a.integer("fsync_blocks", 0, 0, kU32Max));
     s.end_fsync = a.boolean("end_fsync", false);
     s.rate_iops = a.integer("rate_iops", 0, 0, kU32Max);
@@ -153,26 +165,47 @@ void read_times(const Args& a, FioJobSpec& s) {
 // or as the model needs it; `nr_stacks` and `nr_jobs` bound "stack" and
 // "phase" (a stonewall count: at most one more per job).
 FioJobSpec job_spec(const Args& a, size_t index, size_t nr_stacks, size_t nr_jobs) {
-    a.allow({"name",           "stack",
-             "phase",          "pid",
-             "group",          "group_weight",
-             "prio",           "prioclass",
-             "random",         "read_pct",
-             "trim",           "bs_read",
-             "bs_write",       "bs_trim",
-             "bs_max",         "align",
-             "offset",         "size",
-             "io_size",        "loops",
-             "norandommap",    "seed",
-             "iodepth",        "batch",
-             "direct",         "invalidate",
-             "dsync",          "fsync_blocks",
-             "end_fsync",      "rate_iops",
-             "think_ns",       "think_blocks",
-             "verify",         "continue_on_error",
-             "fio_submit_ns",  "fio_complete_ns",
-             "start_delay_ns", "runtime_ns",
-             "ramp_ns",        "time_based"});
+    a.allow({"name",
+             "stack",
+             "phase",
+             "pid",
+             "group",
+             "group_weight",
+             "prio",
+             "prioclass",
+             "random",
+             "read_pct",
+             "trim",
+             "bs_read",
+             "bs_write",
+             "bs_trim",
+             "bs_max",
+             "align",
+             "offset",
+             "size",
+             "io_size",
+             "loops",
+             "norandommap",
+             "seed",
+             "iodepth",
+             "batch",
+             "direct",
+             "invalidate",
+             "dsync",
+             "fadvise",
+             "fsync_blocks",
+             "end_fsync",
+             "rate_iops",
+             "think_ns",
+             "think_blocks",
+             "verify",
+             "continue_on_error",
+             "fio_submit_ns",
+             "fio_complete_ns",
+             "start_delay_ns",
+             "runtime_ns",
+             "ramp_ns",
+             "time_based"});
     FioJobSpec s;
     s.name = a.string("name", "job" + std::to_string(index));
     if (!nr_stacks) py_args::fail(a.where(), "a job without a stack", "one stack dict or more");

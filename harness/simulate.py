@@ -57,6 +57,7 @@ SUPPORTED = {
     "stonewall", "wait_for_previous", "new_group", "name", "description",
     "mdsplit_config", "mdsplit_stats", "mdsplit_trace", "mdsplit_group",
     "mdsplit_group_weight", "continue_on_error", "cgroup", "ioscheduler",
+    "fadvise_hint",
     "unlink", "unlink_each_loop",  # refused as the engine refuses them
 }
 # Options that only change what fio reports or how the host runs fio, not
@@ -324,6 +325,7 @@ def build_run(job_file, sections=None, seed=None, env=None):
             "direct": direct,
             "invalidate": parse_bool("invalidate", o.get("invalidate", "1")) and not direct,
             "dsync": _sync_option(o.get("sync", "none")),
+            "fadvise": _fadvise(o.get("fadvise_hint", "1"), random),
             "fsync_blocks": parse_int("fsync", o.get("fsync", "0")),
             "end_fsync": parse_bool("end_fsync", o.get("end_fsync", "0")),
             "rate_iops": parse_int("rate_iops", o.get("rate_iops", "0")),
@@ -501,6 +503,17 @@ def _file_identity(path):
     if (st.st_mode & 0o170000) == 0o060000:
         return f"dev:{st.st_rdev}"
     return f"file:{st.st_dev}:{st.st_ino}"
+
+
+def _fadvise(value, random):
+    """fio's fadvise_hint (options.c, td_io_open_file()): 0 none, 1 (the
+    default) random for a random job and sequential otherwise, or named."""
+    advice = {"0": "none", "random": "random", "sequential": "sequential"}.get(value.lower())
+    if advice:
+        return advice
+    if value == "1":
+        return "random" if random else "sequential"
+    raise SimulateError(f"simulate: fadvise_hint={value}: allowed: 0, 1, random, sequential")
 
 
 def _check_thread_cgroups(jobs):

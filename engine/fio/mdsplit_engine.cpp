@@ -334,6 +334,23 @@ std::string group_of(thread_data* td) {
     return td->o.cgroup ? td->o.cgroup : "";
 }
 
+// The advice fio gives a job's file when it opens it (td_io_open_file():
+// fadvise_hint, by default RANDOM for a random job, SEQUENTIAL otherwise).
+// fio's own posix_fadvise() goes to the descriptor the virtual device does
+// not have and fails unseen; the page cache applies it instead.
+Fadvise fadvise_of(thread_data* td) {
+    switch (td->o.fadvise_hint) {
+        case F_ADV_NONE:
+            return Fadvise::None;
+        case F_ADV_RANDOM:
+            return Fadvise::Random;
+        case F_ADV_SEQUENTIAL:
+            return Fadvise::Sequential;
+        default:
+            return td_random(td) ? Fadvise::Random : Fadvise::Sequential;
+    }
+}
+
 // fio 3.33's cgroup_shutdown() frees the process's one cgroup mount at the
 // end of every job: in a run of two or more threads, cgroup= on any of them
 // makes the second job to end abort fio (smalloc's double-free assertion).
@@ -838,6 +855,7 @@ int mdsplit_setup(thread_data* td) {
         // (dio_bio_write_op()). Either makes the members durable when it
         // completes (mdsplit_getevents).
         data->task.dsync = td->o.sync_io != 0;
+        data->task.fadvise = fadvise_of(td);
         data->batch.reserve(data->depth);
         data->events.reserve(data->depth);
         if (data->buffered) data->stack->set_buffered_iodepth(data->depth);

@@ -155,6 +155,7 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     j.task.pid = s.pid;
     j.task.sched = s.sched;
     j.task.dsync = s.dsync;
+    j.task.fadvise = s.fadvise;
     uint64_t dev = stack.size_bytes();
     if (s.offset >= dev)
         throw std::invalid_argument("simulate: job " + s.name + ": offset " +

@@ -79,14 +79,15 @@ struct FioJobSpec {
     uint32_t iodepth = 1;
     uint32_t batch = 1;
     bool direct = true;
-    bool invalidate = false;    // buffered: drop the page cache at start
-    bool dsync = false;         // fio's sync=: the device opened O_SYNC / O_DSYNC
-    uint32_t fsync_blocks = 0;  // fsync=N: an fsync after every N writes
-    bool end_fsync = false;     // one fsync at the end of the job
-    uint64_t rate_iops = 0;     // 0 = unlimited
-    uint64_t think_ns = 0;      // thinktime
-    uint32_t think_blocks = 1;  // thinktime_blocks
-    bool verify = false;        // verify=<any> + do_verify: read back and compare
+    bool invalidate = false;          // buffered: drop the page cache at start
+    bool dsync = false;               // fio's sync=: the device opened O_SYNC / O_DSYNC
+    Fadvise fadvise = Fadvise::None;  // fio's fadvise_hint, given on the file at open
+    uint32_t fsync_blocks = 0;        // fsync=N: an fsync after every N writes
+    bool end_fsync = false;           // one fsync at the end of the job
+    uint64_t rate_iops = 0;           // 0 = unlimited
+    uint64_t think_ns = 0;            // thinktime
+    uint32_t think_blocks = 1;        // thinktime_blocks
+    bool verify = false;              // verify=<any> + do_verify: read back and compare
     // continue_on_error: the error types (FioErrorType bits) that do not end
     // the job (0 = none, fio's default: the first I/O error ends it).
     uint32_t continue_on_error = 0;

@@ -2,11 +2,15 @@
 // initial window and ramp-up sizes, the PG_readahead marker placement,
 // sequential detection (expected index, prev_pos, cached history), lone
 // random reads, ra_pages = 0 (nothing, or with 324bcf54 a forced 1-page
-// readahead), FMODE_RANDOM, oversize reads and the end of the file.
+// readahead), FMODE_RANDOM, oversize reads and the end of the file; and
+// generic_fadvise() (fadvise.h), the advice fio gives a job's file.
 #include "core/mm/readahead.h"
+
+#include "core/mm/fadvise.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -58,7 +62,7 @@ public:
     // A reader of one page at `index` (generic_file_buffered_read's calls).
     void read_page(FileRaState& ra, uint64_t index, uint64_t req = 1) {
         if (!cached.count(index)) {
-            page_cache_sync_ra(*this, ra, index, req, false, false);
+            page_cache_sync_ra(*this, ra, index, req, ra.fmode_random, false);
         } else if (marked.count(index)) {
             marked.erase(index);
             page_cache_async_ra(*this, ra, index, req, false);
@@ -177,6 +181,57 @@ TEST(ReadaheadTest, FmodeRandomForcesTheRequestedSize) {
     c.windows.clear();
     page_cache_sync_ra(c, ra, 1000, 100, true, false);  // capped at max(io_pages, ra_pages)
     EXPECT_EQ(c.windows, (std::vector<Window>{{RaKind::Forced, 1000, 64, 0}}));
+}
+
+// POSIX_FADV_SEQUENTIAL: the window doubles (bdi->ra_pages * 2), FMODE_RANDOM clears.
+TEST(FadviseTest, SequentialDoublesTheWindow) {
+    FileRaState ra = ra_state(32);
+    ra.fmode_random = true;
+    generic_fadvise(ra, 32, Fadvise::Sequential);
+    EXPECT_EQ(ra.ra_pages, 64u);
+    EXPECT_FALSE(ra.fmode_random);
+}
+
+// POSIX_FADV_RANDOM: FMODE_RANDOM set, the window left as it was.
+TEST(FadviseTest, RandomSetsFmodeRandomOnly) {
+    FileRaState ra = ra_state(64);
+    generic_fadvise(ra, 32, Fadvise::Random);
+    EXPECT_TRUE(ra.fmode_random);
+    EXPECT_EQ(ra.ra_pages, 64u);
+}
+
+// POSIX_FADV_NORMAL: the device's window again, FMODE_RANDOM cleared; no advice: nothing.
+TEST(FadviseTest, NormalRestoresTheDeviceWindowAndNoneChangesNothing) {
+    FileRaState ra = ra_state(64);
+    ra.fmode_random = true;
+    generic_fadvise(ra, 32, Fadvise::None);
+    EXPECT_EQ(ra.ra_pages, 64u);
+    EXPECT_TRUE(ra.fmode_random);
+    generic_fadvise(ra, 32, Fadvise::Normal);
+    EXPECT_EQ(ra.ra_pages, 32u);
+    EXPECT_FALSE(ra.fmode_random);
+}
+
+// A stream on a file advised SEQUENTIAL ramps up to twice the device's window.
+TEST(FadviseTest, SequentialStreamRampsToTwiceTheWindow) {
+    FakeCache c(1 << 20);
+    FileRaState ra = ra_state(32);
+    generic_fadvise(ra, 32, Fadvise::Sequential);
+    for (uint64_t i = 0; i < 200; i++) c.read_page(ra, i);
+    uint64_t largest = 0;
+    for (const Window& w : c.windows) largest = std::max(largest, w.nr);
+    EXPECT_EQ(largest, 64u);
+}
+
+// A stream on a file advised RANDOM reads each miss as asked: one page, no marker.
+TEST(FadviseTest, RandomAdviceReadsEachMissAsAsked) {
+    FakeCache c(1 << 20);
+    FileRaState ra = ra_state(32);
+    generic_fadvise(ra, 32, Fadvise::Random);
+    for (uint64_t i = 0; i < 10; i++) c.read_page(ra, i);
+    ASSERT_EQ(c.windows.size(), 10u);
+    for (uint64_t i = 0; i < 10; i++) EXPECT_EQ(c.windows[i], (Window{RaKind::Forced, i, 1, 0}));
+    EXPECT_TRUE(c.marked.empty());
 }
 
 TEST(ReadaheadTest, OversizeReadUsesTheDeviceIoSize) {

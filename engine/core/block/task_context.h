@@ -34,6 +34,11 @@ struct SchedIdentity {
 };
 // ---------------------------------------------------------------------------
 
+// posix_fadvise(2) advice on the task's file (fio's fadvise_hint: by default
+// RANDOM for a random job, SEQUENTIAL otherwise), applied by
+// generic_fadvise() (core/mm/fadvise.h) to the file's readahead state.
+enum class Fadvise : uint8_t { None, Normal, Random, Sequential };
+
 // The submitting task's CPU on the virtual clock ([cpu] submit_bio and
 // dispatch, BlockLayer::set_submit_cost / set_dispatch_cost): each
 // ->submit_bio call of its __submit_bio_noacct loop takes that long, and each
@@ -72,6 +77,8 @@ struct TaskContext {
     // buffered writes are written back before they complete
     // (generic_write_sync()).
     bool dsync = false;
+    // The advice given on the task's file when it was opened (None: none).
+    Fadvise fadvise = Fadvise::None;
 };
 
 }  // namespace mdsplit

@@ -150,7 +150,6 @@ public:
     uint32_t max_workers() const;
     // FMODE_RANDOM (fadvise_hint=random): every miss is a forced readahead
     // of the requested size.
-    void set_fadvise_random(bool on) { filemap_->set_fadvise_random(on); }
     BufferedCosts& costs() { return costs_; }
     bool virtual_time() const;
     const PageCacheConfig& config() const { return config_; }

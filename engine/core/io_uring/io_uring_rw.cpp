@@ -38,7 +38,7 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
         r->path.resid = length - fit;  // a read past the end is short
         r->len = fit;
         std::lock_guard<std::mutex> lock(cache_->mutex());
-        r->ra = filemap_->ra_state(task.pid);
+        r->ra = filemap_->ra_state(task.pid, task.fadvise);
     }
     TaskContext& io = filemap_->io_task_for(task.pid);  // the reader's / writer's cgroup
     io.sched = task.sched;

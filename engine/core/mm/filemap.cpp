@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "core/block/member_queue.h"
+#include "core/mm/fadvise.h"
 #include "core/mm/page_writeback.h"
 
 namespace mdsplit {
@@ -106,11 +107,13 @@ void Filemap::stop() {
     cache_.wake_all();
 }
 
-FileRaState* Filemap::ra_state(uint32_t pid) {
+FileRaState* Filemap::ra_state(uint32_t pid, Fadvise advice) {
     auto it = ra_states_.find(pid);
     if (it != ra_states_.end()) return &it->second;
+    const uint64_t bdi_ra_pages = config_.ra_kb / (kCachePageSize / 1024);
     FileRaState ra;  // file_ra_state_init()
-    ra.ra_pages = config_.ra_kb / (kCachePageSize / 1024);
+    ra.ra_pages = bdi_ra_pages;
+    generic_fadvise(ra, bdi_ra_pages, advice);  // fio's fadvise_hint, given at open
     return &ra_states_.emplace(pid, ra).first->second;
 }
 
@@ -170,7 +173,7 @@ Filemap::ReadResult Filemap::read_attempt(Kiocb& k, ExecContext& x, Page*& block
         }
         bool locked_by_us = false;
         if (!p) {
-            page_cache_sync_ra(ctl, *k.ra, index, last_index - index, fadvise_random_,
+            page_cache_sync_ra(ctl, *k.ra, index, last_index - index, k.ra->fmode_random,
                                config_.variant == BufferedVariant::ForcedRa);
             p = pc.find(index);
             if (p) {
@@ -554,10 +557,11 @@ void Filemap::invalidate() {
     std::lock_guard<std::mutex> lock(cache_.mutex());
     stats_.invalidations++;
     stats_.invalidated_pages += cache_.invalidate_clean();
-    for (auto& [pid, ra] : ra_states_) {
-        uint64_t pages = ra.ra_pages;
-        ra = FileRaState{};
-        ra.ra_pages = pages;
+    for (auto& [pid, ra] : ra_states_) {  // the window starts over; the file's advice stays
+        FileRaState fresh;
+        fresh.ra_pages = ra.ra_pages;
+        fresh.fmode_random = ra.fmode_random;
+        ra = fresh;
     }
 }
 

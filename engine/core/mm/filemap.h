@@ -57,8 +57,6 @@ public:
     Filemap& operator=(const Filemap&) = delete;
     // Where reclaim that finds only dirty pages wakes the flusher.
     void set_writeback(PageWriteback* wb) { wb_ = wb; }
-    // FMODE_RANDOM (fadvise_hint=random): every miss is a forced readahead.
-    void set_fadvise_random(bool on) { fadvise_random_ = on; }
 
     /**
      * read_attempt() - generic_file_buffered_read() for what is left of @k
@@ -111,8 +109,9 @@ public:
     void unlock_page_locked(Page* page, Wakeups& wake);
     // end_page_writeback(): clears PG_writeback; its waiters go to `wake`.
     void end_writeback_locked(Page* page, Wakeups& wake);
-    // file->f_ra of job `pid` (file_ra_state_init() on first use).
-    FileRaState* ra_state(uint32_t pid);
+    // file->f_ra of job `pid`: on first use file_ra_state_init(), then
+    // `advice` (the job's fadvise_hint, generic_fadvise()).
+    FileRaState* ra_state(uint32_t pid, Fadvise advice);
     // ---- after unlocking ----
     // wake_page_function(): the callbacks run on the loop thread, after the
     // waker (as io_async_buf_func's task_work does).
@@ -146,7 +145,6 @@ private:
     const BufferedCosts& costs_;
     BufferedStats& stats_;
     PageWriteback* wb_ = nullptr;
-    bool fadvise_random_ = false;
     bool stopping_ = false;  // under the cache mutex: sleeping threads give up
     // per fio job (pid), under the cache mutex
     std::unordered_map<uint32_t, FileRaState> ra_states_;

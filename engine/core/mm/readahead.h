@@ -31,6 +31,9 @@ struct FileRaState {
     uint64_t async_size = 0;           // start async readahead this many pages before its end
     uint64_t ra_pages = 0;             // maximum window (bdi ra_pages: ra_kb / 4); 0 = disabled
     uint64_t prev_pos = ~uint64_t(0);  // byte position after the last read (-1: none)
+    // file->f_mode & FMODE_RANDOM (POSIX_FADV_RANDOM): this state is the
+    // job's whole struct file here, so the mode lives with it.
+    bool fmode_random = false;
 };
 
 // Why a window was read (statistics and tests).
