@@ -151,6 +151,46 @@ def test_fail_at_without_continue_on_error_stops_fio(engine, workdir):
     assert result.job("stop")["error"] == EIO
 
 
+# ------------------------------------------------- buffered write-back
+
+def buffered_writer(engine, sync_lines):
+    return f"""
+[w]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=0
+rw=write
+bs=4k
+size=1m
+{sync_lines}
+"""
+
+
+@pytest.mark.parametrize("sync, op", [("fsync=64", "sync"), ("end_fsync=1", "sync"),
+                                      ("fdatasync=64", "datasync"),
+                                      ("sync_file_range=write,wait_after:64", "sync_file_range")])
+def test_failed_write_back_fails_the_job_at_its_sync(engine, workdir, sync, op):
+    """A buffered write-back that fails (fail_nth) makes the next sync fail the job with EIO."""
+    (workdir / "stack.toml").write_text(passthrough_stack("fail_nth = [2]"))
+    result = run_fio(write_job(workdir, "w.fio", buffered_writer(engine, sync)), check=False,
+                     timeout=60)
+    assert result.returncode != 0
+    assert result.job("w")["error"] == EIO
+    assert f"fio: io_u error on file md0: Input/output error: {op} offset=" in result.stderr
+
+
+def test_failed_write_back_is_counted_under_continue_on_error(engine, workdir):
+    """The same with continue_on_error=all: fio goes on, and counts the sync's EIO."""
+    (workdir / "stack.toml").write_text(passthrough_stack("fail_nth = [2]"))
+    result = run_fio(write_job(workdir, "w.fio",
+                               buffered_writer(engine, "fsync=64\ncontinue_on_error=all")),
+                     timeout=60)
+    job = result.job("w")
+    assert job["total_err"] == 1 and job["first_error"] == EIO
+    assert job["write"]["total_ios"] == 256
+
+
 # ---------------------------------------------------------------- RAID5
 
 def raid5_stack(faults, members=5, size="16m", model=""):
