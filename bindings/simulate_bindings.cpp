@@ -316,6 +316,7 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
         d["total_err"] = r.total_err;
         d["first_error"] = r.first_error;
         d["error"] = r.error;
+        d["silent_writeback_pages"] = r.silent_writeback_pages;
         out.append(d);
     }
     py::dict result;

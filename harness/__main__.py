@@ -68,6 +68,8 @@ def cmd_simulate(args) -> int:
         sys.stdout.write(text)
     # As fio: the output is whole, and a job that ended in error makes the
     # exit status non-zero, with one line per such job.
+    for line in result["warnings"]:
+        print(line, file=sys.stderr)
     failed = [j for j in result["jobs"] if j["jobname"] in result["jobs_in_error"]]
     for j in failed:
         print(f"simulate: job {j['jobname']}: error={j['error']} ({os.strerror(j['error'])})",

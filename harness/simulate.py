@@ -716,8 +716,8 @@ _NS_KEYS = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"]
 _MS_KEYS = _NS_KEYS + ["2000", ">=2000"]
 
 
-def fio_json(jf, specs, meta, raw, seed, data=True):
-    jobs, in_error = [], []
+def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
+    jobs, in_error, warnings = [], [], []
     for spec, m, r in zip(specs, meta, raw["jobs"]):
         job = m["job"]
         # stat.c stat_calc_lat(): over every direction's I/Os (ddir_rw_sum)
@@ -750,11 +750,20 @@ def fio_json(jf, specs, meta, raw, seed, data=True):
             # that was let pass; it did not fail (fio's exit status stays 0).
             j["error"] = j["first_error"]
         jobs.append(j)
+        if r["silent_writeback_pages"]:
+            # The engine's cleanup line (mdsplit_cleanup); the job's error stays.
+            warnings.append(
+                f"mdsplit: {stacks[spec['stack']]['label']}: the write-back of "
+                f"{r['silent_writeback_pages']} pages failed after their writes completed, and no "
+                "sync reported it: that data is not on the members (as in the kernel, fio sees "
+                "such errors only through fsync=, fdatasync=, end_fsync=1 or sync=)")
     return {"mdsplit-simulate": VERSION, "mdsplit-version": paths.import_mdsplit().__version__,
             "seed": seed, "virtual_time": True, "data": data,
             "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"],
             # The jobs an error ended (fio's exit status is non-zero for them).
-            "jobs_in_error": in_error, "jobs": jobs}
+            "jobs_in_error": in_error, "jobs": jobs,
+            # Lines the engine prints on stderr without failing a job.
+            "warnings": warnings}
 
 
 def _write_sidecars(stacks, specs, meta, raw):
@@ -803,7 +812,7 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True) -> dict:
         # The model completed them; the host's copy failed (the member file).
         raise SimulateError(f"mdsplit: {raw['write_behind_errors']} writes to member files "
                             "failed on the host (the virtual run completed them)", 1)
-    return fio_json(jf, specs, meta, raw, base_seed, data)
+    return fio_json(jf, stacks, specs, meta, raw, base_seed, data)
 
 
 def dumps(result) -> str:

@@ -120,6 +120,9 @@ struct JobRun {
     std::vector<std::pair<uint64_t, uint64_t>> written;  // verify log (offset, length)
     size_t verify_next = 0;
     bool sync_in_flight = false, end_sync_sent = false, flush_sent = false;
+    // The cleanup's flush: pages failed silently before it, and the page
+    // cache's write-back error count when it was sent.
+    uint64_t silent_before_flush = 0, wb_errors_at_flush = 0;
     FioJobResult r;
 };
 
@@ -409,6 +412,12 @@ bool reap_completions(JobRun& j, uint64_t now) {
         if (c.cookie == kSyncCookie) {
             j.sync_in_flight = false;
             j.r.syncs++;
+            if (j.flush_sent) {  // the cleanup's: its failures are counted, not the job's error
+                j.r.silent_writeback_pages =
+                    j.silent_before_flush +
+                    (j.stack->buffered().stats().writeback_errors - j.wb_errors_at_flush);
+                continue;
+            }
             if (c.error) note_error(j, kFioWrite, c.error);
             continue;
         }
@@ -602,6 +611,9 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
         // (after fio's runtime), before the device's statistics are taken.
         if (!s.direct && !j.flush_sent) {
             j.flush_sent = true;
+            BufferedIo& io = j.stack->buffered();
+            j.silent_before_flush = io.take_silent_errors();
+            j.wb_errors_at_flush = io.stats().writeback_errors;
             send_sync(j);
             j.r.syncs--;  // not one of the job's own fsyncs
             return true;

@@ -133,6 +133,9 @@ struct FioJobResult {
     uint64_t syncs = 0;
     uint64_t verify_errors = 0;  // bytes that did not read back as written
     int32_t error = 0;           // the error that ended the job (negative errno), 0 = none
+    // Pages whose write-back failed that no sync reported, counted by the
+    // engine's cleanup (its stderr line; the job's error stays as it was).
+    uint64_t silent_writeback_pages = 0;
     // Errors continue_on_error let pass (fio's total_err_count, first_error).
     uint64_t total_err = 0;
     int32_t first_error = 0;

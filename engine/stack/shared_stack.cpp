@@ -73,9 +73,9 @@ void SharedStack::invalidate() {
     stack_->invalidate();
 }
 
-void SharedStack::sync_buffered() {
+uint64_t SharedStack::sync_buffered() {
     Guard g(*this);
-    stack_->sync_buffered();
+    return stack_->sync_buffered();
 }
 
 int SharedStack::sync_members() {

@@ -45,7 +45,7 @@ public:
     void sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
                          uint64_t cookie);
     void invalidate();
-    void sync_buffered();
+    uint64_t sync_buffered();
     int sync_members();
     void set_buffered_iodepth(uint32_t iodepth);
     // Waits until `out` plus the task's new completions hold `min` or

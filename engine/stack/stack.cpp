@@ -530,9 +530,7 @@ int Stack::sync_members() {
     return error;
 }
 
-void Stack::sync_buffered() {
-    if (buffered_) buffered_->sync();
-}
+uint64_t Stack::sync_buffered() { return buffered_ ? buffered_->sync() : 0; }
 
 void Stack::invalidate() {
     if (buffered_) buffered_->invalidate();

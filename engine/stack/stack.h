@@ -108,7 +108,8 @@ public:
     int sync_members();
     // Writes back every dirty page and waits (job end: nothing written is
     // lost). Runs the loop; call from the owning thread, not from a callback.
-    void sync_buffered();
+    // Returns the pages whose write-back failed that no fsync reported.
+    uint64_t sync_buffered();
     // sync_buffered(), then drops clean cached pages (fio's invalidate).
     void invalidate();
     // The page cache and io_uring buffered-read emulation, created on first use.

@@ -398,6 +398,23 @@ TEST(BufferedIoTest, WritesReachTheMembersAfterFsync) {
     EXPECT_EQ(rig.direct_read(0, model.size()), model);
 }
 
+// A write-back that fails with nobody syncing: the job end's sync counts its
+// pages once (the engine's stderr line), and a later fsync still reports it.
+TEST(BufferedIoTest, SilentWritebackFailureIsCountedOnceAndStillReported) {
+    Rig rig(stack_toml("forced-ra", true, 128) + "\n[members.faults]\nfail_nth = [1]\n");
+    std::vector<uint8_t> d = pattern(0, 8 * 4096, 3);
+    rig.buffered(Op::Write, 0, d.size(), d.data());
+    ASSERT_EQ(rig.last_error, 0);
+    EXPECT_EQ(rig.stack->sync_buffered(), 8u);  // one bio of 8 pages failed
+    EXPECT_EQ(rig.stack->sync_buffered(), 0u);  // counted once
+    rig.stack->begin_batch(rig.task);
+    rig.stack->fsync(rig.task, 5);
+    rig.stack->commit(rig.task);
+    rig.stack->drain();
+    ASSERT_EQ(rig.task.completions.size(), 1u);
+    EXPECT_EQ(rig.task.completions[0].error, -EIO);  // the errseq was not consumed
+}
+
 // sync_file_range(WAIT_BEFORE | WRITE | WAIT_AFTER) writes back the dirty
 // pages of its range only, and completes once they are on the member.
 TEST(BufferedIoTest, SyncFileRangeWritesBackItsRangeOnly) {

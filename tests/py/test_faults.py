@@ -6,12 +6,17 @@ Single-member stacks run sequential 4 KiB reads at iodepth 1, so fio's Nth
 I/O is the member's Nth request; fio's per-I/O latency log (log_offset=1)
 lists every I/O that succeeded, so the failed ones are exactly the offsets
 missing from it."""
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import write_job
 from harness import run_fio
+from harness.fio_runner import parse_fio_json
+
+REPO = Path(__file__).resolve().parents[2]
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -189,6 +194,23 @@ def test_failed_write_back_is_counted_under_continue_on_error(engine, workdir):
     job = result.job("w")
     assert job["total_err"] == 1 and job["first_error"] == EIO
     assert job["write"]["total_ios"] == 256
+
+
+@pytest.mark.parametrize("run", ["fio", "simulate"])
+def test_failed_write_back_without_a_sync_is_said_not_failed(engine, workdir, run):
+    """No sync asked: the job ends without error, as on the kernel, and stderr says how many pages were lost."""
+    (workdir / "stack.toml").write_text(passthrough_stack("fail_nth = [2]"))
+    job = write_job(workdir, "w.fio", buffered_writer(engine, ""))
+    if run == "fio":
+        cmd = ["fio", "--output-format=json", str(job)]
+    else:
+        cmd = ["/usr/bin/python3", "-m", "harness", "simulate", "--output-format=json", str(job)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                       cwd=workdir if run == "fio" else REPO)
+    assert p.returncode == 0, p.stderr
+    assert parse_fio_json(p.stdout)["jobs"][0]["error"] == 0
+    assert ("mdsplit: md0: the write-back of 256 pages failed after their writes completed, "
+            "and no sync reported it") in p.stderr
 
 
 # ---------------------------------------------------------------- RAID5

@@ -31,7 +31,12 @@ BufferedIo::~BufferedIo() {
     wq_->stop();
 }
 
-void BufferedIo::sync() { writeback_->sync(); }
+uint64_t BufferedIo::sync() {
+    writeback_->sync();
+    return writeback_->take_silent_errors();
+}
+
+uint64_t BufferedIo::take_silent_errors() { return writeback_->take_silent_errors(); }
 
 void BufferedIo::invalidate() {
     writeback_->sync();

@@ -125,8 +125,11 @@ public:
     void sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
                          uint64_t cookie);
     // Loop thread, outside callbacks: write back everything and run the
-    // loop until it is on the members (job end).
-    void sync();
+    // loop until it is on the members (job end). Returns the pages whose
+    // write-back failed that no fsync reported (take_silent_errors()).
+    uint64_t sync();
+    // PageWriteback::take_silent_errors().
+    uint64_t take_silent_errors();
     // sync() then drop every clean page nobody uses, and forget readahead
     // state (fio's invalidate / posix_fadvise(DONTNEED) / BLKFLSBUF).
     void invalidate();

@@ -231,6 +231,13 @@ void PageWriteback::sync() {
     }
 }
 
+uint64_t PageWriteback::take_silent_errors() {
+    std::lock_guard<std::mutex> lock(cache_.mutex());
+    uint64_t seen = std::max(wb_errors_reported_, wb_errors_counted_);
+    wb_errors_counted_ = wb_errors_;
+    return wb_errors_ - seen;
+}
+
 void PageWriteback::write_and_wait_range(uint64_t first, uint64_t last) {
     range_first_ = first;
     range_last_ = last;

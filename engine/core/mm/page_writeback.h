@@ -92,6 +92,16 @@ public:
     // loop until it is on the members (job end, sync(2)).
     void sync();
     /**
+     * take_silent_errors() - pages whose write-back failed and that no
+     * fsync has reported, each counted once by this call
+     *
+     * The kernel reports a write-back error only through a sync's errseq
+     * (filemap_check_errors()); a writer that never syncs loses the data
+     * without a word. Counting them does not consume them: a later fsync
+     * still reports its error.
+     */
+    uint64_t take_silent_errors();
+    /**
      * write_and_wait_range() - filemap_write_and_wait_range() for the pages
      * @first..@last: writes back the dirty ones and runs the loop until
      * none there is dirty, under write-back or locked by a read in flight.
@@ -133,6 +143,7 @@ private:
     uint64_t wb_cursor_ = 0;                       // mapping->writeback_index
     std::map<uint64_t, uint64_t> wb_outstanding_;  // batch -> pages still under write-back
     uint64_t wb_errors_ = 0, wb_errors_reported_ = 0;
+    uint64_t wb_errors_counted_ = 0;  // take_silent_errors() has counted these
     bool writeback_scheduled_ = false;
     uint64_t sync_target_ = 0;
     uint64_t range_first_ = 0, range_last_ = 0;  // write_and_wait_range()'s
