@@ -55,7 +55,7 @@ def cmd_simulate(args) -> int:
     paths.ensure_built()
     try:
         result = simulate.simulate_job(args.job, sections=args.section or None, seed=args.seed,
-                                       data=not args.no_data)
+                                       data=not args.no_data, report=args.output or "-")
     except simulate.SimulateError as e:
         print(e, file=sys.stderr)
         return e.exit_code

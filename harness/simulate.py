@@ -181,7 +181,7 @@ def _resolve(base: Path, p: str) -> str:
     return str(q if q.is_absolute() else base / q)
 
 
-def build_run(job_file, sections=None, seed=None, env=None):
+def build_run(job_file, sections=None, seed=None, env=None, report=None):
     """The stacks and job specs of a job file, and per job what the output
     needs (name, group, sidecar path). Raises SimulateError."""
     try:
@@ -366,6 +366,11 @@ def build_run(job_file, sections=None, seed=None, env=None):
             raise SimulateError(
                 f"mdsplit: mdsplit_stats={option} is {kind}; allowed: a regular file (replaced "
                 "whole), or a character device or FIFO such as /dev/null or /dev/stderr", 1)
+        if _is_report(m["stats"], report):
+            raise SimulateError(
+                f"mdsplit: mdsplit_stats={option} is where fio writes its own report (stdout or "
+                "--output): the sidecar would mix into it; allowed: another file or stream, such "
+                "as /dev/stderr", 1)
         if _sidecar_is_stream(m["stats"]):
             continue  # each job appends its own document
         first = sidecar_stack.setdefault(os.path.realpath(m["stats"]), (spec["stack"], spec["name"]))
@@ -555,6 +560,23 @@ def _sidecar_is_stream(path):
     except OSError:
         pass
     return _names_descriptor(path)
+
+
+def _is_report(path, report):
+    """As the engine's check_sidecar_writable(): the sidecar `path` is where
+    the report goes (`report`: a path, "-" for stdout, None for nowhere),
+    in a file or a pipe (a terminal may show both)."""
+    if report is None:
+        return False
+    try:
+        out = os.fstat(1) if report == "-" else os.stat(report)
+    except OSError:  # a report file not made yet
+        return os.path.realpath(path) == os.path.realpath(report)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return not stat.S_ISCHR(out.st_mode) and (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino)
 
 
 def _unwritable_kind(path):
@@ -787,15 +809,17 @@ def _write_sidecars(stacks, specs, meta, raw):
         p.write_text(text)
 
 
-def simulate_job(path, sections=None, seed=None, env=None, data=True) -> dict:
+def simulate_job(path, sections=None, seed=None, env=None, data=True, report=None) -> dict:
     """Runs a job file on the virtual clock; returns fio's JSON shape as a
     dict (and writes the sidecars and traces the job file names).
     data=False: members on files are not read or written (null backends of
     their size); the figures are the same, since the virtual clock never
-    waits on the host's storage.
+    waits on the host's storage. report: where the caller writes the
+    report ("-" for stdout), which no sidecar may be, as fio's own output.
     Raises SimulateError (its exit_code: 2 unsupported / bad job file,
     1 the engine's own errors)."""
-    jf, stacks, specs, meta, base_seed = build_run(path, sections=sections, seed=seed, env=env)
+    jf, stacks, specs, meta, base_seed = build_run(path, sections=sections, seed=seed, env=env,
+                                                   report=report)
     mdsplit = paths.import_mdsplit()
     for st in stacks:
         if st["trace_dir"]:

@@ -630,6 +630,15 @@ void check_sidecar_writable(const std::string& path) {
             throw std::runtime_error("mdsplit: mdsplit_stats=" + path + " is " + kind +
                                      "; allowed: a regular file (replaced whole), or a character "
                                      "device or FIFO such as /dev/null or /dev/stderr");
+        // fio's own report (stdout or --output) in a file or a pipe: the
+        // sidecar would replace it or break its JSON. (A terminal may show both.)
+        struct stat out;
+        if (f_out && fstat(fileno(f_out), &out) == 0 && !S_ISCHR(out.st_mode) &&
+            out.st_dev == st.st_dev && out.st_ino == st.st_ino)
+            throw std::runtime_error("mdsplit: mdsplit_stats=" + path +
+                                     " is where fio writes its own report (stdout or --output): "
+                                     "the sidecar would mix into it; allowed: another file or "
+                                     "stream, such as /dev/stderr");
     }
     if (sidecar_is_stream(path)) {
         if (access(path.c_str(), W_OK) != 0)

@@ -191,3 +191,33 @@ def test_harness_run_gathers_a_stream_sidecar_without_reading_it(tmp_path, engin
     result = run_fio(job(tmp_path, engine, node), check=False)
     assert result.returncode == 0, result.stderr
     assert result.sidecars == {}
+
+
+@pytest.mark.parametrize("run", ["fio", "simulate"])
+def test_sidecar_on_the_report_file_is_refused(tmp_path, engine, run):
+    """mdsplit_stats naming the --output file: refused (it replaced fio's report)."""
+    jobfile = job(tmp_path, engine, "report.json")
+    line = ("mdsplit: mdsplit_stats=report.json is where fio writes its own report (stdout or "
+            "--output): the sidecar would mix into it; allowed: another file or stream, such as "
+            "/dev/stderr")
+    if run == "fio":
+        r = subprocess.run(["fio", "--output-format=json", "--output=report.json", str(jobfile)],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and line in r.stderr, r.stderr
+        report = (tmp_path / "report.json").read_text()
+        assert json.loads(report[report.index("{"):])["jobs"]
+    else:
+        with pytest.raises(SimulateError) as e:
+            simulate_job(jobfile, report=str(tmp_path / "report.json"))
+        assert str(e.value) == line
+
+
+def test_sidecar_on_stdout_into_a_pipe_is_refused_and_the_json_stays_whole(tmp_path, engine):
+    """mdsplit_stats=/dev/stdout while fio's JSON goes down the same pipe: refused, one parseable document."""
+    jobfile = job(tmp_path, engine, "/dev/stdout")
+    r = subprocess.run(["fio", "--output-format=json", str(jobfile)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "mdsplit: mdsplit_stats=/dev/stdout is where fio writes its own report" in r.stderr
+    # One document from the first brace: a sidecar before fio's JSON would be "extra data".
+    assert json.loads(r.stdout[r.stdout.index("{"):])["jobs"]
