@@ -1175,7 +1175,16 @@ int mdsplit_getevents(thread_data* td, unsigned int min, unsigned int max, const
 
 io_u* mdsplit_event(thread_data* td, int event) { return data_of(td)->events[size_t(event)]; }
 
-int mdsplit_open_file(thread_data*, fio_file*) { return 0; }
+int mdsplit_invalidate(thread_data* td, fio_file* f);
+
+// fio's td_io_open_file() drops the file's cache when it opens it
+// (invalidate=1, the default: BLKFLSBUF on a block device), but not for an
+// engine without a real file (FIO_DISKLESSIO): the page cache is ours, so
+// the engine does it, and a buffered reader after a writer starts cold as
+// on the kernel.
+int mdsplit_open_file(thread_data* td, fio_file* f) {
+    return td->o.invalidate_cache ? mdsplit_invalidate(td, f) : 0;
+}
 int mdsplit_close_file(thread_data*, fio_file*) { return 0; }
 // filename= names the virtual device, never a file: without this hook fio
 // would unlink(filename), deleting whatever file of that name sits in the

@@ -1,8 +1,11 @@
 """Buffered jobs (direct=0) through the engine's page cache, in a real fio."""
+import json
+
 import pytest
 
 from conftest import write_job
 from harness import run_fio
+from harness.simulate import simulate_job
 from harness.parity_check import check_parity, load_stack
 
 STACKS = {
@@ -123,3 +126,46 @@ iomem=shmhuge
     assert ("mdsplit: the job has no I/O buffers (fio's iomem= allocation failed, see its error "
             "above); allowed: an iomem= this machine can provide, such as malloc (the default)"
             in result.stderr.splitlines()), result.stderr
+
+
+def invalidate_run(engine, workdir, run, invalidate):
+    (workdir / "stack.toml").write_text(STACKS["passthrough"])
+    job = write_job(workdir, "inv.fio", f"""
+[global]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+thread=1
+direct=0
+bs=4k
+size=1m
+{"" if invalidate is None else f"invalidate={invalidate}"}
+mdsplit_stats=stats/inv.json
+[w]
+rw=write
+[r]
+stonewall
+rw=read
+""")
+    if run == "fio":
+        run_fio(job, timeout=60)
+    else:
+        simulate_job(job)
+    return json.loads((workdir / "stats" / "inv.json").read_text())["page_cache"]
+
+
+@pytest.mark.parametrize("run", ["fio", "simulate"])
+def test_reader_after_a_writer_starts_cold_by_default(engine, workdir, run):
+    """fio's invalidate=1 (the default) drops the cache as each job opens the device: the reader reads from the member."""
+    pc = invalidate_run(engine, workdir, run, None)
+    assert pc["invalidations"] == 2  # one per job's open
+    assert pc["invalidated_pages"] == 256  # the writer's pages, dropped before the reader
+    assert pc["pages_read"] >= 256
+
+
+@pytest.mark.parametrize("run", ["fio", "simulate"])
+def test_invalidate_0_keeps_the_writers_pages(engine, workdir, run):
+    """invalidate=0: the reader finds every page the writer left, and reads nothing."""
+    pc = invalidate_run(engine, workdir, run, 0)
+    assert pc["invalidations"] == 0
+    assert pc["hits"] == 256 and pc["pages_read"] == 0
