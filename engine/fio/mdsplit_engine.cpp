@@ -260,8 +260,9 @@ bool names_descriptor(const std::string& path) {
         std::string s = hop.string();
         for (const char* prefix : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"})
             if (s.rfind(prefix, 0) == 0) return true;
-        size_t digits = s.find_first_not_of("0123456789", 6);
-        if (s.rfind("/proc/", 0) == 0 && digits > 6 && s.compare(digits, 4, "/fd/") == 0)
+        if (s.rfind("/proc/", 0) != 0) continue;
+        size_t digits = s.find_first_not_of("0123456789", 6);  // /proc/PID/fd/
+        if (digits != std::string::npos && digits > 6 && s.compare(digits, 4, "/fd/") == 0)
             return true;
     }
     return false;
@@ -925,8 +926,7 @@ bool write_stream(const std::string& path, const std::string& text) {
 
 // `text` as the whole file at `path`: written to a temporary file beside
 // its target (symbolic links followed: a link is never replaced) and
-// renamed over it, so a reader
-// never sees half a file.
+// renamed over it, so a reader never sees half a file.
 bool replace_file(const std::string& path, const std::string& text) {
     std::filesystem::path target = link_chain(path).back();
     std::error_code ec;
