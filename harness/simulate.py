@@ -555,7 +555,8 @@ def _sidecar_is_stream(path):
     """As the engine's sidecar_is_stream(): a character device, a FIFO or an
     open descriptor, which each job appends its document to."""
     try:
-        if stat.S_ISCHR(os.stat(path).st_mode) or stat.S_ISFIFO(os.stat(path).st_mode):
+        mode = os.stat(path).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
             return True
     except OSError:
         pass
