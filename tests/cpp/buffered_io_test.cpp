@@ -415,6 +415,43 @@ TEST(BufferedIoTest, SilentWritebackFailureIsCountedOnceAndStillReported) {
     EXPECT_EQ(rig.task.completions[0].error, -EIO);  // the errseq was not consumed
 }
 
+// errseq: a failed write-back is reported once to each job (file) that had
+// the device open, and not to one that opens after an fsync has seen it.
+TEST(BufferedIoTest, WritebackErrorIsReportedOncePerOpenFile) {
+    Rig rig(stack_toml("forced-ra", true, 128) + "\n[members.faults]\nfail_nth = [1]\n");
+    auto fsync_of = [&](TaskContext& t) {
+        rig.stack->begin_batch(t);
+        rig.stack->fsync(t, 5);
+        rig.stack->commit(t);
+        rig.stack->drain();
+        EXPECT_EQ(t.completions.size(), 1u);
+        int32_t error = t.completions.empty() ? 1 : t.completions[0].error;
+        t.completions.clear();
+        return error;
+    };
+    auto write_of = [&](TaskContext& t, uint64_t offset) {
+        std::vector<uint8_t> d = pattern(offset, 4096, 3);
+        rig.stack->begin_batch(t);
+        rig.stack->queue_buffered(t, Op::Write, offset, d.size(), d.data(), 1);
+        rig.stack->commit(t);
+        rig.stack->drain();
+        ASSERT_EQ(t.completions.size(), 1u);
+        EXPECT_EQ(t.completions[0].error, 0);
+        t.completions.clear();
+    };
+    TaskContext a, b, c;
+    a.pid = 7;
+    b.pid = 8;
+    c.pid = 9;
+    write_of(a, 0);
+    write_of(b, 4096);
+    EXPECT_EQ(fsync_of(a), -EIO);  // the write-back of both pages failed
+    EXPECT_EQ(fsync_of(b), -EIO);  // b had the file open too: it hears of it as well
+    EXPECT_EQ(fsync_of(a), 0);     // once per file
+    write_of(c, 8192);             // opened after the error was seen
+    EXPECT_EQ(fsync_of(c), 0);
+}
+
 // sync_file_range(WAIT_BEFORE | WRITE | WAIT_AFTER) writes back the dirty
 // pages of its range only, and completes once they are on the member.
 TEST(BufferedIoTest, SyncFileRangeWritesBackItsRangeOnly) {

@@ -35,7 +35,8 @@ void PageWriteback::write_endio(Bio* bio) {
             p->io_next = nullptr;
             if (failed) {
                 p->flags |= kPgError;  // mapping_set_error(): fsync reports it
-                self->wb_errors_++;
+                self->wb_errors_++;    // errseq_set(): a new error, not yet seen
+                self->wb_err_seen_ = false;
                 self->stats_.writeback_errors++;
             }
             self->filemap_.end_writeback_locked(p, wake);
@@ -164,21 +165,37 @@ void PageWriteback::check_fsyncs() {
         }
         Kiocb* k = fsyncs_[i].k;
         fsyncs_.erase(fsyncs_.begin() + long(i));
-        client_.writeback_wait_done(*k, take_error());
+        client_.writeback_wait_done(*k, take_error(k->pid));
     }
 }
 
-// filemap_check_errors(): -EIO once for the write-back errors since the last call.
-int32_t PageWriteback::take_error() {
-    int32_t error = wb_errors_ > wb_errors_reported_ ? -EIO : 0;
+// errseq_sample(): the sequence as it stands once seen, else 0 (an error
+// nobody has seen is news to a file opened after it too).
+uint64_t PageWriteback::errseq_sample() const { return wb_err_seen_ ? wb_errors_ : 0; }
+
+void PageWriteback::open_file(uint32_t pid) {
+    if (pid == last_open_pid_) return;  // the same job again
+    std::lock_guard<std::mutex> lock(cache_.mutex());
+    wb_err_since_.try_emplace(pid, errseq_sample());
+    last_open_pid_ = pid;
+}
+
+// file_check_and_advance_wb_err() -> errseq_check_and_advance(): -EIO once
+// per file for the write-back errors since its sample, which it advances.
+int32_t PageWriteback::take_error(uint32_t pid) {
+    std::lock_guard<std::mutex> lock(cache_.mutex());
+    uint64_t& since = wb_err_since_.try_emplace(pid, errseq_sample()).first->second;
+    if (since == wb_errors_) return 0;
+    since = wb_errors_;
+    wb_err_seen_ = true;
     wb_errors_reported_ = wb_errors_;
-    return error;
+    return -EIO;
 }
 
 bool PageWriteback::fsync(Kiocb& k, int32_t& error) {
     uint64_t batch = start_writeback(std::numeric_limits<size_t>::max(), true);
     if (writeback_done_through(batch)) {
-        error = take_error();
+        error = take_error(k.pid);
         return true;
     }
     fsyncs_.push_back(FsyncWaiter{&k, batch});
@@ -200,7 +217,7 @@ bool PageWriteback::sync_range(Kiocb& k, uint64_t first, uint64_t last, unsigned
     }
     uint64_t target = (flags & kSyncFileRangeWaitAfter) ? batch : before;
     if (writeback_done_through(target)) {
-        error = take_error();
+        error = take_error(k.pid);
         return true;
     }
     fsyncs_.push_back(FsyncWaiter{&k, target});

@@ -2,7 +2,12 @@
 // dirty pages from mapping->writeback_index, cyclically), the flusher that
 // runs it (wakeup_flusher_threads()), end_page_writeback() accounting,
 // balance_dirty_pages()' throttled writers, and what waits for write-back:
-// fsync (file_write_and_wait_range()) and sync().
+// fsync (file_write_and_wait_range()) and sync(). A write-back error is
+// reported as lib/errseq.c does it: the mapping keeps one error sequence
+// (with its SEEN flag), each open file (each job here) samples it when it
+// opens (errseq_sample(): an error nobody has seen yet counts as new) and
+// each fsync reports -EIO once per file for what changed since its sample
+// (errseq_check_and_advance()).
 //
 // A throttled writer or an fsync is a kiocb (kiocb.h) that the issuer
 // hands over and gets back through WritebackClient once write-back lets it
@@ -10,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <deque>
 #include <map>
 #include <vector>
@@ -102,6 +108,11 @@ public:
      */
     uint64_t take_silent_errors();
     /**
+     * open_file() - the job @pid opens the file: its f_wb_err sample
+     * (errseq_sample()), taken once. Called on each of its requests.
+     */
+    void open_file(uint32_t pid);
+    /**
      * write_and_wait_range() - filemap_write_and_wait_range() for the pages
      * @first..@last: writes back the dirty ones and runs the loop until
      * none there is dirty, under write-back or locked by a read in flight.
@@ -127,7 +138,8 @@ private:
     uint64_t write_cache_pages(size_t max_pages, bool sync, uint64_t first, uint64_t end);
     bool range_dirty() const;
     bool range_settled() const;
-    int32_t take_error();
+    int32_t take_error(uint32_t pid);
+    uint64_t errseq_sample() const;
     void run_until(bool (*done)(PageWriteback*));
 
     static constexpr size_t kWritebackChunk = 1024;  // MAX_WRITEBACK_PAGES
@@ -142,8 +154,15 @@ private:
     uint64_t wb_seq_ = 0;
     uint64_t wb_cursor_ = 0;                       // mapping->writeback_index
     std::map<uint64_t, uint64_t> wb_outstanding_;  // batch -> pages still under write-back
-    uint64_t wb_errors_ = 0, wb_errors_reported_ = 0;
-    uint64_t wb_errors_counted_ = 0;  // take_silent_errors() has counted these
+    // errseq: wb_errors_ is mapping->wb_err's sequence (one step per failed
+    // page), wb_err_seen_ its ERRSEQ_SEEN flag, wb_err_since_ each job's
+    // file->f_wb_err.
+    uint64_t wb_errors_ = 0;
+    bool wb_err_seen_ = false;
+    std::unordered_map<uint32_t, uint64_t> wb_err_since_;
+    uint32_t last_open_pid_ = 0;         // open_file()'s fast path
+    uint64_t wb_errors_reported_ = 0;  // wb_errors_ when an fsync last reported one
+    uint64_t wb_errors_counted_ = 0;   // take_silent_errors() has counted these
     bool writeback_scheduled_ = false;
     uint64_t sync_target_ = 0;
     uint64_t range_first_ = 0, range_last_ = 0;  // write_and_wait_range()'s
