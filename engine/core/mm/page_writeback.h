@@ -15,9 +15,9 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <deque>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "base/event_loop.h"
@@ -160,7 +160,7 @@ private:
     uint64_t wb_errors_ = 0;
     bool wb_err_seen_ = false;
     std::unordered_map<uint32_t, uint64_t> wb_err_since_;
-    uint32_t last_open_pid_ = 0;         // open_file()'s fast path
+    uint32_t last_open_pid_ = 0;       // open_file()'s fast path
     uint64_t wb_errors_reported_ = 0;  // wb_errors_ when an fsync last reported one
     uint64_t wb_errors_counted_ = 0;   // take_silent_errors() has counted these
     bool writeback_scheduled_ = false;
