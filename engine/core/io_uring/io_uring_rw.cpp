@@ -40,7 +40,7 @@ BufferedIo::Request* BufferedIo::new_request(TaskContext& task, Op op, uint64_t 
         std::lock_guard<std::mutex> lock(cache_->mutex());
         r->ra = filemap_->ra_state(task.pid, task.fadvise);
     }
-    writeback_->open_file(task.pid);  // its f_wb_err sample, once
+    writeback_->open_file(task.pid);                    // its f_wb_err sample, once
     TaskContext& io = filemap_->io_task_for(task.pid);  // the reader's / writer's cgroup
     io.sched = task.sched;
     task.in_flight++;
