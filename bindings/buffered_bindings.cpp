@@ -296,19 +296,7 @@ public:
     // posix_fadvise() on the simulation's file before its first read
     // (fio's fadvise_hint): "none", "normal", "random" or "sequential".
     void set_fadvise(const std::string& advice) {
-        static const std::pair<const char*, Fadvise> kAdvice[] = {
-            {"none", Fadvise::None},
-            {"normal", Fadvise::Normal},
-            {"random", Fadvise::Random},
-            {"sequential", Fadvise::Sequential}};
-        for (auto [name, value] : kAdvice)
-            if (advice == name) {
-                task_.fadvise = value;
-                return;
-            }
-        throw py::value_error("set_fadvise: \"" + advice +
-                              "\" is not an advice; allowed: \"none\" | \"normal\" | "
-                              "\"random\" | \"sequential\"");
+        task_.fadvise = py_args::fadvise_from("set_fadvise", advice);
     }
     void set_record_paths(bool on) { io().set_record_paths(on); }
     py::dict cache_state() {

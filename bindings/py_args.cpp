@@ -142,4 +142,15 @@ SchedIdentity sched_identity(const Args& args) {
     return s;
 }
 
+Fadvise fadvise_from(const std::string& where, const std::string& name) {
+    static const std::pair<const char*, Fadvise> kAdvice[] = {{"none", Fadvise::None},
+                                                              {"normal", Fadvise::Normal},
+                                                              {"random", Fadvise::Random},
+                                                              {"sequential", Fadvise::Sequential}};
+    for (auto [n, value] : kAdvice)
+        if (name == n) return value;
+    fail(where, "\"" + name + "\" is not an advice",
+         "\"none\" | \"normal\" | \"random\" | \"sequential\"");
+}
+
 }  // namespace mdsplit::py_args

@@ -87,4 +87,8 @@ private:
 // take them; absent keys keep SchedIdentity's defaults.
 SchedIdentity sched_identity(const Args& args);
 
+// posix_fadvise() advice by name ("none" | "normal" | "random" |
+// "sequential"); ValueError naming `where` otherwise.
+Fadvise fadvise_from(const std::string& where, const std::string& name);
+
 }  // namespace mdsplit::py_args

@@ -115,17 +115,6 @@ void read_pattern(const Args& a, FioJobSpec& s) {
     s.seed = a.integer("seed", 0);
 }
 
-// The advice fio gives the job's file (spec "fadvise").
-Fadvise fadvise_from(const std::string& v) {
-    if (v == "none") return Fadvise::None;
-    if (v == "normal") return Fadvise::Normal;
-    if (v == "random") return Fadvise::Random;
-    if (v == "sequential") return Fadvise::Sequential;
-    throw py::value_error("spec fadvise: \"" + v +
-                          "\" is not an advice; allowed: \"none\" | \"normal\" | \"random\" | "
-                          "\"sequential\"");
-}
-
 // How it issues them (iodepth, iodepth_batch_submit, direct, fsync, rate,
 // thinktime, verify, continue_on_error, fio's own CPU costs).
 void read_issue(const Args& a, FioJobSpec& s) {
@@ -135,7 +124,7 @@ void read_issue(const Args& a, FioJobSpec& s) {
     s.direct = a.boolean("direct", true);
     s.invalidate = a.boolean("invalidate", false);
     s.dsync = a.boolean("dsync", false);
-    s.fadvise = fadvise_from(a.string("fadvise", "none"));
+    s.fadvise = py_args::fadvise_from(a.where("fadvise"), a.string("fadvise", "none"));
     s.fsync_blocks = uint32_t(a.integer("fsync_blocks", 0, 0, kU32Max));
     s.end_fsync = a.boolean("end_fsync", false);
     s.rate_iops = a.integer("rate_iops", 0, 0, kU32Max);

@@ -97,6 +97,16 @@ def test_set_costs_names_a_wrong_typed_value(mdsplit_module):
         sim.set_costs({"punt_ns": "5"})
 
 
+def test_an_unknown_fadvise_is_a_value_error_naming_it(mdsplit_module, stack_file):
+    """set_fadvise("often") and a job spec's fadvise "often" are ValueErrors listing the advice."""
+    allowed = r'allowed: "none" \| "normal" \| "random" \| "sequential"$'
+    with pytest.raises(ValueError, match=r'^set_fadvise: "often" is not an advice; ' + allowed):
+        mdsplit_module.BufferedSimulation(RAM).set_fadvise("often")
+    with pytest.raises(ValueError, match=r'^run_fio_jobs: jobs\[0\]: fadvise: "often" is not an '
+                                         r"advice; " + allowed):
+        mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{"fadvise": "often"}])
+
+
 # --- Values that crashed the engine --------------------------------------------
 
 def test_run_fio_jobs_refuses_a_block_size_of_zero(stack_file):
