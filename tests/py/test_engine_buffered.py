@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import write_job
+from conftest import stack_job, write_job
 from harness import run_fio
 from harness.simulate import simulate_job
 from harness.parity_check import check_parity, load_stack
@@ -129,13 +129,7 @@ iomem=shmhuge
 
 
 def invalidate_run(engine, workdir, run, invalidate):
-    (workdir / "stack.toml").write_text(STACKS["passthrough"])
-    job = write_job(workdir, "inv.fio", f"""
-[global]
-ioengine=external:{engine}
-mdsplit_config=stack.toml
-filename=md0
-thread=1
+    job = stack_job(workdir, engine, STACKS["passthrough"], f"""thread=1
 direct=0
 bs=4k
 size=1m

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from conftest import stack_job
+from harness import run_fio
 from harness.simulate import simulate_job
 
 BFQ = '[device]\nscheduler = "bfq"\n[[members]]\nbackend = "null"\nsize = "4m"\n'
@@ -37,9 +38,7 @@ def test_fio_cgroup_is_the_jobs_bfq_group(tmp_path, engine, fio_cgroups):
     jobfile = stack_job(tmp_path, engine, BFQ,
                         f"rw=randread\nbs=4k\nsize=1m\n[j]\ncgroup={fio_cgroups}\n"
                         "mdsplit_group_weight=250\nmdsplit_stats=s.json\n")
-    r = subprocess.run(["fio", "--output=/dev/null", str(jobfile)], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    run_fio(jobfile, timeout=60)
     real = member_groups(json.loads((tmp_path / "s.json").read_text()))
     assert real == [("/", None), (fio_cgroups, 250)]
     simulate_job(jobfile)
@@ -51,8 +50,6 @@ def test_same_name_in_cgroup_and_mdsplit_group_is_one_group(tmp_path, engine, fi
     jobfile = stack_job(tmp_path, engine, BFQ,
                         f"rw=randread\nbs=4k\nsize=1m\n[j]\ncgroup={fio_cgroups}\n"
                         f"mdsplit_group={fio_cgroups}\nmdsplit_stats=s.json\n")
-    r = subprocess.run(["fio", "--output=/dev/null", str(jobfile)], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    run_fio(jobfile, timeout=60)
     assert member_groups(json.loads((tmp_path / "s.json").read_text())) == \
         [("/", None), (fio_cgroups, 100)]
