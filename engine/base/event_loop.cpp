@@ -31,10 +31,13 @@ void EventLoop::defer(EventCallback cb, void* arg, uint64_t tag) {
     deferred_.push_back(Deferred{cb, arg, tag});
 }
 
+// The timers due at now(): on the real clock the time run_ready() read when
+// it began (a timer falling due while its callbacks run waits for the next
+// call).
 size_t EventLoop::run_due_timers() {
     size_t ran = 0;
     if (timers_.empty()) return 0;
-    uint64_t now = virtual_ ? clock_.now_ns() : refresh();
+    uint64_t now = this->now();
     while (!timers_.empty() && timers_.front().deadline <= now) {
         std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
         Timer t = timers_.back();
@@ -47,6 +50,9 @@ size_t EventLoop::run_due_timers() {
     return ran;
 }
 
+// One clock read per call on the real clock, as the kernel stamps a batch of
+// completions with one ktime (blk_mq_end_request_batch): the passes after
+// the first run at that time too.
 size_t EventLoop::run_ready() {
     if (!virtual_) refresh();
     size_t ran = 0;

@@ -111,6 +111,32 @@ TEST(BioBuilderTest, NoContiguityGivesOneMebibyteBios) {
     EXPECT_EQ(bio_sectors(c), std::vector<uint64_t>(64, 2048));
 }
 
+// No contiguity, at most BIO_MAX_VECS pages (the one-bio shortcut): one bio
+// with a bvec per page spanned, under every policy; a page more that the
+// unaligned buffer spans, two bios (the first one 256 bvecs).
+TEST(BioBuilderTest, NoContiguityUpTo256PagesIsOneBioUnderEveryPolicy) {
+    std::unique_ptr<void, FreeDeleter> buffer(std::aligned_alloc(4096, 2 << 20));
+    auto* base = static_cast<uint8_t*>(buffer.get());
+    for (BioPolicy policy : {BioPolicy::Original, BioPolicy::Align, BioPolicy::MaxSectors}) {
+        BioConfig c;
+        c.policy = policy;
+        c.align_bytes = 256 << 10;
+        BioBuilder builder(c, 1 << 20, 512);
+        std::vector<BioPiece> out;
+        builder.build(base, 4096, out);
+        ASSERT_EQ(out.size(), 1u);
+        EXPECT_EQ(out[0].length, 4096u);
+        EXPECT_EQ(out[0].bvecs, 1u);
+        builder.build(base + 512, 1 << 20, out);  // 257 pages from 512 bytes in
+        ASSERT_EQ(out.size(), 2u) << int(policy);
+        EXPECT_EQ(out[0].bvecs, kBioMaxVecs);
+        EXPECT_EQ(out[0].length + out[1].length, uint64_t(1) << 20);
+        builder.build(base + 512, (1 << 20) - 4096, out);  // 256 pages
+        ASSERT_EQ(out.size(), 1u) << int(policy);
+        EXPECT_EQ(out[0].bvecs, kBioMaxVecs);
+    }
+}
+
 // The distribution's layout is set by contiguity.seed: another seed, other
 // bios.
 TEST(BioBuilderTest, DistributionLayoutFollowsTheSeed) {

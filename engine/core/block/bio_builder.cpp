@@ -94,6 +94,16 @@ void BioBuilder::map_contiguity(uintptr_t first_page, size_t pages) {
     }
 }
 
+// The common case in one step: no contiguity to map, and few enough pages
+// (at most BIO_MAX_VECS) that the first batch takes the whole I/O whatever
+// the policy (align leaves a bio's first batch alone; max_sectors only cuts
+// beyond the device limit).
+bool BioBuilder::fits_one_bio(uint64_t length, size_t pages) const {
+    if (config_.contiguity != Contiguity::None || pages > kBioMaxVecs) return false;
+    if (length == 0 || length % lbs_) return false;
+    return config_.policy != BioPolicy::MaxSectors || length <= device_max_bytes_;
+}
+
 // iov_iter_extract_pages()'s maxsize: UINT_MAX - bi_size, or for the
 // max_sectors policy what is left up to the device limit.
 uint64_t BioBuilder::extract_limit(uint64_t bio_size) const {
@@ -124,6 +134,12 @@ void BioBuilder::build(const void* buffer, uint64_t length, std::vector<BioPiece
     auto base = reinterpret_cast<uintptr_t>(buffer);
     uintptr_t first_page = base & ~(kPageSize - 1);
     uintptr_t end_page = (base + length + kPageSize - 1) & ~(kPageSize - 1);
+    size_t pages = (end_page - first_page) / kPageSize;
+    if (fits_one_bio(length, pages)) {
+        // Without contiguity every page is a bvec of its own.
+        out.push_back(BioPiece{0, length, uint32_t(pages)});
+        return;
+    }
     if (config_.contiguity == Contiguity::Pagemap) {
         // A read buffer fio never touched has no pages yet, and pagemap would
         // report them absent: fault them in (contents kept) as the kernel's
@@ -134,7 +150,7 @@ void BioBuilder::build(const void* buffer, uint64_t length, std::vector<BioPiece
                 __atomic_fetch_add(reinterpret_cast<volatile uint8_t*>(p), 0, __ATOMIC_RELAXED);
         }
     }
-    map_contiguity(first_page, (end_page - first_page) / kPageSize);
+    map_contiguity(first_page, pages);
 
     uint64_t pos = 0;  // bytes of the I/O already in bios
     while (pos < length) {

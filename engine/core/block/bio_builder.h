@@ -52,11 +52,8 @@ public:
     // Throws std::runtime_error when contiguity = pagemap cannot be read.
     void build(const void* buffer, uint64_t length, std::vector<BioPiece>& out);
 
-    // For each page the I/O touches: true when it is physically contiguous
-    // with the page before it (index 0 is always false). Filled by build().
-    const std::vector<bool>& page_continues() const { return continues_; }
-
 private:
+    bool fits_one_bio(uint64_t length, size_t pages) const;
     void map_contiguity(uintptr_t first_page, size_t pages);
     void map_pagemap(uintptr_t first_page, size_t pages);
     void map_pattern(size_t pages);
@@ -68,6 +65,8 @@ private:
     uint64_t device_max_bytes_;
     uint32_t lbs_;
     int pagemap_fd_ = -1;
+    // For each page of the I/O being built: true when it is physically
+    // contiguous with the page before it (index 0 is always false).
     std::vector<bool> continues_;
 };
 
