@@ -7,13 +7,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <set>
 #include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/fifo.h"
 
 namespace mdsplit {
 
@@ -132,7 +132,7 @@ private:
     std::vector<Timer> timers_;               // min-heap on (deadline, id)
     std::unordered_set<uint64_t> armed_;      // scheduled, not yet fired or cancelled
     std::unordered_set<uint64_t> cancelled_;  // still in the heap, to skip
-    std::deque<Deferred> deferred_;
+    Fifo<Deferred> deferred_;
     std::vector<CompletionSource*> sources_;
     uint64_t next_timer_id_ = 1;
     std::multiset<uint64_t> real_due_;       // virtual clock: real requests' due times
