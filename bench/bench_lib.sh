@@ -175,16 +175,50 @@ print("%.2f" % (statistics.median(b) / statistics.median(a)))
 }
 
 # print_ratio NAME A B TARGET: the line "ratio NAME: X (target >= TARGET)",
-# X the median of the per-round ratios B/A (%.2f). People grep these lines:
-# keep their format.
+# X the median of the per-round ratios B/A (%.2f), with "  below the target"
+# after it when X < TARGET (then NAME joins bench_missed, for bench_exit).
+# People grep these lines: keep their format.
 print_ratio() {
+    local rc=0
     "$python" -c '
 import statistics, sys
 name, target = sys.argv[1], sys.argv[4]
 a, b = ([float(x) for x in arg.split()] for arg in sys.argv[2:4])
 ratio = statistics.median([y / x for x, y in zip(a, b)])
-print("ratio %s: %.2f (target >= %s)" % (name, ratio, target))
-' "$1" "$2" "$3" "$4"
+met = round(ratio, 2) >= float(target)
+print("ratio %s: %.2f (target >= %s)%s" % (name, ratio, target, "" if met else "  below the target"))
+sys.exit(0 if met else 3)
+' "$1" "$2" "$3" "$4" || rc=$?
+    note_target "$1" "$rc"
+}
+
+# note_target NAME STATUS: STATUS 3 (a figure below its target) adds NAME to
+# bench_missed; any other non-zero STATUS is an error and exits with it.
+bench_missed=()
+note_target() {
+    case $2 in
+    0) ;;
+    3) bench_missed+=("$1") ;;
+    *) exit "$2" ;;
+    esac
+}
+
+# check_at_least NAME VALUE TARGET: NAME joins bench_missed when VALUE < TARGET.
+check_at_least() {
+    local rc=0
+    "$python" -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 3)' \
+        "$2" "$3" || rc=$?
+    note_target "$1" "$rc"
+}
+
+# bench_exit: the end of a ratio benchmark: status 1, with one line on stderr
+# naming them, when any figure was below its target; 0 otherwise.
+bench_exit() {
+    if ((${#bench_missed[@]})); then
+        echo "$bench_name: below the target: ${bench_missed[*]}" >&2
+        exit 1
+    fi
+    exit 0
 }
 
 # print_samples WIDTH LABEL SAMPLES [UNIT]: one side's line, LABEL padded to

@@ -99,3 +99,4 @@ print_samples 20 "(b) scheduler bfq" "${samples[bfq]}"
 echo "# per-round ratios: $(round_ratios "${samples[none]}" "${samples[bfq]}")"
 echo "# ratio of medians: $(medians_ratio "${samples[none]}" "${samples[bfq]}")"
 print_ratio bfq/none "${samples[none]}" "${samples[bfq]}" 0.5
+bench_exit

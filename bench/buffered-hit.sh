@@ -149,3 +149,4 @@ print_samples 18 "(b) mdsplit" "${samples[b]}"
 echo "# per-round ratios: $(round_ratios "${samples[a]}" "${samples[b]}")"
 echo "# ratio of medians: $(medians_ratio "${samples[a]}" "${samples[b]}")"
 print_ratio "buffered hit" "${samples[a]}" "${samples[b]}" 0.5
+bench_exit

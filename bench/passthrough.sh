@@ -100,3 +100,4 @@ print_ratio null "${samples[c]}" "${samples[d]}" 0.6
 fixed_ratios=$(round_ratios "${samples[e]}" "${samples[b]}")
 echo "# for information, mdsplit io_uring / fio io_uring fixedbufs=1:" \
      "$fixed_ratios (median of rounds $(median "$fixed_ratios" %.2f))"
+bench_exit

@@ -90,5 +90,8 @@ print_samples 26 "(d) raid5 seq 4480k qd4" "${samples[d]}" GB/s
 echo "# per-round ratios: $(round_ratios "${samples[a]}" "${samples[b]}")" \
      " ratio of medians: $(medians_ratio "${samples[a]}" "${samples[b]}")"
 print_ratio "raid5 null" "${samples[a]}" "${samples[b]}" 0.4
-echo "raid5 seq 4480k: $(median "${samples[c]}" %.2f 1e9) GB/s (target >= 20)" \
+seq_gbs=$(median "${samples[c]}" %.2f 1e9)
+echo "raid5 seq 4480k: $seq_gbs GB/s (target >= 20)" \
      " [iodepth 1; iodepth 4: $(median "${samples[d]}" %.2f 1e9) GB/s]"
+check_at_least "raid5 seq 4480k" "$seq_gbs" 20
+bench_exit

@@ -27,6 +27,7 @@ from pathlib import Path
 from harness.simulate import simulate_job
 
 jobs = Path(sys.argv[1])
+missed = []
 for name, target in (("raid5-split-order.fio", 10), ("bfq-groups.fio", 3)):
     figures = {}
     for data in (True, False):
@@ -39,8 +40,15 @@ for name, target in (("raid5-split-order.fio", 10), ("bfq-groups.fio", 3)):
         label = "data" if data else "no-data"
         print(f"simulate {name} ({label}): {ios} I/Os, simulated {sim:.2f} s, "
               f"wall {wall:.2f} s")
-        print(f"ratio simulate {name} {label}: {sim / wall:.1f} (target >= {target})")
+        met = round(sim / wall, 1) >= target
+        print(f"ratio simulate {name} {label}: {sim / wall:.1f} (target >= {target})"
+              + ("" if met else "  below the target"))
+        if not met:
+            missed.append(f"{name} {label}")
     if figures[True] != figures[False]:
         print(f"simulate {name}: --no-data changed the figures", file=sys.stderr)
         sys.exit(1)
+if missed:
+    print("simulate.sh: below the target: " + ", ".join(missed), file=sys.stderr)
+    sys.exit(1)
 EOF
