@@ -73,7 +73,7 @@ void BlockLayer::run_mq(TaskContext* task, BioList* lists, Bio* bio) {
     task->bio_list = lists;
     do {
         bio->dev->submit_bio(bio);
-        if (pause_after_call(task, lists, /*stacked=*/false)) return;
+        if (task->cpu.modelled && pause_after_call(task, lists, /*stacked=*/false)) return;
     } while ((bio = lists[0].pop_front()));
     task->bio_list = nullptr;
 }
@@ -104,7 +104,7 @@ void BlockLayer::run_stacked(TaskContext* task, BioList* lists, Bio* bio) {
         lists[0].append(lower);
         lists[0].append(same);
         lists[0].append(lists[1]);
-        if (pause_after_call(task, lists, /*stacked=*/true)) return;
+        if (task->cpu.modelled && pause_after_call(task, lists, /*stacked=*/true)) return;
     } while ((bio = lists[0].pop_front()));
     task->bio_list = nullptr;
 }
