@@ -33,10 +33,9 @@ void EventLoop::defer(EventCallback cb, void* arg, uint64_t tag) {
 
 // The timers due at now(): on the real clock the time run_ready() read when
 // it began (a timer falling due while its callbacks run waits for the next
-// call).
+// call). run_ready() calls it only when a timer is armed.
 size_t EventLoop::run_due_timers() {
     size_t ran = 0;
-    if (timers_.empty()) return 0;
     uint64_t now = this->now();
     while (!timers_.empty() && timers_.front().deadline <= now) {
         std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
@@ -249,8 +248,9 @@ void EventLoop::expect_remote(int64_t delta) {
     remote_expected_ += delta;
 }
 
+// Runs what other threads posted; run_ready() calls it only when
+// posted_nonempty_ says there is something.
 size_t EventLoop::run_posted() {
-    if (!posted_nonempty_.load(std::memory_order_acquire)) return 0;
     {
         std::lock_guard<std::mutex> lock(posted_mutex_);
         posted_running_.swap(posted_);

@@ -112,9 +112,10 @@ void BlockLayer::run_stacked(TaskContext* task, BioList* lists, Bio* bio) {
 // The submitting CPU: the next ->submit_bio call takes submit_cost_ns_ of
 // the task's time, and what it does happens when it returns, so the loop
 // waits that long first. Between two calls the loop's state is
-// current->bio_list alone, which the task keeps while it waits.
+// current->bio_list alone, which the task keeps while it waits. For a task
+// whose CPU is modelled (the submit loops test that before calling).
 bool BlockLayer::pause_after_call(TaskContext* task, BioList* lists, bool stacked) {
-    if (!task->cpu.modelled || lists[0].empty()) return false;
+    if (lists[0].empty()) return false;
     TaskSubmitCpu& cpu = task->cpu;
     cpu.busy_until = std::max(cpu.busy_until, loop_.now()) + submit_cost_ns_;
     if (cpu.busy_until <= loop_.now()) return false;  // no CPU time modelled
