@@ -30,6 +30,7 @@ struct SimulatedStacks {
     std::vector<std::unique_ptr<Stack>> stacks;
     std::vector<std::string> stats;    // sidecar JSON, taken when the last job ends
     uint64_t write_behind_errors = 0;  // real writes behind the model that failed
+    std::vector<std::string> notices;  // Stack::member_failure_notice() lines
 
     static Stack* open(void* ctx, size_t i) {
         auto* self = static_cast<SimulatedStacks*>(ctx);
@@ -42,6 +43,8 @@ struct SimulatedStacks {
     static void done(void* ctx, size_t i) {
         auto* self = static_cast<SimulatedStacks*>(ctx);
         self->stats[i] = self->stacks[i]->stats_json();
+        std::string failed = self->stacks[i]->member_failure_notice();
+        if (!failed.empty()) self->notices.push_back(std::move(failed));
         for (MemberQueue* m : self->stacks[i]->members())
             self->write_behind_errors += m->write_behind_errors();
         self->stacks[i].reset();  // flushes its trace files
@@ -313,6 +316,7 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
     result["stats"] = sim.stats;
     result["end_ns"] = sim.clock.now_ns();
     result["write_behind_errors"] = sim.write_behind_errors;
+    result["notices"] = sim.notices;
     return result;
 }
 

@@ -22,6 +22,7 @@ import math
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 
 from harness import paths
@@ -833,6 +834,8 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True, report=Non
             msg = "mdsplit: " + msg
         raise SimulateError(msg, 1) from None
     _write_sidecars(stacks, specs, meta, raw)
+    for line in raw["notices"]:  # a member failed during the run (as the engine says it)
+        print(line, file=sys.stderr)
     if raw["write_behind_errors"]:
         # The model completed them; the host's copy failed (the member file).
         raise SimulateError(f"mdsplit: {raw['write_behind_errors']} writes to member files "

@@ -1022,7 +1022,12 @@ void mdsplit_cleanup(thread_data* td) {
     }
     {
         std::lock_guard<std::mutex> l(registry_mutex);
-        if (d->stack->detach() && !write_sidecars(*d->stack)) td->error = EIO;
+        if (d->stack->detach()) {
+            // md logs a member failure (raid5_error's pr_crit); the last job out says it here.
+            std::string failed = d->stack->stack().member_failure_notice();
+            if (!failed.empty()) log_err("%s\n", failed.c_str());
+            if (!write_sidecars(*d->stack)) td->error = EIO;
+        }
         d->stack.reset();  // the last job out destroys the stack
     }
     delete d;

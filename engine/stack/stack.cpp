@@ -445,6 +445,25 @@ void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t
 }
 }  // namespace
 
+std::string Stack::member_failure_notice() const {
+    uint64_t failed = top_->members_failed_while_running();
+    if (!failed) return {};
+    std::ostringstream line;
+    line << "mdsplit: " << top_->name() << ": ";
+    const char* sep = "";
+    for (size_t i = 0; i < config_.members.size(); i++) {
+        if (!(failed >> i & 1)) continue;
+        line << sep << "members[" << i << "] (" << config_.members[i].path << ")";
+        sep = ", ";
+    }
+    std::string where = config_.source.empty() ? "the stack config" : config_.source;
+    line << " failed during this run (an I/O error; md_error) and the array went on without it: "
+            "its data is stale from then on, and no superblock here remembers it; allowed: "
+            "failed = true on that member in "
+         << where << " for the next runs, or new member files";
+    return line.str();
+}
+
 std::string Stack::stats_json() const {
     JsonWriter j;
     // Rates are over the time I/O ran: from the first I/O, not from set-up.

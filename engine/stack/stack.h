@@ -86,6 +86,11 @@ public:
 
     // Sidecar statistics as JSON text.
     std::string stats_json() const;
+    // One line for stderr when a member failed during the run (md_error()):
+    // md would record it in the superblocks of the others and never read the
+    // stale member again; the member files carry no superblock, so the user
+    // must say so in the config. Empty when no member failed while running.
+    std::string member_failure_notice() const;
     void flush_traces() { tracer_.flush(); }
     uint64_t elapsed_ns() const { return loop_.now() - start_ns_; }
 

@@ -27,6 +27,10 @@ public:
     // trace_block_bio_complete(), called by bio_endio() for a bio whose Q was
     // traced and whose completion was not traced by a request.
     virtual void trace_bio_complete(const Bio* /*bio*/) {}
+    // Members this device stopped using during the run because their I/O
+    // failed (md_error()), bit i for member i; members failed from the start
+    // are not in it. Their contents are stale from then on.
+    virtual uint64_t members_failed_while_running() const { return 0; }
 
     const std::string& name() const { return name_; }
     uint32_t devt() const { return devt_; }

@@ -46,6 +46,7 @@ Raid5Device::Raid5Device(BlockLayer& layer, std::string name, uint32_t devt,
             failed_mask_ |= bit(uint32_t(i));
         }
     }
+    failed_at_start_ = failed_mask_;
     capacity_ = Raid5Geometry::usable_sectors(sizes, geometry_.chunk_sectors());
     max_sectors_ = uint32_t(config.max_sectors_bytes >> kSectorShift);
     discard_safely_ = config.devices_handle_discard_safely;

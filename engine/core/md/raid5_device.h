@@ -70,6 +70,9 @@ public:
     void submit_bio(Bio* bio) override;
     bool stacked() const override { return true; }
     void trace_bio_complete(const Bio* bio) override;
+    uint64_t members_failed_while_running() const override {
+        return failed_mask_ & ~failed_at_start_;
+    }
 
     const Raid5Geometry& geometry() const { return geometry_; }
     // The lowest Faulty member, -1 when none.
@@ -150,8 +153,9 @@ private:
     BlockLayer& layer_;
     std::vector<MemberQueue*> members_;
     Raid5Geometry geometry_;
-    uint64_t failed_mask_ = 0;     // Faulty members
-    bool discard_safely_ = false;  // DeviceConfig::devices_handle_discard_safely
+    uint64_t failed_mask_ = 0;      // Faulty members
+    uint64_t failed_at_start_ = 0;  // those of them the config named failed
+    bool discard_safely_ = false;   // DeviceConfig::devices_handle_discard_safely
     Counters counters_;
     Raid5StripeCache cache_;
     std::deque<StripeRequest> waiting_;  // requests of blocked submitters, in order
