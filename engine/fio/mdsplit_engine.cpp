@@ -529,6 +529,30 @@ std::string trace_dir_of(thread_data* td) {
     return dir;
 }
 
+// The trace file of some job of the run (mdsplit_trace) that `path` names,
+// as "md0.blktrace.0 of job j", or "".
+std::string trace_file_at(thread_data* self, const std::string& path) {
+    std::string id = file_identity(path);
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (!td->eo || td->io_ops != self->io_ops) continue;
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        std::string dir = trace_dir_of(td);
+        if (!o->config || dir.empty() || !td->o.filename) continue;
+        StackConfig config;
+        try {
+            config = load_stack_file(o->config);
+        } catch (const std::exception&) {
+            continue;  // that job reports its own stack file
+        }
+        for (const std::string& trace : Stack::trace_paths(config, dir, td->o.filename))
+            if (file_identity(trace) == id)
+                return "the trace file " + trace + " of job " + job_name(td);
+    }
+    return "";
+}
+
 // A job that shares self's stack (shares_stack) but names another trace
 // directory than `dir` (or none where self names one), or nullptr.
 thread_data* trace_disagreement(thread_data* self, const std::string& dir) {
@@ -823,6 +847,16 @@ int mdsplit_setup(thread_data* td) {
                     "or thread=1 with the same mdsplit_config and filename (one shared device, "
                     "one set of traces)");
         }
+        // Its files are truncated as the device opens: never over an input.
+        for (const std::string& path : so.trace_dir.empty()
+                                           ? std::vector<std::string>{}
+                                           : Stack::trace_paths(config, so.trace_dir, f->file_name))
+            if (std::string input = input_at(td, path); !input.empty())
+                throw std::runtime_error("mdsplit: mdsplit_trace=" + so.trace_dir + ": its file " +
+                                         path + " is " + input +
+                                         ": the trace would overwrite it; allowed: a directory "
+                                         "where no member or stack file of the run has a trace "
+                                         "file's name");
         // One shared device writes one set of traces, opened by whichever job
         // opens the device first: the others' mdsplit_trace would be dropped.
         if (thread_data* other = trace_disagreement(td, so.trace_dir)) {
@@ -844,6 +878,13 @@ int mdsplit_setup(thread_data* td) {
             throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + input +
                                      ": the sidecar would overwrite it; allowed: a file that is "
                                      "neither a member nor a stack file of the run");
+        if (std::string trace = data->stats_path.empty() || sidecar_is_stream(data->stats_path)
+                                    ? ""
+                                    : trace_file_at(td, data->stats_path);
+            !trace.empty())
+            throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + trace +
+                                     ": the sidecar would replace it; allowed: a file that is "
+                                     "not a trace file of the run");
         if (!data->stats_path.empty()) {
             // Jobs writing one stream each add a document; one file would be replaced.
             std::string rival = sidecar_is_stream(data->stats_path)

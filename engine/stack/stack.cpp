@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <sys/stat.h>
+
 #include "base/json_writer.h"
 #include "config/config_error.h"
 #include "core/block/bfq_scheduler.h"
@@ -30,7 +32,31 @@ constexpr uint32_t kMdMajor = 9;  // md
 constexpr uint32_t kSdMajor = 8;  // sd: members are sda, sdb, ... (minor 16 * i)
 
 std::string member_name(size_t i) { return "m" + std::to_string(i); }
+
+// True when the two paths name one existing file (device and inode).
+bool same_file(const std::string& a, const std::string& b) {
+    struct stat sa, sb;
+    return !a.empty() && !b.empty() && stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 }  // namespace
+
+// A trace file is truncated when the stack opens: it must not be one of the
+// stack's own inputs (a member file, the stack file), whatever name it goes by.
+void Stack::check_trace_paths(const std::vector<std::string>& paths) const {
+    for (const std::string& path : paths) {
+        std::string input;
+        if (same_file(path, config_.source)) input = "the stack file " + config_.source;
+        for (size_t i = 0; input.empty() && i < config_.members.size(); i++)
+            if (config_.members[i].backend == BackendKind::IoUring &&
+                same_file(path, config_.members[i].path))
+                input = "members[" + std::to_string(i) + "] (" + config_.members[i].path + ")";
+        if (!input.empty())
+            throw std::runtime_error("mdsplit: mdsplit_trace: " + path + " is " + input +
+                                     ": the trace would overwrite it; allowed: a directory "
+                                     "where no member or stack file has a trace file's name");
+    }
+}
 
 // Whoever builds the stack (fio's engine, `harness simulate`, the Python
 // Simulation): its block-device members are checked before they are opened
@@ -155,16 +181,17 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         if (ec)
             throw std::runtime_error("mdsplit: mdsplit_trace: cannot create " + options.trace_dir +
                                      ": " + ec.message());
-        auto add = [&](const BlockDevice& dev) {
+        const std::vector<std::string> paths = trace_paths(config, options.trace_dir, top_->name());
+        check_trace_paths(paths);
+        auto add = [&](const BlockDevice& dev, const std::string& path) {
             BlktraceOptions trace_options;
             trace_options.bio_based = dev.stacked();
-            auto w = std::make_unique<BlktraceWriter>(
-                options.trace_dir + "/" + dev.name() + ".blktrace.0", trace_options);
+            auto w = std::make_unique<BlktraceWriter>(path, trace_options);
             tracer_.add_device_sink(dev.devt(), w.get());
             trace_sinks_.push_back(std::move(w));
         };
-        add(*top_);
-        for (auto& m : members_) add(*m);
+        add(*top_, paths[0]);
+        for (size_t i = 0; i < members_.size(); i++) add(*members_[i], paths[i + 1]);
     }
     builder_ = std::make_unique<BioBuilder>(
         config.bio, uint64_t(top_->max_sectors()) << kSectorShift, top_->logical_block_size());
@@ -174,6 +201,14 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
 // TraceRecorder) may already be gone.
 Stack::~Stack() {
     for (auto& sink : trace_sinks_) sink->flush();
+}
+
+std::vector<std::string> Stack::trace_paths(const StackConfig& config, const std::string& dir,
+                                            const std::string& label) {
+    std::vector<std::string> paths{dir + "/" + label + ".blktrace.0"};
+    for (size_t i = 0; i < config.members.size(); i++)
+        paths.push_back(dir + "/" + member_name(i) + ".blktrace.0");
+    return paths;
 }
 
 std::vector<MemberQueue*> Stack::members() const {
@@ -453,7 +488,8 @@ std::string Stack::member_failure_notice() const {
     const char* sep = "";
     for (size_t i = 0; i < config_.members.size(); i++) {
         if (!(failed >> i & 1)) continue;
-        line << sep << "members[" << i << "] (" << config_.members[i].path << ")";
+        line << sep << "members[" << i << "]";
+        if (!config_.members[i].path.empty()) line << " (" << config_.members[i].path << ")";
         sep = ", ";
     }
     std::string where = config_.source.empty() ? "the stack config" : config_.source;

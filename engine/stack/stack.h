@@ -84,6 +84,11 @@ public:
         return ring_ && ring_->register_buffer(base, len);
     }
 
+    // The blktrace files a stack of `config` writes into `dir` (mdsplit_trace)
+    // when its device is named `label`: the device's first, then member i's.
+    static std::vector<std::string> trace_paths(const StackConfig& config, const std::string& dir,
+                                                const std::string& label);
+
     // Sidecar statistics as JSON text.
     std::string stats_json() const;
     // One line for stderr when a member failed during the run (md_error()):
@@ -124,6 +129,7 @@ public:
 
 private:
     void check_devices(const StackOptions& options);
+    void check_trace_paths(const std::vector<std::string>& paths) const;
     void claim_members(const StackOptions& options);
     static void dio_endio(Bio* dio);
     // The modelled submitting CPU: runs the task's steps (TaskSubmitCpu) as

@@ -69,6 +69,7 @@ STACKS = {
     "loop": '[[members]]\npath = "{loop}"\n',
     "loop+force": '[[members]]\npath = "{loop}"\nforce = true\n',
     "self": '[[members]]\npath = "stack.toml"\nsize = "4k"\ngrow = true\n',
+    "trace-member": '[[members]]\npath = "m0.blktrace.0"\nsize = "1m"\n',
     "loop-file": '[[members]]\npath = "{tmp}/l.img"\n',
     "loop-swapfile": '[[members]]\npath = "{tmp}/swap.img"\n',
     "loop-and-part": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n'
