@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -288,11 +289,19 @@ public:
         if (!node->is_string()) {
             fail(full_key, "expected a duration, got " + describe(*node), kDurationSyntax);
         }
+        uint64_t ns;
         try {
-            return parse_duration_ns(node->as_string()->get(), full_key);
+            ns = parse_duration_ns(node->as_string()->get(), full_key);
         } catch (const ConfigError& error) {
             throw ConfigError(label_ + ": " + error.what());
         }
+        // A day at most: times time_scale (up to 1000) and added to the
+        // clock, a longer one could wrap 64 bits of nanoseconds.
+        constexpr uint64_t kMaxDurationNs = 86'400'000'000'000ull;
+        if (ns > kMaxDurationNs)
+            fail(full_key, describe(*node) + " is longer than a day",
+                 "a duration from 0 to \"86400s\", like \"8ms\"");
+        return ns;
     }
 
     template <typename Enum, size_t N>
@@ -339,6 +348,18 @@ uint64_t read_prefetch_window(const Reader& reader, const toml::table& table,
     return uint64_t(node->as_integer()->get());
 }
 
+// Bytes per second, 0 for none (no transfer time); at least 1k, so that no
+// request's transfer time (up to 4 GiB at 1k/s, times time_scale) wraps.
+uint64_t read_bandwidth(const Reader& reader, const toml::table& table, std::string_view key,
+                        const std::string& path) {
+    uint64_t bps = reader.size(table, key, path).value_or(0);
+    if (bps && bps < 1024)
+        reader.fail(key_path(path, key), std::to_string(bps) + " bytes per second is below 1k",
+                    "0 (no transfer time), or a size per second of at least \"1k\", like "
+                    "\"500m\"");
+    return bps;
+}
+
 TimingModelConfig read_model(const Reader& reader, const toml::table& table,
                              const std::string& path, const std::string& name) {
     reader.check_keys(
@@ -349,7 +370,7 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
     TimingModelConfig model;
     model.name = name;
     model.command_ns = reader.duration(table, "command", path).value_or(0);
-    model.bandwidth_bps = reader.size(table, "bandwidth", path).value_or(0);
+    model.bandwidth_bps = read_bandwidth(reader, table, "bandwidth", path);
     model.random_penalty_ns = reader.duration(table, "random_penalty", path).value_or(0);
     model.random_command_ns = reader.duration(table, "random_command", path).value_or(0);
     if (table.get("prefetch_threshold"))
@@ -358,7 +379,7 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
         model.prefetch_window_bytes = read_prefetch_window(reader, table, path);
     model.parallelism = uint32_t(reader.integer(table, "parallelism", path, 1, 65536).value_or(1));
     model.write_command_ns = reader.duration(table, "write_command", path).value_or(0);
-    model.write_bandwidth_bps = reader.size(table, "write_bandwidth", path).value_or(0);
+    model.write_bandwidth_bps = read_bandwidth(reader, table, "write_bandwidth", path);
     model.write_random_penalty_ns =
         reader.duration(table, "write_random_penalty", path).value_or(model.random_penalty_ns);
     model.jitter_ns = reader.duration(table, "jitter", path).value_or(0);
@@ -386,6 +407,17 @@ std::map<std::string, TimingModelConfig> read_models(const Reader& reader,
     return models;
 }
 
+// A request's size is 32 bits (struct request's __data_len, a bio's
+// bi_size): max_sectors stops at the largest multiple of 512 below 4 GiB.
+void check_max_sectors_fits(const Reader& reader, const std::string& key, uint64_t bytes) {
+    constexpr uint64_t kMaxRequestBytes = (uint64_t(UINT32_MAX) >> kSectorShift) << kSectorShift;
+    if (bytes > kMaxRequestBytes)
+        reader.fail(key,
+                    std::to_string(bytes) + " bytes is more than one request holds (" +
+                        std::to_string(kMaxRequestBytes) + " bytes: a request's size is 32 bits)",
+                    "a multiple of 512 bytes from 4k to 4g - 512, like \"1m\"");
+}
+
 void read_device(const Reader& reader, const toml::table& table, DeviceConfig& device) {
     const std::string path = "device";
     reader.check_keys(
@@ -405,6 +437,7 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
                 std::to_string(*max_sectors) + " bytes is not a multiple of 512 of at least 4k",
                 "a multiple of 512 bytes >= 4k, like \"1m\"");
         }
+        check_max_sectors_fits(reader, key_path(path, "max_sectors"), *max_sectors);
         device.max_sectors_bytes = *max_sectors;
     }
     device.split_order =
@@ -742,6 +775,7 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
                             "of at least 4k",
                         "a multiple of 512 bytes >= 4k, like \"512k\"");
         }
+        check_max_sectors_fits(reader, key_path(path, "max_sectors"), *max_sectors);
         member.max_sectors_bytes = *max_sectors;
     }
 
@@ -1110,7 +1144,50 @@ void check_stack(const Reader& reader, const StackConfig& config,
     }
 }
 
+// toml++ follows a dotted key (a.b.c = 1, [a.b.c]) by recursion, one level
+// a part, and overflows the stack on tens of thousands of parts before its
+// own nesting limit applies (that limit covers inline arrays and tables).
+// Refused here, before parsing: a key of more than kMaxKeyParts dotted parts
+// (ours have at most four), counted outside strings.
+void check_dotted_key_depth(std::string_view text, const std::string& label) {
+    constexpr size_t kMaxKeyParts = 64;
+    size_t line = 1, dots = 0;
+    char quote = 0;          // inside a "..." or '...' string
+    bool multiline = false;  // inside a """...""" or '''...''' string
+    for (size_t i = 0; i < text.size(); i++) {
+        char c = text[i];
+        if (c == '\n') line++;
+        if (quote) {
+            if (c == '\\' && quote == '"') {
+                i++;
+            } else if (c == quote && (!multiline || text.substr(i, 3) == std::string(3, quote))) {
+                if (multiline) i += 2;
+                quote = 0;
+                multiline = false;
+            } else if (c == '\n' && !multiline) {
+                quote = 0;  // an unterminated string: the parser says so
+            }
+            continue;
+        }
+        if (c == '"' || c == '\'') {
+            quote = c;
+            multiline = text.substr(i, 3) == std::string(3, c);
+            if (multiline) i += 2;
+        } else if (c == '.') {
+            if (++dots >= kMaxKeyParts)
+                throw ConfigError(label + ":" + std::to_string(line) +
+                                  ": a dotted key of more than " + std::to_string(kMaxKeyParts) +
+                                  " parts; allowed: the keys of the TOML reference (README), at "
+                                  "most four parts");
+        } else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+                     c == ' ' || c == '\t')) {
+            dots = 0;
+        }
+    }
+}
+
 toml::table parse_toml(std::string_view text, const std::string& label) {
+    check_dotted_key_depth(text, label);
 #if TOML_EXCEPTIONS
     try {
         return toml::parse(text, label);
@@ -1227,6 +1304,16 @@ StackConfig load_stack_file(const std::string& path) {
     if (fs::is_directory(path, error)) {
         throw make_config_error(path, {}, "is a directory", "a TOML file");
     }
+    // A device or FIFO would be read without end (/dev/zero) or block (a
+    // FIFO without a writer), and every job of the run reads its stack file
+    // again (input_at), which a pipe could not give twice.
+    if (struct stat st; stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        throw make_config_error(path, {},
+                                S_ISFIFO(st.st_mode)  ? "is a FIFO"
+                                : S_ISCHR(st.st_mode) ? "is a character device"
+                                : S_ISBLK(st.st_mode) ? "is a block device"
+                                                      : "is not a regular file",
+                                "a regular TOML file");
     // Refused before reading: a huge file would take minutes to parse.
     if (uintmax_t bytes = fs::file_size(path, error); !error && bytes > kMaxStackFileBytes)
         throw make_config_error(
