@@ -540,12 +540,18 @@ PathFacts inspect_path(const Reader& reader, const std::string& key, const std::
     return facts;
 }
 
+// Absolute, with "." parts and repeated slashes dropped; ".." stays, since
+// the kernel resolves it after the symlink before it ("lnk/.." is the
+// parent of lnk's target, not the directory holding lnk).
 std::string resolve_path(const std::string& base_dir, const std::string& path) {
     fs::path member_path(path);
     if (member_path.is_relative()) {
         member_path = fs::path(base_dir) / member_path;
     }
-    return member_path.lexically_normal().string();
+    fs::path out;
+    for (const fs::path& part : member_path)
+        if (!part.empty() && part != ".") out /= part;
+    return out.string();
 }
 
 // [members.faults] (backends/fault_injector.h). member_size: bytes, 0 when
@@ -698,6 +704,11 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
         reader.string(table, "path", path, "a file or block device path");
     if (member_path && member_path->empty()) {
         reader.fail(path_key, "the path is empty", "a file or block device path");
+    }
+    // The kernel would take the path up to the NUL: another file than named.
+    if (member_path && member_path->find('\0') != std::string::npos) {
+        reader.fail(path_key, "the path holds a NUL character",
+                    "a file or block device path without NUL");
     }
     if (!member_path && member.backend == BackendKind::IoUring) {
         reader.fail(path_key, "missing: an io_uring member needs a file",
@@ -888,8 +899,13 @@ void read_bio(const Reader& reader, const toml::table& table, BioConfig& bio) {
     reader.check_keys(table, path, {"policy", "align", "contiguity"});
     bio.policy = reader.enumeration(table, "policy", path, "a bio policy", kBioPolicies)
                      .value_or(bio.policy);
-    if (auto align = reader.page_power_of_two(table, "align", path, "\"128k\", \"256k\""))
+    if (auto align = reader.page_power_of_two(table, "align", path, "\"128k\", \"256k\"")) {
+        // Only the align policy (Ming Lei's patch) cuts bios at it.
+        if (bio.policy != BioPolicy::Align)
+            reader.fail(key_path(path, "align"), "is read by policy = \"align\" only",
+                        "policy = \"align\" with it, or no bio.align");
         bio.align_bytes = *align;
+    }
 
     const std::string contiguity_key = key_path(path, "contiguity");
     const std::string contiguity_allowed =
@@ -1288,6 +1304,10 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
     }
     if (const toml::table* bfq = reader.table(root, "bfq", "")) {
         read_bfq(reader, *bfq, config.bfq);
+        // Tunables of a scheduler the members do not run would be unused.
+        if (config.device.scheduler != SchedulerKind::Bfq)
+            reader.fail("bfq", "is read by device.scheduler = \"bfq\" only",
+                        "device.scheduler = \"bfq\" with it, or no [bfq] table");
     }
     if (const toml::table* page_cache = reader.table(root, "page_cache", "")) {
         read_page_cache(reader, *page_cache, config.page_cache);

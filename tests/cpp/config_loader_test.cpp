@@ -2,6 +2,7 @@
 // each kind of bad file is refused with a one-line message naming the key.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -269,8 +270,29 @@ path = "../data/existing.img"
     StackConfig config = load_stack_file(stack_path);
     EXPECT_EQ(config.source, stack_path);
     ASSERT_EQ(config.members.size(), 1u);
-    EXPECT_EQ(config.members[0].path, dir_.file("data/existing.img"));
+    // ".." is left to the kernel (it follows a symlink before it).
+    EXPECT_EQ(config.members[0].path, dir_.file("jobs/../data/existing.img"));
     EXPECT_EQ(config.members[0].size, 0u);  // an existing file keeps its own size
+}
+
+// "lnk/../m.img" is the m.img beside lnk's target, as open(2) finds it.
+TEST_F(ConfigLoaderTest, DotDotAfterASymlinkIsTheTargetsParent) {
+    make_sized_file(dir_.file("other/deep/keep"), 4096);
+    make_sized_file(dir_.file("other/m.img"), 1 << 20);
+    std::filesystem::create_symlink(dir_.file("other/deep"), dir_.file("lnk"));
+    StackConfig config = load("[[members]]\npath = \"" + dir_.file("lnk/../m.img") + "\"\n");
+    EXPECT_EQ(config.members[0].size, 0u);
+    struct stat named {
+    }, target{};
+    ASSERT_EQ(stat(config.members[0].path.c_str(), &named), 0);
+    ASSERT_EQ(stat(dir_.file("other/m.img").c_str(), &target), 0);
+    EXPECT_EQ(named.st_ino, target.st_ino);
+}
+
+// A NUL would end the path early for the kernel: another file than named.
+TEST_F(ConfigLoaderTest, PathWithANulIsRefused) {
+    expect_error("[[members]]\npath = \"new.img\\u0000zzz\"\nsize = \"1m\"\n", "members[0].path",
+                 "NUL");
 }
 
 TEST_F(ConfigLoaderTest, AbsolutePathsStayAsWritten) {

@@ -17,15 +17,15 @@ max_sectors = "512k"
 
 [bio]
 policy = "{policy}"
-align = "256k"
-# The thread's layout (jobs/bio-*.toml): runs of 1/2/4 pages, 10/80/10 %.
+{align}# The thread's layout (jobs/bio-*.toml): runs of 1/2/4 pages, 10/80/10 %.
 contiguity = {{ runs = [[1, 0.1], [2, 0.8], [4, 0.1]], seed = 1 }}
 """
 IO = 64 * 1024 * 1024
 
 
 def run(mdsplit, policy):
-    sim = mdsplit.Simulation(STACK.format(policy=policy))
+    align = 'align = "256k"\n' if policy == "align" else ""
+    sim = mdsplit.Simulation(STACK.format(policy=policy, align=align))
     sim.submit("read", 0, IO)
     assert sim.run() == [{"cookie": 1, "error": 0, "resid": 0}]
     bios = [e["nr_sectors"] for e in sim.events(device="md0", actions="Q")]
@@ -55,7 +55,7 @@ def test_small_tails_are_issued_after_the_next_bios_first_piece(mdsplit_module):
     assert sorted(b[1] for a, b in out_of_order) == sorted(small)
     assert all(a[1] == 1024 for a, b in out_of_order)
     # The same stack with the FIFO plug of Linux >= 6.13 issues in order.
-    fifo = mdsplit_module.Simulation(STACK.format(policy="original").replace('"lifo"', '"fifo"'))
+    fifo = mdsplit_module.Simulation(STACK.format(policy="original", align="").replace('"lifo"', '"fifo"'))
     fifo.submit("read", 0, IO)
     fifo.run()
     starts = [e["sector"] for e in fifo.events(device="m0", actions="D")]
@@ -83,7 +83,7 @@ def test_align_gives_the_threads_3584_sector_bios(mdsplit_module):
 
 
 def test_align_with_an_unalignable_layout_keeps_multiples_of_256k(mdsplit_module):
-    sim = mdsplit_module.Simulation(STACK.format(policy="align").replace(
+    sim = mdsplit_module.Simulation(STACK.format(policy="align", align="align = \"256k\"\n").replace(
         "runs = [[1, 0.1], [2, 0.8], [4, 0.1]], seed = 1", "pattern = [2, 1, 1]"))
     sim.submit("read", 0, IO)
     sim.run()
