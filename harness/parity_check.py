@@ -109,9 +109,11 @@ def _failed_set(failed, count):
     return out
 
 
-def check_parity(member_paths, chunk_bytes, layout, failed=None) -> list:
+def check_parity(member_paths, chunk_bytes, layout, failed=None, sizes=None) -> list:
     """Every 4 KiB row (of md's usable area) whose XOR across the members is
-    not zero, as BadStripe objects."""
+    not zero, as BadStripe objects. `sizes[i]`: the bytes of member i the
+    array uses (its TOML `size`; None or 0: the whole file or device), as
+    the engine sizes a member; what lies past it is not the array's."""
     paths = [Path(p) for p in member_paths]
     n = len(paths)
     if n < 3:
@@ -121,7 +123,10 @@ def check_parity(member_paths, chunk_bytes, layout, failed=None) -> list:
     algorithm = layout_number(layout)
     if _failed_set(failed, n):
         return []
-    smallest = min(_device_size(p) for p in paths)
+    sizes = list(sizes or [None] * n)
+    if len(sizes) != n:
+        raise ValueError(f"{len(sizes)} sizes for {n} members")
+    smallest = min(size or _device_size(p) for p, size in zip(paths, sizes))
     usable = smallest - smallest % chunk_bytes
     rows = usable // STRIPE_BYTES
     chunk_sectors = chunk_bytes // 512
@@ -182,8 +187,9 @@ def parse_size(value) -> int:
 
 
 def load_stack(path):
-    """(member paths, chunk bytes, layout number, failed indices) of a raid5
-    stack file; relative member paths resolve against its directory."""
+    """(member paths, chunk bytes, layout number, failed indices, sizes) of a
+    raid5 stack file; relative member paths resolve against its directory;
+    a member's size is its `size` key, None without one."""
     path = Path(path)
     with open(path, "rb") as f:
         doc = tomllib.load(f)
@@ -193,13 +199,14 @@ def load_stack(path):
         raise ValueError(f"{path}: device.kind is {kind!r}, not \"raid5\"")
     chunk = parse_size(device.get("chunk", "64k"))
     layout = layout_number(device.get("layout", "left-symmetric"))
-    members, failed = [], []
+    members, failed, sizes = [], [], []
     for i, m in enumerate(doc.get("members", [])):
         p = Path(m["path"])
         members.append(p if p.is_absolute() else path.parent / p)
+        sizes.append(parse_size(m["size"]) if "size" in m else None)
         if m.get("failed", False):
             failed.append(i)
-    return members, chunk, layout, failed
+    return members, chunk, layout, failed, sizes
 
 
 def main(argv=None) -> int:
@@ -208,11 +215,11 @@ def main(argv=None) -> int:
     ap.add_argument("stack", help="the raid5 stack TOML")
     args = ap.parse_args(argv)
     try:
-        members, chunk, layout, failed = load_stack(args.stack)
+        members, chunk, layout, failed, sizes = load_stack(args.stack)
         if failed:
             print(f"{args.stack}: member(s) {', '.join(map(str, failed))} failed: "
                   "a degraded array has no parity to check", file=sys.stderr)
-        bad = check_parity(members, chunk, layout, failed)
+        bad = check_parity(members, chunk, layout, failed, sizes)
     except (OSError, ValueError, KeyError, tomllib.TOMLDecodeError) as e:
         print(f"parity_check: {e}", file=sys.stderr)
         return 2

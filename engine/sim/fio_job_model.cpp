@@ -265,23 +265,38 @@ uint64_t pick_random_unit(JobRun& j) {
         uint64_t w = u / 64;
         uint64_t bits = ~j.map[w] & (~uint64_t(0) << (u % 64));
         if (w == j.map.size() - 1 && j.units % 64) bits &= (uint64_t(1) << (j.units % 64)) - 1;
-        if (bits) {
-            u = w * 64 + uint64_t(__builtin_ctzll(bits));
-            break;
-        }
+        if (bits) return w * 64 + uint64_t(__builtin_ctzll(bits));
         u = (w + 1) * 64;
         if (u >= j.units) u = 0;
     }
-    j.map[u / 64] |= uint64_t(1) << (u % 64);
-    j.map_used++;
-    return u;
 }
 
-uint64_t pick_offset(JobRun& j, int d, uint64_t len) {
+bool unit_used(const JobRun& j, uint64_t u) { return j.map[u / 64] >> (u % 64) & 1; }
+
+// mark_random_map(): the I/O at unit `first` takes the units it covers while
+// they are free (axmap_set_nr stops at the first used one) and is cut to
+// them, so a pass writes each unit once and covers the whole region, whatever
+// the block sizes. Returns the length.
+uint64_t mark_random_map(JobRun& j, uint64_t first, uint64_t len) {
+    uint64_t want = (len + j.unit - 1) / j.unit, taken = 0;
+    while (taken < want && first + taken < j.units && !unit_used(j, first + taken)) {
+        uint64_t u = first + taken++;
+        j.map[u / 64] |= uint64_t(1) << (u % 64);
+    }
+    j.map_used += taken;
+    return std::min(len, taken * j.unit);
+}
+
+// get_next_offset(), then for a random job mark_random_map(), which may cut
+// `len`. A random I/O that would pass the region's end is cut there (fio
+// draws a smaller size instead: get_next_buflen's io_u_fits loop).
+uint64_t pick_offset(JobRun& j, int d, uint64_t& len) {
     uint64_t off;
     if (j.spec->random) {
-        off = pick_random_unit(j) * j.unit;
-        if (off + len > j.region_len) off = (j.region_len - len) / j.unit * j.unit;
+        uint64_t u = pick_random_unit(j);
+        off = u * j.unit;
+        if (off + len > j.region_len) len = (j.region_len - off) / j.unit * j.unit;
+        if (!j.map.empty()) len = mark_random_map(j, u, len);
     } else {
         uint64_t& pos = j.seq_pos[size_t(d)];
         if (pos + len > j.region_len) pos = 0;

@@ -41,8 +41,8 @@ mdsplit_stats=stats/b.json
     assert written >= 32 * 1024 * 1024
     if kind == "raid5":
         # What write-back left on the members is what md would store.
-        members, chunk, layout, _ = load_stack(workdir / "stack.toml")
-        assert check_parity(members, chunk, layout) == []
+        members, chunk, layout, _, sizes = load_stack(workdir / "stack.toml")
+        assert check_parity(members, chunk, layout, sizes=sizes) == []
 
 
 def test_buffered_data_survives_a_new_stack(engine, workdir):

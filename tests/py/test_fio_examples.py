@@ -440,8 +440,8 @@ def test_example_raid5_thread(engine, tmp_path, name):
     # and leaves every stripe's parity consistent.
     result = run_example(engine, tmp_path, name, raid5_stack(), True)
     assert_example_passed(result, name, "verify=" in (EXAMPLES / name).read_text())
-    members, chunk, layout, failed = load_stack(tmp_path / "stack.toml")
-    assert check_parity(members, chunk, layout, failed) == []
+    members, chunk, layout, failed, sizes = load_stack(tmp_path / "stack.toml")
+    assert check_parity(members, chunk, layout, failed, sizes) == []
 
 
 @pytest.mark.parametrize("name", RAID5_FORKED_SUBSET)
@@ -449,8 +449,8 @@ def test_example_raid5_forked_stonewalled(engine, tmp_path, name):
     # Stonewalled forked jobs run on a RAID5 stack one after another.
     result = run_example(engine, tmp_path, name, raid5_stack(), False)
     assert_example_passed(result, name, "verify=" in (EXAMPLES / name).read_text())
-    members, chunk, layout, failed = load_stack(tmp_path / "stack.toml")
-    assert check_parity(members, chunk, layout, failed) == []
+    members, chunk, layout, failed, sizes = load_stack(tmp_path / "stack.toml")
+    assert check_parity(members, chunk, layout, failed, sizes) == []
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED_BY_ENGINE))

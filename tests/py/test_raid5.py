@@ -219,6 +219,25 @@ def test_parity_checker_finds_a_flipped_byte(tmp_path):
     assert "row 37" in cli.stdout
 
 
+def test_parity_checker_stops_at_each_members_size(tmp_path):
+    # Member files longer than their TOML size: the array ends at the size,
+    # and whatever lies past it (here random bytes) is not checked.
+    names = [f"p{i}.img" for i in range(3)]
+    paths = make_array(tmp_path, names, 16 * KiB, 2, 64)
+    for p in paths:
+        with open(p, "ab") as f:
+            f.write(random.Random(str(p)).randbytes(64 * KiB))
+    assert check_parity(paths, 16 * KiB, 2) != []
+    assert check_parity(paths, 16 * KiB, 2, sizes=[256 * KiB] * 3) == []
+    toml = tmp_path / "stack.toml"
+    toml.write_text('[device]\nkind = "raid5"\nchunk = "16k"\n' + "".join(
+        f'[[members]]\npath = "{n}"\nsize = "256k"\n' for n in names))
+    assert load_stack(toml)[4] == [256 * KiB] * 3
+    cli = subprocess.run([sys.executable, "-m", "harness.parity_check", str(toml)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+
+
 def test_parity_checker_blocknr_matches_md_table():
     # Left-symmetric, 4 disks: stripe 1 holds D4 D5 P D3 (md(4)).
     assert [compute_blocknr(1, 0, d, 4, 1, 2) for d in range(4)] == [4, 5, None, 3]
@@ -274,8 +293,8 @@ def test_fio_randwrite_verify_parity_then_degraded_verify(engine, workdir):
     md0 = result.sidecars["stats/write.json"].device("md0")
     assert md0["write"]["errors"] == 0 and md0["read"]["errors"] == 0
 
-    members, chunk, layout, failed = load_stack(workdir / "stack.toml")
-    assert check_parity(members, chunk, layout) == []
+    members, chunk, layout, failed, sizes = load_stack(workdir / "stack.toml")
+    assert check_parity(members, chunk, layout, sizes=sizes) == []
     cli = subprocess.run([sys.executable, "-m", "harness.parity_check",
                           str(workdir / "stack.toml")], cwd=ROOT, capture_output=True, text=True)
     assert cli.returncode == 0, cli.stdout + cli.stderr
@@ -336,7 +355,7 @@ def test_fio_randwrite_verify_parity_over_loop_devices(engine, workdir):
             assert devs[name]["write"]["errors"] == 0 and devs[name]["read"]["errors"] == 0
         assert all(devs[f"m{i}"]["write"]["sectors"] > 0 for i in range(3))
 
-        members, chunk, layout, failed = load_stack(workdir / "stack.toml")
+        members, chunk, layout, failed, sizes = load_stack(workdir / "stack.toml")
         assert [str(m) for m in members] == devices and failed == []
         cli = subprocess.run(["/usr/bin/python3", "-m", "harness.parity_check",
                               str(workdir / "stack.toml")], cwd=ROOT, capture_output=True,
@@ -498,8 +517,8 @@ def test_fio_randwrite_verify_parity_with_a_small_stripe_cache(engine, workdir):
     assert r5["stripe_cache_size"] == 17
     assert r5["stripe_cache_misses"] > 17 and r5["stripe_cache_waits"] > 0
     assert r5["rmw"] + r5["rcw"] > 0
-    members, chunk, layout, failed = load_stack(workdir / "stack.toml")
-    assert check_parity(members, chunk, layout) == []
+    members, chunk, layout, failed, sizes = load_stack(workdir / "stack.toml")
+    assert check_parity(members, chunk, layout, sizes=sizes) == []
 
     (workdir / "degraded.toml").write_text(
         fio_stack(failed=6).replace('split_order = "fixed"\n',
