@@ -47,7 +47,8 @@ struct SimulatedStacks {
         if (!failed.empty()) self->notices.push_back(std::move(failed));
         for (MemberQueue* m : self->stacks[i]->members())
             self->write_behind_errors += m->write_behind_errors();
-        self->stacks[i].reset();  // flushes its trace files
+        self->stacks[i]->flush_traces();  // throws on a trace write error
+        self->stacks[i].reset();
     }
 };
 

@@ -1055,8 +1055,9 @@ void mdsplit_cleanup(thread_data* td) {
                 "fio sees such errors only through fsync=, fdatasync=, end_fsync=1 or sync=)\n",
                 d->label.c_str(), static_cast<unsigned long long>(lost));
         d->stack->drain(d->task);
-        d->stack->flush_traces();
+        // The statistics are written even when a trace cannot be.
         if (!d->stats_path.empty()) d->stack->add_sidecar(d->stats_path);
+        d->stack->flush_traces();
     } catch (const std::exception& e) {
         report_error(td, e.what());  // a trace that cannot be written fails the job
         td->error = EIO;

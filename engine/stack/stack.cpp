@@ -198,9 +198,16 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
 }
 
 // Flushes the trace files the stack owns; sinks a caller attached (e.g. a
-// TraceRecorder) may already be gone.
+// TraceRecorder) may already be gone. A write error was reported by
+// flush_traces() (the engine's job end, the simulate runner); a destructor
+// must not throw it again (that was std::terminate, fio aborting).
 Stack::~Stack() {
-    for (auto& sink : trace_sinks_) sink->flush();
+    for (auto& sink : trace_sinks_) {
+        try {
+            sink->flush();
+        } catch (const std::exception&) {
+        }
+    }
 }
 
 std::vector<std::string> Stack::trace_paths(const StackConfig& config, const std::string& dir,

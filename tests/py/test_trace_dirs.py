@@ -92,3 +92,26 @@ def test_trace_file_that_is_not_a_regular_file_is_refused(engine, tmp_path, run)
     else:
         with pytest.raises(SimulateError, match="exists and is not a regular file"):
             simulate_job(job)
+
+
+# A trace that cannot be written (here: the file-size limit) fails the job
+# with one line; fio ends normally and the sidecar is still written (before,
+# the stack's destructor threw the error again and fio aborted, SIGABRT).
+@pytest.mark.parametrize("thread", [False, True])
+def test_trace_write_error_fails_the_job_without_a_crash(engine, tmp_path, thread):
+    import json
+    import subprocess
+    (tmp_path / "stack.toml").write_text(
+        '[[members]]\npath = "m0.img"\nsize = "1m"\n')
+    job = write_job(tmp_path, "t.fio", job_text(
+        engine, "[j]\nrw=randwrite\nsize=1m\nloops=20\nmdsplit_trace=tr\n"
+        "mdsplit_stats=st.json\n", thread=thread))
+    # 1536 blocks of 1 KiB: the traces outgrow it, the 1 MiB member does not.
+    p = subprocess.run(["bash", "-c", "trap '' XFSZ; ulimit -f 1536; "
+                        f"exec fio --output-format=json {job}"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    errors = [l for l in p.stderr.splitlines() if l.startswith("mdsplit:")]
+    assert errors == ["mdsplit: mdsplit_trace: cannot write tr/m0.blktrace.0: File too large"]
+    assert "terminate called" not in p.stderr
+    assert json.loads((tmp_path / "st.json").read_text())["devices"]
