@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "base/mountinfo.h"
+#include "base/resolved_path.h"
 #include "base/units.h"
 #include "config/size_parse.h"
 #include "embedded_models.h"
@@ -877,9 +878,7 @@ std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& 
                     facts[i].status.st_rdev == facts[j].status.st_rdev)
                     same = true;
             } else {
-                std::error_code ignored;
-                same = fs::weakly_canonical(members[i].path, ignored) ==
-                       fs::weakly_canonical(members[j].path, ignored);
+                same = resolved_path(members[i].path) == resolved_path(members[j].path);
             }
             if (same) {
                 bool device = facts[i].exists && S_ISBLK(facts[i].status.st_mode);

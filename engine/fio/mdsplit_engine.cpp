@@ -23,6 +23,7 @@
 
 // The core and the C++ library come first: fio's headers define min/max
 // macros that break them.
+#include "base/resolved_path.h"
 #include "config/config_loader.h"
 #include "stack/device_safety.h"
 #include "stack/shared_stack.h"
@@ -176,11 +177,7 @@ FioClock registry_clock;
 std::mutex registry_mutex;
 std::map<std::string, std::weak_ptr<SharedStack>> registry;
 
-std::string canonical(const char* path) {
-    std::error_code ec;
-    auto p = std::filesystem::weakly_canonical(path, ec);
-    return ec ? std::string(path) : p.string();
-}
+std::string canonical(const char* path) { return resolved_path(path); }
 
 // A job's name for messages (fio's [section]), "?" when it has none.
 std::string job_name(thread_data* td) { return td->o.name ? td->o.name : "?"; }

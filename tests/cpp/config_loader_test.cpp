@@ -289,6 +289,16 @@ TEST_F(ConfigLoaderTest, DotDotAfterASymlinkIsTheTargetsParent) {
     EXPECT_EQ(named.st_ino, target.st_ino);
 }
 
+// b.img -> a.img, neither existing yet: the first member creates a.img, the
+// second would open it through the link.
+TEST_F(ConfigLoaderTest, MemberThroughADanglingLinkToAnotherIsRefused) {
+    std::filesystem::create_symlink("a.img", dir_.file("b.img"));
+    expect_error(
+        "[[members]]\npath = \"a.img\"\nsize = \"1m\"\n"
+        "[[members]]\npath = \"b.img\"\nsize = \"1m\"\n",
+        "members[1].path", "is the same file as members[0].path");
+}
+
 // A NUL would end the path early for the kernel: another file than named.
 TEST_F(ConfigLoaderTest, PathWithANulIsRefused) {
     expect_error("[[members]]\npath = \"new.img\\u0000zzz\"\nsize = \"1m\"\n", "members[0].path",

@@ -4,7 +4,9 @@ with devices of their own must not name one directory (the last to open it
 truncated the other's traces), forked subjobs of numjobs write DIR.1,
 DIR.2, ... as their sidecars do, and threads sharing one stack share its
 traces."""
+import json
 import os
+import subprocess
 
 import pytest
 
@@ -99,8 +101,6 @@ def test_trace_file_that_is_not_a_regular_file_is_refused(engine, tmp_path, run)
 # the stack's destructor threw the error again and fio aborted, SIGABRT).
 @pytest.mark.parametrize("thread", [False, True])
 def test_trace_write_error_fails_the_job_without_a_crash(engine, tmp_path, thread):
-    import json
-    import subprocess
     (tmp_path / "stack.toml").write_text(
         '[[members]]\npath = "m0.img"\nsize = "1m"\n')
     job = write_job(tmp_path, "t.fio", job_text(
@@ -115,3 +115,21 @@ def test_trace_write_error_fails_the_job_without_a_crash(engine, tmp_path, threa
     assert errors == ["mdsplit: mdsplit_trace: cannot write tr/m0.blktrace.0: File too large"]
     assert "terminate called" not in p.stderr
     assert json.loads((tmp_path / "st.json").read_text())["devices"]
+
+
+# An output path that is a dangling symlink names the file the link will
+# create: here the member the job creates, so the sidecar is refused (it used
+# to replace the 4 MiB just written).
+def test_sidecar_through_a_dangling_link_to_a_new_member_is_refused(engine, tmp_path):
+    (tmp_path / "stack.toml").write_text('[[members]]\npath = "new.img"\nsize = "4m"\n')
+    os.symlink("new.img", tmp_path / "stats.json")
+    job = write_job(tmp_path, "s.fio", job_text(
+        engine, "[j]\nrw=write\nsize=4m\nmdsplit_stats=stats.json\n"))
+    # Not run_fio: it would read the sidecar through the link.
+    p = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert [l for l in p.stderr.splitlines() if l.startswith("mdsplit:")] == [
+        "mdsplit: mdsplit_stats=stats.json is members[0] of stack.toml: the sidecar would "
+        "overwrite it; allowed: a file that is neither a member nor a stack file of the run"]
+    assert not (tmp_path / "new.img").exists()
