@@ -212,6 +212,23 @@ Stack::~Stack() {
 
 std::vector<std::string> Stack::trace_paths(const StackConfig& config, const std::string& dir,
                                             const std::string& label) {
+    // The device's file is named after its label (fio's filename=): one that
+    // is a path, or a member's name, would write outside `dir` or into a
+    // member's trace.
+    bool member_name_taken = false;
+    for (size_t i = 0; i < config.members.size(); i++) member_name_taken |= label == member_name(i);
+    if (label.empty() || label.find('/') != std::string::npos || label == "." || label == ".." ||
+        member_name_taken) {
+        std::string members = config.members.size() == 1
+                                  ? std::string("m0")
+                                  : "m0.." + member_name(config.members.size() - 1);
+        throw std::runtime_error("mdsplit: mdsplit_trace: filename=" + label +
+                                 " names the device's trace file " + label +
+                                 ".blktrace.0, which would " +
+                                 (member_name_taken ? "be a member's trace" : "not be a file of " + dir) +
+                                 "; allowed: a filename without '/' other than " + members +
+                                 " (the members' traces), or no mdsplit_trace");
+    }
     std::vector<std::string> paths{dir + "/" + label + ".blktrace.0"};
     for (size_t i = 0; i < config.members.size(); i++)
         paths.push_back(dir + "/" + member_name(i) + ".blktrace.0");

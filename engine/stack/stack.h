@@ -86,6 +86,8 @@ public:
 
     // The blktrace files a stack of `config` writes into `dir` (mdsplit_trace)
     // when its device is named `label`: the device's first, then member i's.
+    // Throws std::runtime_error for a label that is not a plain name apart
+    // from the members' (m0, m1, ...).
     static std::vector<std::string> trace_paths(const StackConfig& config, const std::string& dir,
                                                 const std::string& label);
 
