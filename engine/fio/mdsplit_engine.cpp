@@ -26,6 +26,7 @@
 #include "base/resolved_path.h"
 #include "config/config_loader.h"
 #include "stack/device_safety.h"
+#include "stack/member_claim.h"
 #include "stack/shared_stack.h"
 #include "stack/stack.h"
 
@@ -854,6 +855,11 @@ int mdsplit_setup(thread_data* td) {
                                          ": the trace would overwrite it; allowed: a directory "
                                          "where no member or stack file of the run has a trace "
                                          "file's name");
+            else if (std::string holder = file_claim_holder(path); !holder.empty())
+                throw std::runtime_error("mdsplit: mdsplit_trace=" + so.trace_dir + ": its file " +
+                                         path + " is a member " + holder +
+                                         ": the trace would overwrite it; allowed: a directory "
+                                         "where no member in use has a trace file's name");
         // One shared device writes one set of traces, opened by whichever job
         // opens the device first: the others' mdsplit_trace would be dropped.
         if (thread_data* other = trace_disagreement(td, so.trace_dir)) {
@@ -875,6 +881,13 @@ int mdsplit_setup(thread_data* td) {
             throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + input +
                                      ": the sidecar would overwrite it; allowed: a file that is "
                                      "neither a member nor a stack file of the run");
+        if (std::string holder =
+                data->stats_path.empty() ? "" : file_claim_holder(data->stats_path);
+            !holder.empty())
+            throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path +
+                                     " is a member " + holder +
+                                     ": the sidecar would overwrite it; allowed: a file "
+                                     "that is no member in use");
         if (std::string trace = data->stats_path.empty() || sidecar_is_stream(data->stats_path)
                                     ? ""
                                     : trace_file_at(td, data->stats_path);

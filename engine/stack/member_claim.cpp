@@ -104,4 +104,21 @@ std::string exclusive_holder_of(const std::string& path, dev_t rdev) {
     return "";
 }
 
+std::string file_claim_holder(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+    {
+        std::lock_guard<std::mutex> l(claims_mutex);
+        if (claims<MemberClaim::Key>().count(MemberClaim::Key{false, st.st_dev, st.st_ino}))
+            return "";
+    }
+    try {
+        int fd = take(path, false);  // a claim, let go at once
+        if (fd >= 0) close(fd);
+    } catch (const MemberClaimError& e) {
+        return e.what();
+    }
+    return "";
+}
+
 }  // namespace mdsplit

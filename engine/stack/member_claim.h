@@ -44,6 +44,7 @@ public:
     static bool holds_device(dev_t rdev);
 
 private:
+    friend std::string file_claim_holder(const std::string& path);
     struct Key {
         bool device;  // a block device (rdev), else a file (dev, ino)
         dev_t dev;
@@ -65,5 +66,10 @@ struct MemberClaimError : std::runtime_error {
 // this process holds a claim on `rdev`), else the phrase above. Opens and
 // closes at once.
 std::string exclusive_holder_of(const std::string& path, dev_t rdev);
+
+// "" unless the regular file at `path` is a member another mdsplit run has
+// claimed (an output about to replace it would destroy that run's data),
+// else the phrase above. Opens, locks and closes at once.
+std::string file_claim_holder(const std::string& path);
 
 }  // namespace mdsplit

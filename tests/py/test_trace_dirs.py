@@ -4,6 +4,7 @@ with devices of their own must not name one directory (the last to open it
 truncated the other's traces), forked subjobs of numjobs write DIR.1,
 DIR.2, ... as their sidecars do, and threads sharing one stack share its
 traces."""
+import fcntl
 import json
 import os
 import subprocess
@@ -133,3 +134,24 @@ def test_sidecar_through_a_dangling_link_to_a_new_member_is_refused(engine, tmp_
         "mdsplit: mdsplit_stats=stats.json is members[0] of stack.toml: the sidecar would "
         "overwrite it; allowed: a file that is neither a member nor a stack file of the run"]
     assert not (tmp_path / "new.img").exists()
+
+
+# A file another mdsplit run has claimed as a member (flock, member_claim.h;
+# held here by the test as that run would) is never replaced by a sidecar or
+# a trace: that run's data would be gone.
+@pytest.mark.parametrize("output", ["stats", "trace"])
+def test_outputs_never_replace_a_member_of_another_run(engine, tmp_path, output):
+    (tmp_path / "stack.toml").write_text(STACK)
+    (tmp_path / "tr").mkdir()
+    other = tmp_path / ("other.img" if output == "stats" else "tr/m0.blktrace.0")
+    other.write_bytes(b"\x5a" * 65536)
+    body = "mdsplit_stats=other.img\n" if output == "stats" else "mdsplit_trace=tr\n"
+    job = write_job(tmp_path, "o.fio", job_text(engine, "[j]\n" + body))
+    with open(other, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        p = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    [line] = [l for l in p.stderr.splitlines() if l.startswith("mdsplit:")]
+    assert "is a member being written by another mdsplit run" in line, line
+    assert other.read_bytes() == b"\x5a" * 65536
