@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -503,12 +504,22 @@ void register_buffered(py::module_& m) {
         "measure_buffered_costs",
         [](const std::string& scratch_dir, uint64_t reads, uint64_t wakeups) {
             BufferedCostProbeOptions o;
-            o.scratch_dir = scratch_dir;
-            // No sample would make a figure of 0.
-            o.reads = uint32_t(
-                py_args::checked(reads, "measure_buffered_costs: reads", 1, py_args::kU32Max));
-            o.wakeups = uint32_t(
-                py_args::checked(wakeups, "measure_buffered_costs: wakeups", 1, py_args::kU32Max));
+            // The scratch file goes where the caller says, and only there: an
+            // existing directory (an empty string was "/", a relative one
+            // was joined twice).
+            std::error_code ec;
+            if (scratch_dir.empty() || scratch_dir.find('\0') != std::string::npos ||
+                !std::filesystem::is_directory(scratch_dir, ec))
+                py_args::fail("measure_buffered_costs: scratch_dir",
+                              "\"" + scratch_dir + "\" is not an existing directory",
+                              "an existing directory on a file system that supports O_DIRECT, "
+                              "like \"/var/tmp\"");
+            o.scratch_dir = std::filesystem::absolute(scratch_dir).string();
+            // No sample would make a figure of 0; 100000 wakeups take half a
+            // minute or more (they cannot be interrupted).
+            o.reads = uint32_t(py_args::checked(reads, "measure_buffered_costs: reads", 1, 100000));
+            o.wakeups =
+                uint32_t(py_args::checked(wakeups, "measure_buffered_costs: wakeups", 1, 100000));
             BufferedCosts c;
             {
                 py::gil_scoped_release release;

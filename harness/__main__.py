@@ -62,8 +62,13 @@ def cmd_simulate(args) -> int:
     text = simulate.dumps(result) if args.output_format == "json" else \
         simulate.normal_output(result)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            print(f"simulate: --output {args.output}: cannot write it ({e.strerror}); "
+                  "allowed: a file in a writable directory", file=sys.stderr)
+            return 1
     else:
         sys.stdout.write(text)
     # As fio: the output is whole, and a job that ended in error makes the

@@ -23,6 +23,7 @@ numjobs, stonewall/new_group, and fio's number syntax.
   the first job (init.c add_job: prev_group_jobs).
 """
 import os
+import stat
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,13 +80,34 @@ def _split_option(line: str):
     return line.strip().lower(), None
 
 
+MAX_INPUT_BYTES = 1 << 20   # as the engine's stack files (config_loader.cpp)
+
+
+def read_input_text(path, what="job file") -> str:
+    """An input file's text: a regular file of at most 1 MiB of UTF-8. A
+    device or FIFO (/dev/zero) would be read without end or block. Raises
+    JobFileError with one line naming the file."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise JobFileError(f"simulate: {what} {path} is not a regular file; allowed: a "
+                               "text file")
+        if st.st_size > MAX_INPUT_BYTES:
+            raise JobFileError(f"simulate: {what} {path} is {st.st_size} bytes; allowed: a "
+                               "text file of at most 1 MiB")
+        return path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise JobFileError(f"simulate: cannot read {what} {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise JobFileError(f"simulate: {what} {path}: byte {e.start} is not UTF-8; allowed: "
+                           "a UTF-8 text file") from None
+
+
 def _read_lines(path: Path, env, nested=False):
     """(key, value) pairs and section headers of a file, includes expanded."""
     out = []
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise JobFileError(f"simulate: cannot read job file {path}: {e.strerror}") from None
+    text = read_input_text(path)
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line[0] in ";#":

@@ -28,7 +28,7 @@ from pathlib import Path
 from harness import paths
 from harness.jobfile import (JobFileError, parse_bool, parse_bssplit, parse_int,
                              parse_job_file, parse_range, parse_size, parse_size_per_direction,
-                             parse_time_us)
+                             parse_time_us, read_input_text)
 
 VERSION = "mdsplit-simulate-1"
 DEFAULT_SEED = 0x89  # fio's randrepeat=1 default: every run the same sequence
@@ -423,7 +423,10 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
                     "own empty memory; allowed: thread=1 (one device in one process), or members "
                     "on files", 1)
         if len(users) > 1 and forked and _may_overlap(job_order, config_path):
-            text = Path(config_path).read_text()
+            try:
+                text = read_input_text(config_path, "stack file")
+            except JobFileError as e:
+                raise SimulateError(str(e), 1) from None
             # the loader's own view of the stack (kind, scheduler)
             kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
             if _toml_value(text, "scheduler") == "bfq":
@@ -452,10 +455,10 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
                     1)
     for st in stacks:
         try:
-            mdsplit.load_stack_text(Path(st["config"]).read_text(),
+            mdsplit.load_stack_text(read_input_text(st["config"], "stack file"),
                                     base_dir=str(Path(st["config"]).parent))
-        except OSError as e:
-            raise SimulateError(f"mdsplit: {st['config']}: {e.strerror}", 1) from None
+        except JobFileError as e:
+            raise SimulateError(str(e), 1) from None
         except mdsplit.ConfigError as e:
             msg = str(e)
             raise SimulateError(msg if msg.startswith("mdsplit:") else "mdsplit: " + msg,
@@ -641,9 +644,8 @@ def _stack_doc(config_path):
     reports that with its own line)."""
     import tomllib
     try:
-        with open(config_path, "rb") as f:
-            return tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
+        return tomllib.loads(read_input_text(config_path, "stack file"))
+    except (JobFileError, tomllib.TOMLDecodeError):
         return {}
 
 
@@ -825,7 +827,12 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True, report=Non
     mdsplit = paths.import_mdsplit()
     for st in stacks:
         if st["trace_dir"]:
-            Path(st["trace_dir"]).mkdir(parents=True, exist_ok=True)
+            try:
+                Path(st["trace_dir"]).mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise SimulateError(f"mdsplit: mdsplit_trace={st['trace_dir']}: cannot create "
+                                    f"it: {e.strerror}; allowed: a directory that exists or "
+                                    "can be created", 1) from None
     try:
         raw = mdsplit.run_fio_jobs(stacks, specs, data=data)
     except (mdsplit.ConfigError, RuntimeError, ValueError) as e:
@@ -833,7 +840,12 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True, report=Non
         if not msg.startswith(("mdsplit:", "simulate:")):
             msg = "mdsplit: " + msg
         raise SimulateError(msg, 1) from None
-    _write_sidecars(stacks, specs, meta, raw)
+    try:
+        _write_sidecars(stacks, specs, meta, raw)
+    except OSError as e:
+        raise SimulateError(f"mdsplit: mdsplit_stats={e.filename}: cannot write it "
+                            f"({e.strerror}); allowed: a path in a writable directory, or a "
+                            "writable stream", 1) from None
     for line in raw["notices"]:  # a member failed during the run (as the engine says it)
         print(line, file=sys.stderr)
     if raw["write_behind_errors"]:

@@ -2,6 +2,8 @@
 io_uring's buffered read paths by variant, the QD sweep's shape, and
 buffered writes over RAID5 that pass the parity checker."""
 import random
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -168,6 +170,23 @@ def test_measured_costs_feed_a_simulation(mdsplit_module):
     assert sim.costs() == measured
     r = sim.run_workload("randread", 4096, iodepth=8, total=200 * 4096, seed=2)
     assert r["errors"] == 0 and r["ios"] == 200
+
+
+def test_measure_costs_writes_only_in_an_existing_scratch_dir(mdsplit_module, tmp_path,
+                                                             monkeypatch):
+    # "" used to put a 64 MiB scratch file in /; a relative directory was
+    # joined twice; the scratch file is gone afterwards.
+    for bad in ("", str(tmp_path / "missing")):
+        with pytest.raises(ValueError, match="scratch_dir: .* is not an existing directory"):
+            mdsplit_module.measure_buffered_costs(bad, reads=1, wakeups=1)
+    # /var/tmp, as the default: the probe's member is O_DIRECT.
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as base:
+        (Path(base) / "scr").mkdir()
+        monkeypatch.chdir(base)
+        mdsplit_module.measure_buffered_costs("scr", reads=4, wakeups=2)
+        assert list((Path(base) / "scr").iterdir()) == []
+        with pytest.raises(ValueError, match="wakeups"):
+            mdsplit_module.measure_buffered_costs("scr", reads=4, wakeups=100001)
 
 
 def test_costs_can_be_changed(mdsplit_module):

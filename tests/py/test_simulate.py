@@ -495,3 +495,31 @@ def test_buffered_writer_on_another_device_of_the_stack_file_may_fork(tmp_path, 
     real = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert real.returncode == 0, real.stderr
+
+
+def test_inputs_that_are_devices_are_one_line_errors(tmp_path, mdsplit_module):
+    """A job file or stack file on /dev/zero: one line, not a read without end."""
+    p = run_cli(["/dev/zero"])
+    assert (p.returncode, p.stderr.strip()) == (
+        2, "simulate: job file /dev/zero is not a regular file; allowed: a text file")
+    (tmp_path / "z.fio").write_text(job_text("[j]\nrw=read\nsize=1m\n").replace(
+        "mdsplit_config=null.toml", "mdsplit_config=/dev/zero"))
+    p = run_cli([str(tmp_path / "z.fio")])
+    assert (p.returncode, p.stderr.strip()) == (
+        1, "simulate: stack file /dev/zero is not a regular file; allowed: a text file")
+    with pytest.raises(RuntimeError, match="is not a regular file"):
+        mdsplit_module.read_blktrace("/dev/zero")
+
+
+def test_unwritable_outputs_are_one_line_errors(tmp_path, mdsplit_module):
+    """--output on a directory, mdsplit_trace on a file: one line each, no traceback."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text("[j]\nrw=read\nsize=1m\n"))
+    p = run_cli([str(tmp_path / "j.fio"), "--output", str(tmp_path)])
+    assert p.returncode == 1
+    assert p.stderr.strip() == (f"simulate: --output {tmp_path}: cannot write it (Is a "
+                                "directory); allowed: a file in a writable directory")
+    (tmp_path / "t.fio").write_text(job_text("[j]\nrw=read\nsize=1m\nmdsplit_trace=j.fio\n"))
+    p = run_cli([str(tmp_path / "t.fio")])
+    assert p.returncode == 1
+    assert p.stderr.strip().startswith("mdsplit: mdsplit_trace=") and "Traceback" not in p.stderr

@@ -222,7 +222,17 @@ void BlktraceWriter::flush() {
 
 namespace {
 
+// A trace is a regular file: a device or FIFO would be read without end
+// (/dev/zero) or block; a NUL would open the path's prefix.
 std::vector<unsigned char> read_whole_file(const std::string& path) {
+    struct stat st;
+    if (path.find('\0') != std::string::npos)
+        throw std::runtime_error(
+            "mdsplit: the trace path holds a NUL character; allowed: a "
+            "blktrace file's path");
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        throw std::runtime_error("mdsplit: " + path +
+                                 " is not a regular file; allowed: a blktrace file");
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         const int err = errno;
