@@ -184,6 +184,23 @@ public:
     py::object stats() const { return json_loads(stack_->stats_json()); }
 
     py::list events(const std::string& device, const std::string& actions) const {
+        // A filter that can match nothing is a mistake, not an empty answer.
+        static const std::string kActions = "QXAGPUMFIDC";
+        if (size_t bad = actions.find_first_not_of(kActions); bad != std::string::npos)
+            py_args::fail("events: actions",
+                          "'" + actions.substr(bad, 1) + "' is not a blktrace action",
+                          "letters of \"" + kActions + "\" (blkparse's action column)");
+        if (!device.empty()) {
+            std::string known;
+            bool found = false;
+            for (const auto& [devt, name] : names_) {
+                found |= name == device;
+                known += (known.empty() ? "" : ", ") + name;
+            }
+            if (!found)
+                py_args::fail("events: device", "\"" + device + "\" is not a device of the stack",
+                              known + ", or \"\" for all");
+        }
         py::list out;
         for (const TraceEvent& e : recorder_.events) {
             if (!actions.empty() && actions.find(char(e.action)) == std::string::npos) continue;

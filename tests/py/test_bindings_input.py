@@ -348,3 +348,19 @@ def test_set_iodepth_refuses_zero(mdsplit_module):
     sim = mdsplit_module.BufferedSimulation(RAM)
     with pytest.raises(ValueError, match=r"^set_iodepth: iodepth: 0 is out of range"):
         sim.set_iodepth(0)
+
+
+# events() filters that can match nothing were an empty list, silently.
+@pytest.mark.parametrize("kwargs, message", [
+    ({"device": "sda"}, 'events: device: "sda" is not a device of the stack; allowed: m0, md0, '
+                        'or "" for all'),
+    ({"actions": "queue"}, "events: actions: 'q' is not a blktrace action; allowed: letters of "
+                           '"QXAGPUMFIDC" (blkparse\'s action column)'),
+])
+def test_events_filter_that_matches_nothing_is_refused(mdsplit_module, kwargs, message):
+    sim = mdsplit_module.Simulation(RAM)
+    sim.read(0, 4096)
+    with pytest.raises(ValueError) as e:
+        sim.events(**kwargs)
+    assert str(e.value) == message
+    assert sim.events(device="m0", actions="QD")
