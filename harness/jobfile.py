@@ -80,7 +80,8 @@ def _split_option(line: str):
     return line.strip().lower(), None
 
 
-MAX_INPUT_BYTES = 1 << 20   # as the engine's stack files (config_loader.cpp)
+MAX_INPUT_BYTES = 1 << 20
+MAX_JOBS = 4096             # fio.h REAL_MAX_JOBS   # as the engine's stack files (config_loader.cpp)
 
 
 def read_input_text(path, what="job file") -> str:
@@ -168,8 +169,10 @@ def parse_job_file(path, sections=None, env=None) -> JobFile:
         if (stonewall or new_group) and jf.jobs:
             groupid += 1
         numjobs = parse_int("numjobs", opts.get("numjobs", "1"))
-        if numjobs < 1:
-            raise JobFileError(f"simulate: numjobs={numjobs}: must be at least 1")
+        # fio runs at most REAL_MAX_JOBS (4096, fio.h) jobs in all.
+        if not 1 <= numjobs <= MAX_JOBS - len(jf.jobs):
+            raise JobFileError(f"simulate: numjobs={numjobs}: allowed: 1 to {MAX_JOBS} jobs in "
+                               "all (fio's REAL_MAX_JOBS)")
         for i in range(numjobs):
             jf.jobs.append(Job(name=name, options=dict(opts), groupid=groupid, subjob=i,
                                section=name, stonewall=stonewall and i == 0))
@@ -249,10 +252,14 @@ def parse_bool(key: str, value: str) -> bool:
         return True
     if v in ("0", "false", "no", "off"):
         return False
+    # fio's FIO_OPT_BOOL is an int of 0..1 (parse.c option_init): direct=2 is refused.
     try:
-        return int(v, 0) != 0
+        n = int(v, 0)
     except ValueError:
-        raise JobFileError(f"simulate: {key}={value}: not a boolean (0 or 1)") from None
+        n = None
+    if n not in (0, 1):
+        raise JobFileError(f"simulate: {key}={value}: not a boolean (0 or 1)")
+    return n == 1
 
 
 def parse_size_per_direction(key: str, value: str):

@@ -320,7 +320,7 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
             "loops": parse_int("loops", o.get("loops", "1")),
             "norandommap": parse_bool("norandommap", o.get("norandommap", "0")),
             "seed": job_seed,
-            "iodepth": max(1, parse_int("iodepth", o.get("iodepth", "1"))),
+            "iodepth": _at_least_one("iodepth", o.get("iodepth", "1")),
             "batch": max(1, parse_int("iodepth_batch_submit",
                                       o.get("iodepth_batch_submit", "1"))),
             "direct": direct,
@@ -792,6 +792,15 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
             "warnings": warnings}
 
 
+def _at_least_one(key, value) -> int:
+    """An option whose fio .minval is 1 (iodepth): 0 or less is refused, as
+    fio's parser does, not run as 1."""
+    n = parse_int(key, value)
+    if n < 1:
+        raise SimulateError(f"simulate: {key}={value}: allowed: 1 or more")
+    return n
+
+
 def _write_sidecars(stacks, specs, meta, raw):
     for spec, m in zip(specs, meta):
         if not m["stats"]:
@@ -822,6 +831,9 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True, report=Non
     report ("-" for stdout), which no sidecar may be, as fio's own output.
     Raises SimulateError (its exit_code: 2 unsupported / bad job file,
     1 the engine's own errors)."""
+    if seed is not None and not 0 <= seed < 1 << 64:
+        raise SimulateError(f"simulate: --seed {seed}: allowed: 0 to {(1 << 64) - 1} (fio's "
+                            "randseed is 64 bits)")
     jf, stacks, specs, meta, base_seed = build_run(path, sections=sections, seed=seed, env=env,
                                                    report=report)
     mdsplit = paths.import_mdsplit()

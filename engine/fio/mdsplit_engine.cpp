@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -455,6 +456,18 @@ std::string file_identity(const std::string& path) {
 // A member's identity (file_identity() of its path).
 std::string member_identity(const MemberConfig& m) { return file_identity(m.path); }
 
+// The stack file another job of the run names, loaded; nullopt when it names
+// none or it does not load (that job reports its own stack file).
+std::optional<StackConfig> stack_of(thread_data* td) {
+    auto* o = static_cast<EngineOptions*>(td->eo);
+    if (!o->config) return std::nullopt;
+    try {
+        return load_stack_file(o->config);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
 // What writing the engine's output `path` (a sidecar) would destroy: a stack
 // file of the run, or a member of a stack some job of the run names, as
 // "members[1] of s.toml". "" when it is neither.
@@ -467,15 +480,10 @@ std::string input_at(thread_data* self, const std::string& path) {
         auto* o = static_cast<EngineOptions*>(td->eo);
         if (!o->config) continue;
         if (file_identity(o->config) == id) return std::string("the stack file ") + o->config;
-        StackConfig config;
-        try {
-            config = load_stack_file(o->config);
-        } catch (const std::exception&) {
-            continue;  // that job reports its own stack file
-        }
-        for (size_t k = 0; k < config.members.size(); k++)
-            if (config.members[k].backend == BackendKind::IoUring &&
-                member_identity(config.members[k]) == id)
+        std::optional<StackConfig> config = stack_of(td);
+        for (size_t k = 0; config && k < config->members.size(); k++)
+            if (config->members[k].backend == BackendKind::IoUring &&
+                member_identity(config->members[k]) == id)
                 return "members[" + std::to_string(k) + "] of " + o->config;
     }
     return "";
@@ -501,15 +509,11 @@ std::string member_rival(thread_data* self, const StackConfig& config, const std
                        (td->thread_number < self->thread_number ? may_overlap(td, self)
                                                                 : may_overlap(self, td));
         if (!coexist) continue;
-        StackConfig other;
-        try {
-            other = load_stack_file(o->config);
-        } catch (const std::exception&) {
-            continue;  // that job reports its own stack file
-        }
-        if (config.device.kind != DeviceKind::Raid5 && other.device.kind != DeviceKind::Raid5)
+        std::optional<StackConfig> other = stack_of(td);
+        if (!other ||
+            (config.device.kind != DeviceKind::Raid5 && other->device.kind != DeviceKind::Raid5))
             continue;
-        for (const MemberConfig& m : other.members)
+        for (const MemberConfig& m : other->members)
             if (m.backend == BackendKind::IoUring && ours.count(member_identity(m)))
                 return job_name(td) + " (" + m.path + ")";
     }
@@ -535,16 +539,16 @@ std::string trace_file_at(thread_data* self, const std::string& path) {
     int i;
     for_each_td(td, i) {
         if (!td->eo || td->io_ops != self->io_ops) continue;
-        auto* o = static_cast<EngineOptions*>(td->eo);
         std::string dir = trace_dir_of(td);
-        if (!o->config || dir.empty() || !td->o.filename) continue;
-        StackConfig config;
+        if (dir.empty() || !td->o.filename) continue;
+        std::optional<StackConfig> config = stack_of(td);
+        std::vector<std::string> traces;
         try {
-            config = load_stack_file(o->config);
+            if (config) traces = Stack::trace_paths(*config, dir, td->o.filename);
         } catch (const std::exception&) {
-            continue;  // that job reports its own stack file
+            continue;  // that job reports its own filename
         }
-        for (const std::string& trace : Stack::trace_paths(config, dir, td->o.filename))
+        for (const std::string& trace : traces)
             if (file_identity(trace) == id)
                 return "the trace file " + trace + " of job " + job_name(td);
     }

@@ -222,12 +222,12 @@ std::vector<std::string> Stack::trace_paths(const StackConfig& config, const std
         std::string members = config.members.size() == 1
                                   ? std::string("m0")
                                   : "m0.." + member_name(config.members.size() - 1);
-        throw std::runtime_error("mdsplit: mdsplit_trace: filename=" + label +
-                                 " names the device's trace file " + label +
-                                 ".blktrace.0, which would " +
-                                 (member_name_taken ? "be a member's trace" : "not be a file of " + dir) +
-                                 "; allowed: a filename without '/' other than " + members +
-                                 " (the members' traces), or no mdsplit_trace");
+        throw std::runtime_error(
+            "mdsplit: mdsplit_trace: filename=" + label + " names the device's trace file " +
+            label + ".blktrace.0, which would " +
+            (member_name_taken ? "be a member's trace" : "not be a file of " + dir) +
+            "; allowed: a filename without '/' other than " + members +
+            " (the members' traces), or no mdsplit_trace");
     }
     std::vector<std::string> paths{dir + "/" + label + ".blktrace.0"};
     for (size_t i = 0; i < config.members.size(); i++)

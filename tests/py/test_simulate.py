@@ -523,3 +523,26 @@ def test_unwritable_outputs_are_one_line_errors(tmp_path, mdsplit_module):
     p = run_cli([str(tmp_path / "t.fio")])
     assert p.returncode == 1
     assert p.stderr.strip().startswith("mdsplit: mdsplit_trace=") and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("body, message", [
+    ("iodepth=0", "simulate: iodepth=0: allowed: 1 or more"),
+    ("direct=2", "simulate: direct=2: not a boolean (0 or 1)"),
+    ("numjobs=5000", "simulate: numjobs=5000: allowed: 1 to 4096 jobs in all (fio's "
+                     "REAL_MAX_JOBS)"),
+])
+def test_values_fio_refuses_are_refused(tmp_path, mdsplit_module, body, message):
+    """Values fio's parser refuses (minval, a bool's 0..1, REAL_MAX_JOBS) were
+    run as something else (iodepth 1, direct on) or hung (2e9 jobs)."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{body}\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert (p.returncode, p.stderr.strip()) == (2, message)
+
+
+def test_seed_beyond_64_bits_is_refused(tmp_path, mdsplit_module):
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text("[j]\nrw=read\nsize=1m\n"))
+    p = run_cli([str(tmp_path / "j.fio"), "--seed", str(1 << 64)])
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith(f"simulate: --seed {1 << 64}: allowed: 0 to ")
