@@ -98,6 +98,20 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         layer_->set_dispatch_cost(device_time.to_loop_ns(config.cpu.dispatch_ns));
     }
 
+    // The member files this stack opened: if it cannot be made after all,
+    // what opening them changed (a file created, a file grown) is undone.
+    std::vector<IoUringBackend*> opened;
+    try {
+        open_members_and_device(options, opened);
+    } catch (...) {
+        for (IoUringBackend* file : opened) file->undo_open();
+        throw;
+    }
+}
+
+void Stack::open_members_and_device(const StackOptions& options,
+                                    std::vector<IoUringBackend*>& opened) {
+    const StackConfig& config = config_;
     for (size_t i = 0; i < config.members.size(); i++) {
         const MemberConfig& m = config.members[i];
         std::unique_ptr<Backend> backend;
@@ -111,6 +125,7 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
                 try {
                     backend = std::make_unique<IoUringBackend>(
                         *ring_, m.path, m.size, options.open_direct && m.direct, options.writable);
+                    opened.push_back(static_cast<IoUringBackend*>(backend.get()));
                 } catch (const MemberOpenError& e) {
                     throw make_config_error(config.source,
                                             "members[" + std::to_string(i) + "]." + e.key, e.what(),

@@ -21,6 +21,7 @@
 namespace mdsplit {
 
 class BufferedIo;
+class IoUringBackend;
 
 struct StackOptions {
     std::string label = "md0";  // the virtual device's name (fio's filename)
@@ -131,6 +132,8 @@ public:
 
 private:
     void check_devices(const StackOptions& options);
+    // The constructor's work after the checks: members, the device, traces.
+    void open_members_and_device(const StackOptions& options, std::vector<IoUringBackend*>& opened);
     void check_trace_paths(const std::vector<std::string>& paths) const;
     void claim_members(const StackOptions& options);
     static void dio_endio(Bio* dio);

@@ -71,6 +71,31 @@ TEST(StackOutputs, TraceOverAMemberIsRefusedAndTheMemberKept) {
     EXPECT_EQ(contents(member), data);
 }
 
+// A stack that cannot be made leaves the host as it found it: the member it
+// created is removed with its new directory, the member it grew is cut back.
+TEST(StackOutputs, FailedSetupUndoesWhatOpeningMembersChanged) {
+    TempDir dir;
+    const std::string grown = dir.path() + "/g.img";
+    std::string data(1 << 20, 'g');
+    std::ofstream(grown, std::ios::binary) << data;
+    std::filesystem::create_directory(dir.path() + "/adir");
+    StackConfig config = load_stack_text(
+        "[device]\nkind = \"raid5\"\n"
+        "[[members]]\npath = \"g.img\"\nsize = \"4m\"\ngrow = true\n"
+        "[[members]]\npath = \"new/m1.img\"\nsize = \"4m\"\n"
+        "[[members]]\npath = \"m2.img\"\nsize = \"4m\"\n",
+        dir.path(), "s.toml");
+    // The third member cannot be opened: a directory took its name meanwhile.
+    std::filesystem::create_directory(dir.path() + "/m2.img");
+    RealClock clock;
+    StackOptions options;
+    options.label = "md0";
+    options.writable = true;
+    EXPECT_ANY_THROW(Stack(config, clock, options));
+    EXPECT_EQ(contents(grown), data);
+    EXPECT_FALSE(std::filesystem::exists(dir.path() + "/new"));
+}
+
 // No member failed: no notice.
 TEST(StackOutputs, NoNoticeWithoutAFailedMember) {
     StackConfig config = load_stack_text(

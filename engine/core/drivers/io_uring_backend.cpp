@@ -83,6 +83,7 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
             close(fd_);
             throw open_error("size", path, "extend", "a size the file system can hold");
         }
+        if (size > have && writable) grown_from_ = have;
         size_ = size ? size : have;
     }
 }
@@ -101,6 +102,8 @@ void IoUringBackend::create(const std::string& path, uint64_t size, int flags) {
         std::filesystem::remove(path, ec);
         for (auto it = made.rbegin(); it != made.rend(); ++it) std::filesystem::remove(*it, ec);
     };
+    path_ = path;
+    made_directories_ = made;
     std::error_code ec;
     if (!made.empty()) std::filesystem::create_directories(made.back(), ec);
     fd_ = open(path.c_str(), (flags & ~O_RDONLY & ~O_WRONLY) | O_CREAT | O_EXCL | O_RDWR, 0644);
@@ -123,7 +126,22 @@ void IoUringBackend::create(const std::string& path, uint64_t size, int flags) {
         undo();
         throw e;
     }
+    created_ = true;
     size_ = size;
+}
+
+void IoUringBackend::undo_open() noexcept {
+    std::error_code ec;
+    if (created_) {
+        std::filesystem::remove(path_, ec);
+        for (auto it = made_directories_.rbegin(); it != made_directories_.rend(); ++it)
+            std::filesystem::remove(*it, ec);  // only when still empty
+    } else if (grown_from_ && fd_ >= 0) {
+        if (ftruncate(fd_, off_t(*grown_from_)) != 0) {
+        }  // best effort: the stack's own error is what the caller reports
+    }
+    created_ = false;
+    grown_from_.reset();
 }
 
 IoUringBackend::~IoUringBackend() {

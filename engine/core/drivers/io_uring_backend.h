@@ -1,9 +1,12 @@
 // A member on a regular file or block device, driven through io_uring.
 #pragma once
 
+#include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/drivers/backend.h"
 #include "core/drivers/io_uring_ring.h"
@@ -41,8 +44,18 @@ public:
     // Called by the ring for each CQE of this backend.
     void on_cqe(Request* rq, int res);
 
+    // What opening changed on the host, undone when the stack it belongs to
+    // cannot be made after all (a later member or trace fails): a file this
+    // open created is removed with the directories made for it, a file it
+    // grew is cut back to its old size. Never throws.
+    void undo_open() noexcept;
+
 private:
     void create(const std::string& path, uint64_t size, int flags);
+    std::string path_;
+    bool created_ = false;  // O_EXCL created the file (not another process of the run)
+    std::vector<std::filesystem::path> made_directories_;
+    std::optional<uint64_t> grown_from_;  // the file's size before we grew it
     void prep_discard(io_uring_sqe* sqe, Request* rq);
 
     // include/uapi/linux/blkdev.h (6.12): _IO(0x12, 0)
