@@ -194,3 +194,30 @@ def test_loop_device_member(engine, workdir):
         assert result.sidecars["stats/verify.json"].device("m0")["write"]["sectors"] > 0
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
+
+
+# grow = true on a file shorter than size, opened by a job that only reads
+# (so not grown): the tail reads as zeros, never as a short read.
+def test_read_only_run_over_an_ungrown_member_reads_zeros_past_its_end(engine, workdir):
+    (workdir / "m0.img").write_bytes(b"\x77" * (1 << 20))
+    (workdir / "stack.toml").write_text(
+        '[[members]]\npath = "m0.img"\nsize = "4m"\ngrow = true\n')
+    job = f"""
+[r]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+direct=1
+rw=read
+bs=64k
+size=4m
+verify=pattern
+verify_pattern=0x00
+verify_only=1
+offset=1m
+"""
+    result = run_fio(write_job(workdir, "r.fio", job))
+    r = result.job("r")
+    assert r["error"] == 0
+    assert r["read"]["io_bytes"] == 3 << 20
+    assert (workdir / "m0.img").stat().st_size == 1 << 20  # a reader never grows it

@@ -1,6 +1,7 @@
 // A member on a regular file or block device, driven through io_uring.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -56,6 +57,7 @@ private:
     bool created_ = false;  // O_EXCL created the file (not another process of the run)
     std::vector<std::filesystem::path> made_directories_;
     std::optional<uint64_t> grown_from_;  // the file's size before we grew it
+    uint64_t file_end_ = UINT64_MAX;      // a file shorter than size_ (not grown): its end
     void prep_discard(io_uring_sqe* sqe, Request* rq);
 
     // include/uapi/linux/blkdev.h (6.12): _IO(0x12, 0)
