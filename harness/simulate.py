@@ -134,6 +134,10 @@ def _pattern(o):
     if ":" in o.get("rw", ""):
         raise unsupported(f"rw={o['rw']} (offset modifier)")
     random, read_pct, trim = _RW[rw]
+    # fio's parser checks the range (maxval 100) whatever rw is.
+    for key in ("rwmixread", "rwmixwrite"):
+        if key in o and not 0 <= parse_int(key, o[key]) <= 100:
+            raise SimulateError(f"simulate: {key}={o[key]}: allowed: 0 to 100")
     if read_pct is None:
         if "rwmixread" in o:
             read_pct = parse_int("rwmixread", o["rwmixread"])
@@ -148,7 +152,12 @@ def _pattern(o):
 
 def _block_sizes(o):
     """Per direction (read, write, trim): bs, bsrange, bssplit, blockalign."""
-    bs = [[(b, 100)] for b in parse_size_per_direction("bs", o.get("bs", "4k"))]
+    # fio refuses an empty value ("bs=", or bs=${UNSET}); an empty read part
+    # ("bs=,8k") keeps its default 4k.
+    if not o.get("bs", "4k").strip():
+        raise SimulateError(f"simulate: bs={o['bs']}: empty; allowed: a size like 4k")
+    bs = [[(b if b is not None else 4096, 100)]
+          for b in parse_size_per_direction("bs", o.get("bs", "4k"))]
     bs_max = [0, 0, 0]
     if "bsrange" in o:
         ranges = parse_range("bsrange", o["bsrange"])

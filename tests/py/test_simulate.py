@@ -546,3 +546,16 @@ def test_seed_beyond_64_bits_is_refused(tmp_path, mdsplit_module):
     p = run_cli([str(tmp_path / "j.fio"), "--seed", str(1 << 64)])
     assert p.returncode == 2
     assert p.stderr.strip().startswith(f"simulate: --seed {1 << 64}: allowed: 0 to ")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("bs=${MDSPLIT_TEST_UNSET_VARIABLE}", "simulate: bs=: empty; allowed: a size like 4k"),
+    ("rwmixread=150", "simulate: rwmixread=150: allowed: 0 to 100"),
+])
+def test_values_fio_refuses_whatever_rw_is(tmp_path, mdsplit_module, body, message):
+    """fio refuses an empty bs and rwmixread past 100 on any job (a traceback
+    and an accepted value before)."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{body}\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert (p.returncode, p.stderr.strip()) == (2, message)
