@@ -1320,6 +1320,9 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
 
 StackConfig load_stack_file(const std::string& path) {
     std::error_code error;
+    if (path.find('\0') != std::string::npos)  // open(2) would take the part before it
+        throw make_config_error(path.substr(0, path.find('\0')), {},
+                                "the path holds a NUL character", "a stack file's path");
     if (fs::is_directory(path, error)) {
         throw make_config_error(path, {}, "is a directory", "a TOML file");
     }

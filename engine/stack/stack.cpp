@@ -232,14 +232,16 @@ std::vector<std::string> Stack::trace_paths(const StackConfig& config, const std
     // member's trace.
     bool member_name_taken = false;
     for (size_t i = 0; i < config.members.size(); i++) member_name_taken |= label == member_name(i);
-    if (label.empty() || label.find('/') != std::string::npos || label == "." || label == ".." ||
-        member_name_taken) {
+    if (label.empty() || label.find_first_of(std::string("/\0", 2)) != std::string::npos ||
+        label == "." || label == ".." || member_name_taken) {
         std::string members = config.members.size() == 1
                                   ? std::string("m0")
                                   : "m0.." + member_name(config.members.size() - 1);
+        std::string shown;  // a NUL would end the message there
+        for (char c : label) shown += c ? std::string(1, c) : std::string("\\0");
         throw std::runtime_error(
-            "mdsplit: mdsplit_trace: filename=" + label + " names the device's trace file " +
-            label + ".blktrace.0, which would " +
+            "mdsplit: mdsplit_trace: filename=" + shown + " names the device's trace file " +
+            shown + ".blktrace.0, which would " +
             (member_name_taken ? "be a member's trace" : "not be a file of " + dir) +
             "; allowed: a filename without '/' other than " + members +
             " (the members' traces), or no mdsplit_trace");

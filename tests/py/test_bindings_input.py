@@ -364,3 +364,12 @@ def test_events_filter_that_matches_nothing_is_refused(mdsplit_module, kwargs, m
         sim.events(**kwargs)
     assert str(e.value) == message
     assert sim.events(device="m0", actions="QD")
+
+
+# A NUL in a path would open the part before it: refused, not truncated.
+def test_nul_in_a_stack_path_or_label_is_refused(mdsplit_module, tmp_path):
+    with pytest.raises(mdsplit_module.ConfigError, match="NUL character"):
+        mdsplit_module.Simulation.from_file(str(tmp_path / "ok.toml") + "\0zz")
+    with pytest.raises(RuntimeError, match=r"filename=a\\0b names"):
+        mdsplit_module.Simulation(RAM, label="a\0b", trace_dir=str(tmp_path / "tr"))
+    assert not (tmp_path / "tr" / "a").exists()
