@@ -94,17 +94,22 @@ public:
 
     // Submits one I/O now (inside one plug) and returns its cookie; run()
     // or wait() completes it.
-    uint64_t submit(const std::string& op, uint64_t offset, uint64_t length) {
-        return queue_all({Request{parse_op(op, "submit: op"), offset, length}})[0];
+    // Integers are checked here, one line naming the argument (pybind's own
+    // conversion error is several lines and takes a bool for an int).
+    uint64_t submit(const std::string& op, py::handle offset, py::handle length) {
+        return queue_all({Request{parse_op(op, "submit: op"), u64(offset, "submit: offset"),
+                                  u64(length, "submit: length")}})[0];
     }
 
     // Several I/Os in one plug (one fio batch): [(op, offset, length), ...].
-    py::list submit_batch(const std::vector<std::tuple<std::string, uint64_t, uint64_t>>& ios) {
+    py::list submit_batch(const std::vector<std::tuple<std::string, py::object, py::object>>& ios) {
         std::vector<Request> requests;
         for (size_t i = 0; i < ios.size(); i++) {
             auto& [op, offset, length] = ios[i];
-            std::string where = "submit_batch: ios[" + std::to_string(i) + "]: op";
-            requests.push_back(Request{parse_op(op, where), offset, length});
+            std::string where = "submit_batch: ios[" + std::to_string(i) + "]";
+            requests.push_back(Request{parse_op(op, where + ": op"),
+                                       u64(offset, where + ": offset"),
+                                       u64(length, where + ": length")});
         }
         py::list cookies;
         for (uint64_t cookie : queue_all(requests)) cookies.append(cookie);
@@ -127,8 +132,10 @@ public:
         return out;
     }
 
-    void write(uint64_t offset, py::bytes data) {
+    void write(py::handle offset_arg, py::bytes data) {
         std::string s = data;
+        uint64_t offset = u64(offset_arg, "write: offset");
+        check_block_aligned("write", offset, s.size());
         auto buf = aligned(s.size());
         memcpy(buf.get(), s.data(), s.size());
         sync_io(Op::Write, offset, s.size(), buf.get());
@@ -136,18 +143,22 @@ public:
 
     // The bytes read: fewer than `length` past the end of the device (a
     // short read), never zero padding that the device does not hold.
-    py::bytes read(uint64_t offset, uint64_t length) {
+    py::bytes read(py::handle offset_arg, py::handle length_arg) {
+        uint64_t offset = u64(offset_arg, "read: offset"), length = u64(length_arg, "read: length");
+        check_block_aligned("read", offset, length);
         auto buf = io_buffer(offset, length);
         IoCompletion c = sync_io(Op::Read, offset, length, buf.get());
         return py::bytes(reinterpret_cast<const char*>(buf.get()),
                          length - std::min(length, c.resid));
     }
 
-    py::dict run_workload(const std::string& rw, uint64_t bs, uint64_t iodepth, uint64_t size,
-                          uint64_t total, uint64_t offset, uint64_t batch, uint64_t seed) {
+    py::dict run_workload(const std::string& rw, py::handle bs, py::handle iodepth, py::handle size,
+                          py::handle total, py::handle offset, py::handle batch, py::handle seed) {
         WorkloadSpec spec;
-        set_closed_loop(spec, "run_workload", rw, /*discard=*/true, bs, iodepth, size, total,
-                        offset, batch, seed);
+        const std::string w = "run_workload: ";
+        set_closed_loop(spec, "run_workload", rw, /*discard=*/true, u64(bs, w + "bs"),
+                        u64(iodepth, w + "iodepth"), u64(size, w + "size"), u64(total, w + "total"),
+                        u64(offset, w + "offset"), u64(batch, w + "batch"), u64(seed, w + "seed"));
         WorkloadResult r = mdsplit::run_workload(*stack_, spec);
         return io_tally_dict(r);
     }
@@ -257,6 +268,22 @@ private:
         }
         stack_->commit(task_);
         return cookies;
+    }
+
+    static uint64_t u64(py::handle value, const std::string& where) {
+        return py_args::checked(value, where, 0, py_args::kU64Max);
+    }
+
+    // A synchronous direct I/O the device would refuse (blkdev_dio_invalid:
+    // EINVAL) is refused here with the reason, not "I/O failed".
+    void check_block_aligned(const char* call, uint64_t offset, uint64_t length) const {
+        uint64_t lbs = stack_->logical_block_size();
+        if (length == 0 || offset % lbs || length % lbs)
+            py_args::fail(std::string(call) + ": offset " + std::to_string(offset) + ", length " +
+                              std::to_string(length),
+                          "not a direct I/O the device takes (blkdev_dio_invalid)",
+                          "offset and length multiples of the logical block size, " +
+                              std::to_string(lbs) + " bytes, length > 0");
     }
 
     IoCompletion sync_io(Op op, uint64_t offset, uint64_t length, uint8_t* buf) {

@@ -373,3 +373,22 @@ def test_nul_in_a_stack_path_or_label_is_refused(mdsplit_module, tmp_path):
     with pytest.raises(RuntimeError, match=r"filename=a\\0b names"):
         mdsplit_module.Simulation(RAM, label="a\0b", trace_dir=str(tmp_path / "tr"))
     assert not (tmp_path / "tr" / "a").exists()
+
+
+# Integers are checked by the binding, one ValueError line naming the
+# argument: pybind's own error was several lines, and a bool passed as 1.
+@pytest.mark.parametrize("call, message", [
+    (lambda s: s.submit("read", -1, 4096), "submit: offset: -1 is out of range"),
+    (lambda s: s.submit("read", True, 4096), "submit: offset: expected an int, got bool"),
+    (lambda s: s.submit_batch([("read", 0, 2 ** 64)]), "submit_batch: ios[0]: length: "),
+    (lambda s: s.run_workload("read", -1), "run_workload: bs: -1 is out of range"),
+    (lambda s: s.read(1, 4096), "read: offset 1, length 4096: not a direct I/O the device "
+                                "takes (blkdev_dio_invalid); allowed: offset and length "
+                                "multiples of the logical block size, 512 bytes, length > 0"),
+    (lambda s: s.write(0, b"x" * 100), "write: offset 0, length 100: not a direct I/O"),
+])
+def test_simulation_integers_and_alignment_are_one_line(mdsplit_module, call, message):
+    sim = mdsplit_module.Simulation(RAM)
+    with pytest.raises(ValueError) as e:
+        call(sim)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
