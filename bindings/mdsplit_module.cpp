@@ -71,20 +71,22 @@ WorkloadSpec task_spec(const py_args::Args& a, size_t index) {
     return spec;
 }
 
-// A stack on a virtual clock, with every trace event recorded.
+// A stack on a virtual clock, with every trace event recorded (unless
+// record_events=False: a long run keeps about 60 bytes an event).
 class Simulation {
 public:
     static constexpr const char* kName = "Simulation";
     InUse in_use;  // every bound method holds it (exclusive_use.h)
 
     Simulation(const std::string& toml, const std::string& base_dir, bool is_file,
-               const std::string& label, const std::string& trace_dir) {
+               const std::string& label, const std::string& trace_dir, bool record_events)
+        : record_events_(record_events) {
         config_ = is_file ? load_stack_file(toml) : load_stack_text(toml, base_dir, "<text>");
         StackOptions so;
         so.label = label;
         so.trace_dir = trace_dir;
         stack_ = std::make_unique<Stack>(config_, clock_, so);
-        stack_->tracer().add_global_sink(&recorder_);
+        if (record_events_) stack_->tracer().add_global_sink(&recorder_);
         names_[stack_->top().devt()] = stack_->top().name();
         for (MemberQueue* m : stack_->members()) names_[m->devt()] = m->name();
     }
@@ -212,6 +214,9 @@ public:
                 py_args::fail("events: device", "\"" + device + "\" is not a device of the stack",
                               known + ", or \"\" for all");
         }
+        if (!record_events_)
+            py_args::fail("events", "this Simulation records no events",
+                          "Simulation(..., record_events=True), the default");
         py::list out;
         for (const TraceEvent& e : recorder_.events) {
             if (!actions.empty() && actions.find(char(e.action)) == std::string::npos) continue;
@@ -304,6 +309,7 @@ private:
     StackConfig config_;
     VirtualClock clock_;
     std::unique_ptr<Stack> stack_;
+    bool record_events_;
     TraceRecorder recorder_;
     TaskContext task_;
     std::map<uint64_t, Buffer> buffers_;
@@ -330,19 +336,26 @@ PYBIND11_MODULE(mdsplit, m) {
 
     py::class_<Simulation>(m, "Simulation")
         .def(py::init([](const std::string& toml, const std::string& base_dir,
-                         const std::string& label, const std::string& trace_dir) {
-                 return std::make_unique<Simulation>(toml, base_dir, false, label, trace_dir);
+                         const std::string& label, const std::string& trace_dir,
+                         py::handle record_events) {
+                 return std::make_unique<Simulation>(
+                     toml, base_dir, false, label, trace_dir,
+                     py_args::boolean(record_events, "Simulation: record_events"));
              }),
              py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0",
-             py::arg("trace_dir") = "",
+             py::arg("trace_dir") = "", py::arg("record_events") = true,
              "A stack described by TOML text, on a virtual clock. One call at a time per object: "
              "a call from another thread while one runs raises RuntimeError.")
         .def_static(
             "from_file",
-            [](const std::string& path, const std::string& label, const std::string& trace_dir) {
-                return std::make_unique<Simulation>(path, "", true, label, trace_dir);
+            [](const std::string& path, const std::string& label, const std::string& trace_dir,
+               py::handle record_events) {
+                return std::make_unique<Simulation>(
+                    path, "", true, label, trace_dir,
+                    py_args::boolean(record_events, "Simulation.from_file: record_events"));
             },
-            py::arg("path"), py::arg("label") = "md0", py::arg("trace_dir") = "")
+            py::arg("path"), py::arg("label") = "md0", py::arg("trace_dir") = "",
+            py::arg("record_events") = true)
         .def_property_readonly("size", exclusive(&Simulation::size))
         .def_property_readonly("now_ns", exclusive(&Simulation::now_ns))
         .def("submit", exclusive(&Simulation::submit), py::arg("op"), py::arg("offset"),

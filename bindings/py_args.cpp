@@ -97,12 +97,16 @@ uint64_t Args::cost_ns(const char* key, uint64_t def) const {
     return integer(key, def, 0, kMaxCostNs, "ns: a per-I/O CPU cost, at most a second");
 }
 
+bool boolean(py::handle value, const std::string& where) {
+    // pybind would take any object with __bool__ ("false" is true, 5 too).
+    if (!py::isinstance<py::bool_>(value))
+        fail(where, "expected a bool, got " + type_name(value), "True | False");
+    return value.cast<bool>();
+}
+
 bool Args::boolean(const char* key, bool def) const {
     if (!has(key)) return def;
-    // pybind would take any object with __bool__ ("false" is true).
-    if (!py::isinstance<py::bool_>(get(key)))
-        fail(where(key), "expected a bool, got " + type_name(get(key)), "True | False");
-    return get(key).cast<bool>();
+    return py_args::boolean(get(key), where(key));
 }
 
 std::string Args::string(const char* key, const std::string& def) const {

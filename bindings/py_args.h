@@ -37,6 +37,9 @@ constexpr uint64_t kMaxCostNs = 1'000'000'000;
 [[noreturn]] void fail(const std::string& where, const std::string& problem,
                        const std::string& allowed);
 
+// True or False only, else one line naming `where`.
+bool boolean(py::handle value, const std::string& where);
+
 // mdsplit.UnknownKeyError (ValueError, KeyError): "<where>: unknown key "k"; allowed: ...".
 void register_errors(py::module_& m);
 [[noreturn]] void fail_unknown_key(const std::string& where, const std::string& key,

@@ -392,3 +392,14 @@ def test_simulation_integers_and_alignment_are_one_line(mdsplit_module, call, me
     with pytest.raises(ValueError) as e:
         call(sim)
     assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+# record_events=False keeps no trace events (a long run kept ~60 bytes an
+# event for the object's life); events() then says so instead of [].
+def test_simulation_without_recorded_events(mdsplit_module):
+    sim = mdsplit_module.Simulation(RAM, record_events=False)
+    assert sim.run_workload("randread", 4096, iodepth=8, total=1 << 20)["ios"] == 256
+    with pytest.raises(ValueError, match="records no events"):
+        sim.events()
+    with pytest.raises(ValueError, match="record_events: expected a bool, got int"):
+        mdsplit_module.Simulation(RAM, record_events=0)
