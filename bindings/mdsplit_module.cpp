@@ -178,6 +178,17 @@ public:
             py_args::Args a(tasks[i], "run_workloads: tasks[" + std::to_string(i) + "]");
             specs.push_back(task_spec(a, i));
             names.push_back(a.string("name", "task" + std::to_string(i)));
+            // As the engine's mdsplit_group: a group is bfq's (blkcg), and
+            // its weight belongs to a group.
+            if (a.has("group_weight") && !a.has("group"))
+                py_args::fail(a.where("group_weight"),
+                              "is the weight of a group, and none is named",
+                              "\"group\" with it, or no group_weight");
+            if (a.has("group") && config_.device.scheduler != SchedulerKind::Bfq)
+                py_args::fail(a.where("group"),
+                              "groups are scheduled by bfq, which this stack "
+                              "does not run",
+                              "device.scheduler = \"bfq\" in the stack, or no group");
         }
         std::vector<WorkloadResult> results = mdsplit::run_workloads(*stack_, specs);
         py::list out;

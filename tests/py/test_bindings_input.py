@@ -403,3 +403,15 @@ def test_simulation_without_recorded_events(mdsplit_module):
         sim.events()
     with pytest.raises(ValueError, match="record_events: expected a bool, got int"):
         mdsplit_module.Simulation(RAM, record_events=0)
+
+
+# A group on a stack without bfq, or a weight without a group, was ignored.
+@pytest.mark.parametrize("task, message", [
+    ({"group": "g"}, "run_workloads: tasks[0]: group: groups are scheduled by bfq"),
+    ({"group_weight": 500}, "run_workloads: tasks[0]: group_weight: is the weight of a group"),
+])
+def test_run_workloads_group_needs_bfq_and_a_name(mdsplit_module, task, message):
+    sim = mdsplit_module.Simulation(RAM)
+    with pytest.raises(ValueError) as e:
+        sim.run_workloads([dict({"rw": "read", "bs": 4096, "total": 4096}, **task)])
+    assert str(e.value).startswith(message)
