@@ -559,3 +559,22 @@ def test_values_fio_refuses_whatever_rw_is(tmp_path, mdsplit_module, body, messa
     (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{body}\n"))
     p = run_cli([str(tmp_path / "j.fio")])
     assert (p.returncode, p.stderr.strip()) == (2, message)
+
+
+def test_ctrl_c_ends_a_long_simulate(tmp_path, mdsplit_module):
+    """SIGINT ends a run inside the C++ loop at once (it was ignored until
+    the run ended: minutes or never)."""
+    import signal
+    import time
+    write_stack(tmp_path)
+    (tmp_path / "l.fio").write_text(job_text("[j]\nrw=randread\nsize=1m\nloops=1000000000\n"))
+    p = subprocess.Popen([sys.executable, "-m", "harness", "simulate", str(tmp_path / "l.fio")],
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(3)  # past Python's start-up, inside the run
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("simulate went on after SIGINT")
+    assert p.returncode == -signal.SIGINT
