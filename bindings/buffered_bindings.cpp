@@ -227,12 +227,7 @@ public:
         return out;
     }
 
-    py::bytes read(uint64_t offset, uint64_t length) {
-        auto buf = aligned(length);
-        IoCompletion c = sync_io(Op::Read, offset, length, buf.get(), true);
-        return py::bytes(reinterpret_cast<const char*>(buf.get()),
-                         length - std::min(length, c.resid));
-    }
+    py::bytes read(uint64_t offset, uint64_t length) { return read_in(offset, length, true); }
 
     void write(uint64_t offset, py::bytes data) {
         std::string s = data;
@@ -244,8 +239,17 @@ public:
     // Direct I/O (what the members hold), bypassing the page cache.
     // The bytes read, as read(): fewer than `length` past the end of the device.
     py::bytes direct_read(uint64_t offset, uint64_t length) {
+        return read_in(offset, length, false);
+    }
+
+    // A read, cut at the device's end before its buffer is allocated (a
+    // terabyte asked of a small device was allocated whole, or bad_alloc).
+    py::bytes read_in(uint64_t offset, uint64_t length, bool buffered) {
+        uint64_t end = stack_->size_bytes();
+        length = offset >= end ? 0 : std::min(length, end - offset);
+        if (length == 0) return py::bytes();  // pread(2) at or past the end: nothing
         auto buf = aligned(length);
-        IoCompletion c = sync_io(Op::Read, offset, length, buf.get(), false);
+        IoCompletion c = sync_io(Op::Read, offset, length, buf.get(), buffered);
         return py::bytes(reinterpret_cast<const char*>(buf.get()),
                          length - std::min(length, c.resid));
     }

@@ -415,3 +415,12 @@ def test_run_workloads_group_needs_bfq_and_a_name(mdsplit_module, task, message)
     with pytest.raises(ValueError) as e:
         sim.run_workloads([dict({"rw": "read", "bs": 4096, "total": 4096}, **task)])
     assert str(e.value).startswith(message)
+
+
+# A read past the device's end is cut there before its buffer is allocated
+# (a terabyte asked of a 1 MiB device was allocated whole, or bad_alloc).
+def test_buffered_read_is_cut_at_the_device_end(mdsplit_module):
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    assert len(sim.read(0, 1 << 40)) == 1 << 20
+    assert len(sim.direct_read(512 << 10, 1 << 40)) == 512 << 10
+    assert sim.read(1 << 20, 4096) == b""
