@@ -54,6 +54,17 @@ int take(const std::string& path, bool device) {
     return fd;
 }
 
+// A claim taken and let go at once: "" when it could be taken, else why not.
+std::string probe_claim(const std::string& path, bool device) {
+    try {
+        int fd = take(path, device);
+        if (fd >= 0) close(fd);
+    } catch (const MemberClaimError& e) {
+        return e.what();
+    }
+    return "";
+}
+
 }  // namespace
 
 MemberClaim::MemberClaim(const std::string& path) {
@@ -95,13 +106,7 @@ bool MemberClaim::holds_device(dev_t rdev) {
 
 std::string exclusive_holder_of(const std::string& path, dev_t rdev) {
     if (MemberClaim::holds_device(rdev)) return "";
-    try {
-        int fd = take(path, true);  // a claim, let go at once
-        if (fd >= 0) close(fd);
-    } catch (const MemberClaimError& e) {
-        return e.what();
-    }
-    return "";
+    return probe_claim(path, true);
 }
 
 std::string file_claim_holder(const std::string& path) {
@@ -112,13 +117,7 @@ std::string file_claim_holder(const std::string& path) {
         if (claims<MemberClaim::Key>().count(MemberClaim::Key{false, st.st_dev, st.st_ino}))
             return "";
     }
-    try {
-        int fd = take(path, false);  // a claim, let go at once
-        if (fd >= 0) close(fd);
-    } catch (const MemberClaimError& e) {
-        return e.what();
-    }
-    return "";
+    return probe_claim(path, false);
 }
 
 }  // namespace mdsplit
