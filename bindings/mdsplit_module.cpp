@@ -209,11 +209,11 @@ public:
 
     py::list events(const std::string& device, const std::string& actions) const {
         // A filter that can match nothing is a mistake, not an empty answer.
-        static const std::string kActions = "QXAGPUMFIDC";
-        if (size_t bad = actions.find_first_not_of(kActions); bad != std::string::npos)
+        if (size_t bad = actions.find_first_not_of(kTraceActionLetters); bad != std::string::npos)
             py_args::fail("events: actions",
                           "'" + actions.substr(bad, 1) + "' is not a blktrace action",
-                          "letters of \"" + kActions + "\" (blkparse's action column)");
+                          "letters of \"" + std::string(kTraceActionLetters) +
+                              "\" (blkparse's action column)");
         if (!device.empty()) {
             std::string known;
             bool found = false;

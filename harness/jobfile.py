@@ -23,8 +23,8 @@ numjobs, stonewall/new_group, and fio's number syntax.
   the first job (init.c add_job: prev_group_jobs).
 """
 import os
-import stat
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,8 +80,8 @@ def _split_option(line: str):
     return line.strip().lower(), None
 
 
-MAX_INPUT_BYTES = 1 << 20
-MAX_JOBS = 4096             # fio.h REAL_MAX_JOBS   # as the engine's stack files (config_loader.cpp)
+MAX_INPUT_BYTES = 1 << 20   # as the engine's stack files (config_loader.cpp)
+MAX_JOBS = 4096             # fio.h REAL_MAX_JOBS
 
 
 def read_input_text(path, what="job file") -> str:

@@ -544,7 +544,7 @@ PathFacts inspect_path(const Reader& reader, const std::string& key, const std::
 // Absolute, with "." parts and repeated slashes dropped; ".." stays, since
 // the kernel resolves it after the symlink before it ("lnk/.." is the
 // parent of lnk's target, not the directory holding lnk).
-std::string resolve_path(const std::string& base_dir, const std::string& path) {
+std::string member_path_from(const std::string& base_dir, const std::string& path) {
     fs::path member_path(path);
     if (member_path.is_relative()) {
         member_path = fs::path(base_dir) / member_path;
@@ -716,7 +716,7 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
                     "a regular file or a block device path");
     }
     if (member_path) {
-        member.path = resolve_path(base_dir, *member_path);
+        member.path = member_path_from(base_dir, *member_path);
         facts = inspect_path(reader, path_key, member.path);
         if (facts.exists) {
             mode_t type = facts.status.st_mode & S_IFMT;

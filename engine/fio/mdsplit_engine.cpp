@@ -179,8 +179,6 @@ FioClock registry_clock;
 std::mutex registry_mutex;
 std::map<std::string, std::weak_ptr<SharedStack>> registry;
 
-std::string canonical(const char* path) { return resolved_path(path); }
-
 // A job's name for messages (fio's [section]), "?" when it has none.
 std::string job_name(thread_data* td) { return td->o.name ? td->o.name : "?"; }
 
@@ -219,7 +217,7 @@ StackUse stack_use(thread_data* self, const std::string& config, const char* lab
         // (TSan: heap-use-after-free with ioengine= in [global]).
         if (!td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || canonical(o->config) != config) continue;
+        if (!o->config || resolved_path(o->config) != config) continue;
         if (label && std::strcmp(td->o.filename ? td->o.filename : "", label) != 0) continue;
         std::string name = job_name(td);
         if (!use.jobs.empty() && !stonewall_since_last && use.overlap_first.empty()) {
@@ -295,7 +293,7 @@ bool shares_stack(thread_data* a, thread_data* b) {
     auto* ob = static_cast<EngineOptions*>(b->eo);
     auto label = [](thread_data* t) { return std::string(t->o.filename ? t->o.filename : ""); };
     return a->o.use_thread && b->o.use_thread && oa->config && ob->config &&
-           canonical(oa->config) == canonical(ob->config) && label(a) == label(b);
+           resolved_path(oa->config) == resolved_path(ob->config) && label(a) == label(b);
 }
 
 // Another job of the run that would write the output file or directory
@@ -305,13 +303,13 @@ bool shares_stack(thread_data* a, thread_data* b) {
 // mdsplit_setup's key). "" when there is none.
 std::string output_rival(thread_data* self, const std::string& path,
                          std::string (*path_of)(thread_data*)) {
-    std::string target = canonical(path.c_str());
+    std::string target = resolved_path(path);
     thread_data* td;
     int i;
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops || shares_stack(self, td)) continue;
         std::string other = path_of(td);
-        if (!other.empty() && canonical(other.c_str()) == target) return job_name(td);
+        if (!other.empty() && resolved_path(other) == target) return job_name(td);
     }
     return "";
 }
@@ -398,7 +396,7 @@ thread_data* group_weight_rival(thread_data* self, const std::string& config_pat
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || group_of(td) != group || stack_key(td, canonical(o->config)) != key)
+        if (!o->config || group_of(td) != group || stack_key(td, resolved_path(o->config)) != key)
             continue;
         if (o->group_weight != mine->group_weight) return td;
     }
@@ -416,7 +414,7 @@ std::pair<thread_data*, thread_data*> forked_writer_and_reader(thread_data* self
     for_each_td(td, i) {
         if (!td->eo || td->io_ops != self->io_ops || td->o.use_thread) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || canonical(o->config) != config) continue;
+        if (!o->config || resolved_path(o->config) != config) continue;
         if (td->o.verify_only || !may_write(td)) {
             if (!reader) reader = td;
         } else if (!writer) {
@@ -444,11 +442,8 @@ bool may_overlap(thread_data* a, thread_data* b) {
 // file's device and inode, or (not there yet) its absolute path.
 std::string file_identity(const std::string& path) {
     struct stat st;
-    if (path.empty() || stat(path.c_str(), &st) != 0) {
-        std::error_code ec;
-        auto absolute = std::filesystem::absolute(path, ec);
-        return "path:" + canonical(ec ? path.c_str() : absolute.c_str());
-    }
+    if (path.empty()) return "path:";
+    if (stat(path.c_str(), &st) != 0) return "path:" + resolved_path(path);
     if (S_ISBLK(st.st_mode)) return "dev:" + std::to_string(st.st_rdev);
     return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
 }
@@ -468,25 +463,33 @@ std::optional<StackConfig> stack_of(thread_data* td) {
     }
 }
 
-// What writing the engine's output `path` (a sidecar) would destroy: a stack
-// file of the run, or a member of a stack some job of the run names, as
-// "members[1] of s.toml". "" when it is neither.
-std::string input_at(thread_data* self, const std::string& path) {
-    std::string id = file_identity(path);
+// The run's inputs, which no output of the engine (a sidecar, a trace) may
+// replace: every job's stack file and the file members of its stack, by
+// file_identity(), as "the stack file s.toml" or "members[1] of s.toml" (the
+// first job that names it). Loaded once for all of a job's output checks.
+using RunInputs = std::map<std::string, std::string>;
+RunInputs run_inputs(thread_data* self) {
+    RunInputs inputs;
     thread_data* td;
     int i;
     for_each_td(td, i) {
         if (!td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
         if (!o->config) continue;
-        if (file_identity(o->config) == id) return std::string("the stack file ") + o->config;
+        inputs.emplace(file_identity(o->config), std::string("the stack file ") + o->config);
         std::optional<StackConfig> config = stack_of(td);
         for (size_t k = 0; config && k < config->members.size(); k++)
-            if (config->members[k].backend == BackendKind::IoUring &&
-                member_identity(config->members[k]) == id)
-                return "members[" + std::to_string(k) + "] of " + o->config;
+            if (config->members[k].backend == BackendKind::IoUring)
+                inputs.emplace(member_identity(config->members[k]),
+                               "members[" + std::to_string(k) + "] of " + o->config);
     }
-    return "";
+    return inputs;
+}
+
+// What writing `path` would destroy among the run's inputs, "" when nothing.
+std::string input_at(const RunInputs& inputs, const std::string& path) {
+    auto it = inputs.find(file_identity(path));
+    return it == inputs.end() ? "" : it->second;
 }
 
 // Another job of the run that reaches one of self's members through a
@@ -503,7 +506,7 @@ std::string member_rival(thread_data* self, const StackConfig& config, const std
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || stack_key(td, canonical(o->config)) == key) continue;
+        if (!o->config || stack_key(td, resolved_path(o->config)) == key) continue;
         if (!may_write(self) && !may_write(td)) continue;
         bool coexist = (self->o.use_thread && td->o.use_thread) ||
                        (td->thread_number < self->thread_number ? may_overlap(td, self)
@@ -565,7 +568,7 @@ thread_data* trace_disagreement(thread_data* self, const std::string& dir) {
             continue;
         std::string other = trace_dir_of(td);
         if (other.empty() != dir.empty() ||
-            (!dir.empty() && canonical(other.c_str()) != canonical(dir.c_str())))
+            (!dir.empty() && resolved_path(other) != resolved_path(dir)))
             return td;
     }
     return nullptr;
@@ -757,7 +760,7 @@ int mdsplit_setup(thread_data* td) {
                 " without mdsplit_group: the weight is a group's, and the root group has "
                 "none; allowed: mdsplit_group=NAME (or fio's cgroup=NAME) beside it (with "
                 "device.scheduler = \"bfq\")");
-        std::string config_path = canonical(o->config);
+        std::string config_path = resolved_path(o->config);
         if (thread_data* other = group_weight_rival(td, config_path))
             throw std::runtime_error(
                 "mdsplit: mdsplit_group_weight: jobs " + job_name(td) + " (" +
@@ -850,10 +853,11 @@ int mdsplit_setup(thread_data* td) {
                     "one set of traces)");
         }
         // Its files are truncated as the device opens: never over an input.
-        for (const std::string& path : so.trace_dir.empty()
-                                           ? std::vector<std::string>{}
-                                           : Stack::trace_paths(config, so.trace_dir, f->file_name))
-            if (std::string input = input_at(td, path); !input.empty())
+        const RunInputs inputs = run_inputs(td);
+        for (const std::string& path :
+             so.trace_dir.empty() ? std::vector<std::string>{}
+                                  : Stack::trace_paths(config, so.trace_dir, f->file_name)) {
+            if (std::string input = input_at(inputs, path); !input.empty())
                 throw std::runtime_error("mdsplit: mdsplit_trace=" + so.trace_dir + ": its file " +
                                          path + " is " + input +
                                          ": the trace would overwrite it; allowed: a directory "
@@ -864,6 +868,7 @@ int mdsplit_setup(thread_data* td) {
                                          path + " is a member " + holder +
                                          ": the trace would overwrite it; allowed: a directory "
                                          "where no member in use has a trace file's name");
+        }
         // One shared device writes one set of traces, opened by whichever job
         // opens the device first: the others' mdsplit_trace would be dropped.
         if (thread_data* other = trace_disagreement(td, so.trace_dir)) {
@@ -880,7 +885,7 @@ int mdsplit_setup(thread_data* td) {
         data->buffered = !td->o.odirect;
         data->stats_path = stats_path_of(td);
         data->label = f->file_name;
-        if (std::string input = data->stats_path.empty() ? "" : input_at(td, data->stats_path);
+        if (std::string input = data->stats_path.empty() ? "" : input_at(inputs, data->stats_path);
             !input.empty())
             throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + input +
                                      ": the sidecar would overwrite it; allowed: a file that is "

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "base/units.h"
@@ -25,6 +26,8 @@ enum class TraceAction : char {
     Issue = 'D',       // block_rq_issue
     Complete = 'C',    // block_rq_complete / block_bio_complete
 };
+// Every TraceAction's letter, in the order above.
+inline constexpr std::string_view kTraceActionLetters = "QXAGPUMFIDC";
 
 struct TraceEvent {
     uint64_t sequence = 0;  // global across the stack, starts at 1
