@@ -27,6 +27,7 @@
 #include "core/io_uring/buffered_io.h"
 #include "exclusive_use.h"
 #include "py_args.h"
+#include "python_interrupt.h"
 #include "sim/buffered_cost_probe.h"
 #include "sim/buffered_workload.h"
 #include "stack/stack.h"
@@ -271,11 +272,10 @@ public:
         set_closed_loop(spec, "run_workload", rw, /*discard=*/false, bs, iodepth, size, total,
                         offset, batch, seed);
         spec.end_fsync = end_fsync;
-        BufferedWorkloadResult r;
-        {
+        BufferedWorkloadResult r = interruptible([&] {
             py::gil_scoped_release release;
-            r = run_buffered_workload(*stack_, spec);
-        }
+            return run_buffered_workload(*stack_, spec, python_interrupt());
+        });
         py::dict d = io_tally_dict(r);
         d["unexpected_completions"] = r.unexpected_completions;
         return d;

@@ -15,6 +15,7 @@
 #include "core/trace/blktrace_writer.h"
 #include "exclusive_use.h"
 #include "py_args.h"
+#include "python_interrupt.h"
 #include "sim/workload.h"
 #include "stack/stack.h"
 #include "workload_args.h"
@@ -161,7 +162,8 @@ public:
         set_closed_loop(spec, "run_workload", rw, /*discard=*/true, u64(bs, w + "bs"),
                         u64(iodepth, w + "iodepth"), u64(size, w + "size"), u64(total, w + "total"),
                         u64(offset, w + "offset"), u64(batch, w + "batch"), u64(seed, w + "seed"));
-        WorkloadResult r = mdsplit::run_workload(*stack_, spec);
+        WorkloadResult r =
+            interruptible([&] { return mdsplit::run_workload(*stack_, spec, python_interrupt()); });
         return io_tally_dict(r);
     }
 
@@ -190,7 +192,8 @@ public:
                               "does not run",
                               "device.scheduler = \"bfq\" in the stack, or no group");
         }
-        std::vector<WorkloadResult> results = mdsplit::run_workloads(*stack_, specs);
+        std::vector<WorkloadResult> results = interruptible(
+            [&] { return mdsplit::run_workloads(*stack_, specs, python_interrupt()); });
         py::list out;
         for (size_t k = 0; k < results.size(); k++) {
             py::dict d = io_tally_dict(results[k]);

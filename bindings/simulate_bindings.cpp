@@ -14,6 +14,7 @@
 
 #include "config/config_loader.h"
 #include "py_args.h"
+#include "python_interrupt.h"
 #include "sim/fio_job_model.h"
 #include "stack/device_safety.h"
 #include "stack/stack.h"
@@ -294,7 +295,9 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
     hooks.open_stack = &SimulatedStacks::open;
     hooks.stack_done = &SimulatedStacks::done;
     hooks.ctx = &sim;
-    std::vector<FioJobResult> results = run_fio_jobs(sim.configs.size(), sim.clock, specs, hooks);
+    std::vector<FioJobResult> results = interruptible([&] {
+        return run_fio_jobs(sim.configs.size(), sim.clock, specs, hooks, python_interrupt());
+    });
     py::list out;
     for (const FioJobResult& r : results) {
         py::dict d;

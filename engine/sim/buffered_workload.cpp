@@ -1,5 +1,6 @@
 #include "sim/buffered_workload.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -17,7 +18,8 @@ void wake_up(void*, uint64_t) {}
 constexpr uint64_t kFsyncCookie = ~uint64_t(0);
 }  // namespace
 
-BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloadSpec& spec) {
+BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloadSpec& spec,
+                                             InterruptPoll interrupt) {
     // Buffered I/O needs no alignment: any block size goes through the page cache.
     WorkloadRegion region =
         workload_region(stack.size_bytes(), spec.offset, spec.size, spec.block_size, 1);
@@ -61,6 +63,10 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
     };
 
     for (;;) {
+        if (interrupt.requested()) {
+            total = std::min(total, submitted);
+            if (!fsync_sent) fsync_done = true;
+        }
         stack.reap(task, 0, 0);
         account();
         bool more = submitted < total;
@@ -100,6 +106,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
                 "mdsplit: buffered workload: " + std::to_string(task.in_flight) +
                 " I/Os in flight with nothing pending (lost)");
     }
+    interrupt.throw_if_requested();
     r.elapsed_ns = loop.now() - start;
     return r;
 }

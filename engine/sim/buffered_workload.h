@@ -11,6 +11,7 @@
 
 #include "sim/io_slots.h"
 #include "sim/io_tally.h"
+#include "sim/run_interrupt.h"
 #include "stack/stack.h"
 
 namespace mdsplit {
@@ -24,7 +25,10 @@ struct BufferedWorkloadResult : IoTally {
 };
 
 // Runs the workload to completion (any clock). Throws std::runtime_error
-// if I/O is left in flight with nothing pending (a lost request).
-BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloadSpec& spec);
+// if I/O is left in flight with nothing pending (a lost request), and
+// RunInterrupted, once drained, when `interrupt` asked the run to end (the
+// end_fsync is then not sent).
+BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloadSpec& spec,
+                                             InterruptPoll interrupt = {});
 
 }  // namespace mdsplit

@@ -92,6 +92,8 @@ struct JobRun {
     std::vector<uint32_t> free_slots;
     uint32_t busy = 0;
     bool failed = false;  // an error ended the job (ends_job): no more I/O, no verify
+    bool terminated =
+        false;  // the run was interrupted (fio's td->terminate): no more I/O, no verify
     std::mt19937_64 rng;
     uint64_t region_off = 0, region_len = 0;
     uint64_t unit = 0, units = 0;  // random offsets: grid of the smallest block / blockalign
@@ -559,10 +561,10 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
     if (j.state == JobState::Running) {
         // Past the horizon every job stops; run_fio_jobs() then refuses the run.
         bool stopping = j.issued_bytes >= j.target_bytes || now >= j.stop_at || j.failed ||
-                        now >= kTimeHorizonNs;
+                        j.terminated || now >= kTimeHorizonNs;
         if (stopping) {
             if (j.busy) return progress;
-            if (s.verify && !j.written.empty() && !j.failed) {
+            if (s.verify && !j.written.empty() && !j.failed && !j.terminated) {
                 std::stable_sort(j.written.begin(), j.written.end());
                 j.state = JobState::Verifying;
             } else {
@@ -579,7 +581,7 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
     }
     if (j.state == JobState::Running || j.state == JobState::Verifying) {
         bool verifying = j.state == JobState::Verifying;
-        if (verifying && (j.verify_next >= j.written.size() || j.failed)) {
+        if (verifying && (j.verify_next >= j.written.size() || j.failed || j.terminated)) {
             if (!j.busy) {
                 j.state = JobState::Finishing;
                 return true;
@@ -643,7 +645,7 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
 
 std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
                                        const std::vector<FioJobSpec>& jobs,
-                                       const FioRunHooks& hooks) {
+                                       const FioRunHooks& hooks, InterruptPoll interrupt) {
     std::vector<std::unique_ptr<JobRun>> runs;
     std::vector<Stack*> stacks(nr_stacks, nullptr);
     std::vector<size_t> users(nr_stacks, 0);
@@ -660,6 +662,13 @@ std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
     size_t phase = 0;
     uint64_t phase_open = genesis;
     uint64_t idle_passes = 0;
+    // A job has ended: its stack is closed after its last job.
+    auto leave_stack = [&](size_t si) {
+        if (--users[si] || !stacks[si]) return;
+        stacks[si]->drain();
+        if (hooks.stack_done) hooks.stack_done(hooks.ctx, si);
+        stacks[si] = nullptr;
+    };
     for (;;) {
         for (bool more = true; more;) {
             more = false;
@@ -669,10 +678,18 @@ std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
         uint64_t now = clock.now_ns();
         uint64_t wake = kNever;
         bool progress = false, all_done = true;
+        bool interrupted = interrupt.requested();
         for (auto& rp : runs) {
             JobRun& j = *rp;
             if (j.state == JobState::Done) continue;
             all_done = false;
+            j.terminated |= interrupted;
+            if (j.terminated && j.state == JobState::Waiting) {
+                j.state = JobState::Done;  // never started (fio's jobs not yet forked)
+                leave_stack(j.spec->stack);
+                progress = true;
+                continue;
+            }
             if (j.spec->phase > phase) continue;
             if (j.state == JobState::Waiting) {
                 uint64_t at = std::max(phase_open, genesis + j.spec->start_delay_ns);
@@ -686,14 +703,7 @@ std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
                 progress = true;
             }
             progress |= step_job(j, now, wake);
-            if (j.state == JobState::Done) {
-                size_t si = j.spec->stack;
-                if (--users[si] == 0) {
-                    stacks[si]->drain();
-                    if (hooks.stack_done) hooks.stack_done(hooks.ctx, si);
-                    stacks[si] = nullptr;
-                }
-            }
+            if (j.state == JobState::Done) leave_stack(j.spec->stack);
         }
         if (all_done) break;
         // stonewall: the next phase opens when every job of this one is done.
@@ -731,6 +741,7 @@ std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
         clock.advance_to(wake);
     }
     // Refused only now: until every job has drained, its buffers were in use.
+    interrupt.throw_if_requested();
     for (auto& rp : runs)
         if (rp->time_stuck)
             throw std::invalid_argument(zero_time_message(

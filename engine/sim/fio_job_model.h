@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "sim/run_interrupt.h"
 #include "stack/stack.h"
 
 namespace mdsplit {
@@ -148,7 +149,10 @@ struct FioJobResult {
 // last job leaves). Results are in job order. Throws std::invalid_argument,
 // once every job has ended, for a run that cannot end as asked: a
 // time_based job on a stack where no virtual time passes, or a clock past
-// kTimeHorizonNs (virtual_time.h).
+// kTimeHorizonNs (virtual_time.h); RunInterrupted, once every job has
+// drained, when `interrupt` asked the run to end (fio's Ctrl-C: no job
+// starts any more, the running ones stop issuing and skip their verify
+// phase, sidecars are still written).
 struct FioRunHooks {
     Stack* (*open_stack)(void* ctx, size_t stack) = nullptr;
     void (*stack_done)(void* ctx, size_t stack) = nullptr;
@@ -156,6 +160,6 @@ struct FioRunHooks {
 };
 std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
                                        const std::vector<FioJobSpec>& jobs,
-                                       const FioRunHooks& hooks);
+                                       const FioRunHooks& hooks, InterruptPoll interrupt = {});
 
 }  // namespace mdsplit

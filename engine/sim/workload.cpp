@@ -3,6 +3,7 @@
 #include "sim/io_slots.h"
 #include "sim/virtual_time.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -13,7 +14,7 @@
 
 namespace mdsplit {
 
-WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec) {
+WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec, InterruptPoll interrupt) {
     WorkloadRegion region = workload_region(stack.size_bytes(), spec.offset, spec.size,
                                             spec.block_size, stack.logical_block_size());
     uint64_t total = spec.total_bytes ? spec.total_bytes : region.bytes();
@@ -28,6 +29,7 @@ WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec) {
     uint64_t start = stack.loop().now();
 
     while (r.bytes + r.errors * spec.block_size < total || task.in_flight) {
+        if (interrupt.requested()) total = std::min(total, submitted);
         if (submitted < total && slots.any_free()) {
             stack.begin_batch(task);
             for (uint32_t n = 0; n < batch && submitted < total && slots.any_free(); n++) {
@@ -52,6 +54,7 @@ WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec) {
             r.record(c, spec.block_size, slots.give_back(uint32_t(c.cookie), now));
         task.completions.clear();
     }
+    interrupt.throw_if_requested();
     r.elapsed_ns = stack.loop().now() - start;
     return r;
 }
@@ -70,6 +73,7 @@ struct TaskRun {
     uint64_t submitted = 0;
     uint64_t next_block = 0;
     uint64_t start_at = 0;
+    uint64_t start_timer = 0;  // the loop's timer for start_at (0 = none)
     uint32_t batch = 1;
     bool started = false, stopped = false, done = false;
     InstantCounter instant;  // runtime-only tasks: is virtual time passing?
@@ -102,7 +106,8 @@ uint32_t issue_batch(Stack& stack, TaskRun& t, uint64_t now) {
 
 }  // namespace
 
-std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<WorkloadSpec>& specs) {
+std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<WorkloadSpec>& specs,
+                                          InterruptPoll interrupt) {
     EventLoop& loop = stack.loop();
     uint64_t t0 = loop.now();
     std::vector<std::unique_ptr<TaskRun>> runs;
@@ -122,7 +127,7 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
         t->task.pid = spec.pid;
         t->task.sched = spec.sched;
         t->start_at = t0 + spec.start_ns;
-        if (t->start_at > t0) loop.schedule_at(t->start_at, &wake_up, nullptr);
+        if (t->start_at > t0) t->start_timer = loop.schedule_at(t->start_at, &wake_up, nullptr);
         runs.push_back(std::move(t));
     }
 
@@ -133,6 +138,7 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
     for (;;) {
         uint64_t now = loop.now();
         if (refused.empty() && now >= kTimeHorizonNs) refused = horizon_message("run_workloads");
+        bool interrupted = interrupt.requested();
         bool all_done = true;
         for (size_t i = 0; i < runs.size(); i++) {
             TaskRun& t = *runs[i];
@@ -140,6 +146,11 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
             if (t.done) continue;
             all_done = false;
             if (!t.started) {
+                if (interrupted) {
+                    t.done = true;  // never started: nothing to drain, nothing to wait for
+                    if (t.start_timer) loop.cancel(t.start_timer);
+                    continue;
+                }
                 if (now < t.start_at) continue;
                 t.started = true;
                 t.r.start_ns = t.r.end_ns = now;
@@ -155,7 +166,8 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
             }
             t.task.completions.clear();
             if (t.submitted >= t.total ||
-                (spec.runtime_ns && now >= t.r.start_ns + spec.runtime_ns) || !refused.empty())
+                (spec.runtime_ns && now >= t.r.start_ns + spec.runtime_ns) || !refused.empty() ||
+                interrupted)
                 t.stopped = true;
             // Slots still in their think time are not reused yet.
             if (!t.stopped && raise_ready_slot(t, now)) {
@@ -179,6 +191,7 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
         if (!loop.wait_for_next()) break;  // nothing can happen any more
     }
     stack.drain();
+    interrupt.throw_if_requested();
     if (!refused.empty()) throw std::invalid_argument(refused);
     std::vector<WorkloadResult> out;
     for (auto& tp : runs) out.push_back(tp->r);

@@ -9,6 +9,7 @@
 
 #include "sim/io_slots.h"
 #include "sim/io_tally.h"
+#include "sim/run_interrupt.h"
 #include "stack/stack.h"
 
 namespace mdsplit {
@@ -32,15 +33,18 @@ struct WorkloadResult : IoTally {
     uint64_t end_ns = 0;    // run_workloads(): loop time of the last completion
 };
 
-// Runs the workload to completion on `stack` (any clock).
-WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec);
+// Runs the workload to completion on `stack` (any clock), or until
+// `interrupt` asks it to end (then throws RunInterrupted once drained).
+WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec, InterruptPoll interrupt = {});
 
 // Runs several closed-loop tasks at once in the stack's event loop, each
 // with its own TaskContext (pid, scheduling identity), start time and limits
 // (like several fio jobs sharing one device). Results are in spec order.
 // Throws std::invalid_argument, once its I/O has drained, for a run that
 // cannot end as asked: a task bounded by runtime_ns alone on a stack where
-// no virtual time passes, or a clock past kTimeHorizonNs (virtual_time.h).
-std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<WorkloadSpec>& specs);
+// no virtual time passes, or a clock past kTimeHorizonNs (virtual_time.h);
+// RunInterrupted, once drained, when `interrupt` asked the run to end.
+std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<WorkloadSpec>& specs,
+                                          InterruptPoll interrupt = {});
 
 }  // namespace mdsplit

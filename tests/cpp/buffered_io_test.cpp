@@ -293,6 +293,28 @@ TEST(BufferedIoTest, UnalignedReadsReturnTheMembersData) {
     }
 }
 
+// An interrupted buffered run stops issuing, completes what it queued, and
+// throws; nothing is left in flight and the stack runs the next workload.
+TEST(BufferedIoTest, InterruptedWorkloadDrainsAndThrows) {
+    Rig rig(stack_toml("c8d317aa", false, 0, "4m", "64m"));
+    BufferedWorkloadSpec spec;
+    spec.random = true;
+    spec.iodepth = 32;
+    spec.total_bytes = uint64_t(1) << 40;  // far more than the test runs
+    spec.end_fsync = true;
+    int polls = 0;
+    EXPECT_THROW(
+        run_buffered_workload(*rig.stack, spec, InterruptPoll([&] { return ++polls == 3; })),
+        RunInterrupted);
+    EXPECT_EQ(polls, 3);
+    EXPECT_EQ(rig.io().requests_in_flight(), 0u);
+    EXPECT_EQ(rig.io().stats().double_completions, 0u);
+    spec.total_bytes = 100 * 4096;
+    BufferedWorkloadResult r = run_buffered_workload(*rig.stack, spec);
+    EXPECT_EQ(r.ios, 100u);
+    EXPECT_EQ(r.unexpected_completions, 0u);
+}
+
 // Every variant, readahead off and on, rasync on and off: a deep random
 // read load completes every I/O exactly once, nothing left in flight.
 class BufferedLoad : public ::testing::TestWithParam<std::tuple<const char*, bool, uint32_t>> {};

@@ -107,6 +107,39 @@ TEST(FioJobModelTest, StonewallPhaseStartsAfterThePreviousOne) {
     EXPECT_EQ(r[1].start_ns, r[0].end_ns);
 }
 
+// An interrupted run (fio's Ctrl-C): the running job stops issuing and skips
+// its verify, every I/O it queued completes, a later phase never starts,
+// and the run throws once drained.
+TEST(FioJobModelTest, InterruptedRunDrainsAndStartsNothingMore) {
+    auto first = job(true, 4096, 4 << 20), second = first;
+    first.iodepth = 8;
+    first.time_based = true;
+    first.runtime_ns = 3600'000'000'000;  // an hour of virtual time: far more than the test runs
+    first.read_pct = 0;
+    first.verify = true;
+    second.phase = 1;
+    second.stack = 1;
+    JobRunner run;
+    FioRunHooks hooks;
+    hooks.open_stack = &JobRunner::open;
+    hooks.ctx = &run;
+    int polls = 0;
+    EXPECT_THROW(run_fio_jobs(2, run.clock, {first, second}, hooks,
+                              InterruptPoll([&] { return ++polls == 3; })),
+                 RunInterrupted);
+    ASSERT_EQ(run.stacks.size(), 1u);  // the second phase's stack was never opened
+    size_t queued = 0, completed = 0, reads = 0;
+    for (const TraceEvent& e : run.recorder.events) {
+        if (e.device != run.stacks[0]->top().devt()) continue;
+        queued += e.action == TraceAction::Queue;
+        completed += e.action == TraceAction::Complete;
+        reads += e.action == TraceAction::Queue && e.op == Op::Read;
+    }
+    EXPECT_GT(queued, 0u);
+    EXPECT_EQ(completed, queued);
+    EXPECT_EQ(reads, 0u);  // no verify phase
+}
+
 // rate_iops: a time-based job at 1000 IOPS for 50 ms issues 50 I/Os.
 TEST(FioJobModelTest, RateIopsLimitsIssue) {
     auto spec = job(true, 4096, 4 << 20);
