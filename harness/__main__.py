@@ -11,7 +11,6 @@
 import argparse
 import json
 import os
-import signal
 import shutil
 import sys
 
@@ -54,9 +53,9 @@ def cmd_run(args) -> int:
 def cmd_simulate(args) -> int:
     from harness import simulate
     paths.ensure_built()
-    # The run is one call into C++ that Python's own SIGINT handler cannot
-    # interrupt: Ctrl-C ends the process at once, as for any C program.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Ctrl-C: the run stops its jobs, lets what they queued complete (member
+    # files are left as the completed I/O made them) and raises
+    # KeyboardInterrupt: "simulate: interrupted", exit 130, no report.
     try:
         result = simulate.simulate_job(args.job, sections=args.section or None, seed=args.seed,
                                        data=not args.no_data, report=args.output or "-")
