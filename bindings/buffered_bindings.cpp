@@ -154,6 +154,8 @@ void override_page_cache(PageCacheConfig& cache, std::optional<uint64_t> ra_kb,
     }
 }
 
+using py_args::u64;
+
 class BufferedSimulation {
 public:
     static constexpr const char* kName = "BufferedSimulation";
@@ -161,18 +163,22 @@ public:
 
     BufferedSimulation(const std::string& toml, const std::string& base_dir, bool is_file,
                        const std::string& label, const std::string& trace_dir,
-                       std::optional<std::string> variant, std::optional<bool> rasync,
-                       std::optional<uint64_t> ra_kb, std::optional<uint64_t> cache_size,
-                       bool record_paths) {
+                       std::optional<std::string> variant, py::handle rasync_arg, py::handle ra_kb,
+                       py::handle cache_size, py::handle record_paths) {
+        std::optional<bool> rasync = py_args::optional_boolean(rasync_arg, "rasync");
         config_ = is_file ? load_stack_file(toml) : load_stack_text(toml, base_dir, "<text>");
         if (variant) config_.page_cache.variant = parse_variant(*variant);
         if (rasync) config_.page_cache.rasync = *rasync;
-        override_page_cache(config_.page_cache, ra_kb, cache_size);
+        override_page_cache(config_.page_cache,
+                            py_args::optional_checked(ra_kb, "ra_kb", 0, 1u << 20,
+                                                      "a multiple of 4; 0 turns readahead off"),
+                            py_args::optional_checked(cache_size, "cache_size", 0, py_args::kU64Max,
+                                                      "a multiple of 4096 > 0"));
         StackOptions so;
         so.label = label;
         so.trace_dir = trace_dir;
         stack_ = std::make_unique<Stack>(config_, clock_, so);
-        stack_->buffered().set_record_paths(record_paths);
+        stack_->buffered().set_record_paths(py_args::boolean(record_paths, "record_paths"));
         task_.pid = 1;
     }
 
@@ -180,26 +186,28 @@ public:
     uint64_t size() const { return stack_->size_bytes(); }
     uint64_t now_ns() const { return clock_.now_ns(); }
 
-    uint64_t submit(const std::string& op, uint64_t offset, uint64_t length, py::object data) {
+    uint64_t submit(const std::string& op, py::handle offset, py::handle length, py::object data) {
         std::vector<Request> one;
-        one.push_back(prepare(op, offset, length, data, "submit"));
+        one.push_back(prepare(op, u64(offset, "submit: offset"), u64(length, "submit: length"),
+                              data, "submit"));
         return queue_all(one)[0];
     }
 
     // Every I/O is checked (and its buffer made) before any is queued.
-    py::list submit_batch(const std::vector<std::tuple<std::string, uint64_t, uint64_t>>& ios) {
+    py::list submit_batch(const std::vector<std::tuple<std::string, py::object, py::object>>& ios) {
         std::vector<Request> requests;
         for (size_t i = 0; i < ios.size(); i++) {
             auto& [op, offset, length] = ios[i];
             std::string where = "submit_batch: ios[" + std::to_string(i) + "]";
-            requests.push_back(prepare(op, offset, length, py::none(), where));
+            requests.push_back(prepare(op, u64(offset, where + ": offset"),
+                                       u64(length, where + ": length"), py::none(), where));
         }
         py::list cookies;
         for (uint64_t cookie : queue_all(requests)) cookies.append(cookie);
         return cookies;
     }
 
-    uint64_t fsync() { return submit("fsync", 0, 0, py::none()); }
+    uint64_t fsync() { return submit("fsync", py::int_(0), py::int_(0), py::none()); }
 
     // Runs until nothing is pending; returns the completions since last time,
     // each with the data read and the path it took.
@@ -228,9 +236,12 @@ public:
         return out;
     }
 
-    py::bytes read(uint64_t offset, uint64_t length) { return read_in(offset, length, true); }
+    py::bytes read(py::handle offset, py::handle length) {
+        return read_in(u64(offset, "read: offset"), u64(length, "read: length"), true);
+    }
 
-    void write(uint64_t offset, py::bytes data) {
+    void write(py::handle offset_arg, py::bytes data) {
+        uint64_t offset = u64(offset_arg, "write: offset");
         std::string s = data;
         auto buf = aligned(s.size());
         memcpy(buf.get(), s.data(), s.size());
@@ -239,8 +250,9 @@ public:
 
     // Direct I/O (what the members hold), bypassing the page cache.
     // The bytes read, as read(): fewer than `length` past the end of the device.
-    py::bytes direct_read(uint64_t offset, uint64_t length) {
-        return read_in(offset, length, false);
+    py::bytes direct_read(py::handle offset, py::handle length) {
+        return read_in(u64(offset, "direct_read: offset"), u64(length, "direct_read: length"),
+                       false);
     }
 
     // A read, cut at the device's end before its buffer is allocated (a
@@ -255,7 +267,8 @@ public:
                          length - std::min(length, c.resid));
     }
 
-    void direct_write(uint64_t offset, py::bytes data) {
+    void direct_write(py::handle offset_arg, py::bytes data) {
+        uint64_t offset = u64(offset_arg, "direct_write: offset");
         std::string s = data;
         auto buf = aligned(s.size());
         memcpy(buf.get(), s.data(), s.size());
@@ -265,13 +278,15 @@ public:
     void sync() { stack_->sync_buffered(); }
     void invalidate() { stack_->invalidate(); }
 
-    py::dict run_workload(const std::string& rw, uint64_t bs, uint64_t iodepth, uint64_t size,
-                          uint64_t total, uint64_t offset, uint64_t batch, uint64_t seed,
-                          bool end_fsync) {
+    py::dict run_workload(const std::string& rw, py::handle bs, py::handle iodepth, py::handle size,
+                          py::handle total, py::handle offset, py::handle batch, py::handle seed,
+                          py::handle end_fsync) {
         BufferedWorkloadSpec spec;
-        set_closed_loop(spec, "run_workload", rw, /*discard=*/false, bs, iodepth, size, total,
-                        offset, batch, seed);
-        spec.end_fsync = end_fsync;
+        const std::string w = "run_workload: ";
+        set_closed_loop(spec, "run_workload", rw, /*discard=*/false, u64(bs, w + "bs"),
+                        u64(iodepth, w + "iodepth"), u64(size, w + "size"), u64(total, w + "total"),
+                        u64(offset, w + "offset"), u64(batch, w + "batch"), u64(seed, w + "seed"));
+        spec.end_fsync = py_args::boolean(end_fsync, w + "end_fsync");
         BufferedWorkloadResult r = interruptible([&] {
             py::gil_scoped_release release;
             return run_buffered_workload(*stack_, spec, python_interrupt());
@@ -293,7 +308,7 @@ public:
     py::object page_cache_stats() const { return stats()["page_cache"]; }
     py::dict costs() { return costs_to_dict(io().costs()); }
     void set_costs(py::object d) { costs_from_dict(io().costs(), d); }
-    void set_iodepth(uint64_t depth) {
+    void set_iodepth(py::handle depth) {
         io().set_iodepth(
             uint32_t(py_args::checked(depth, "set_iodepth: iodepth", 1, py_args::kMaxIodepth)));
     }
@@ -303,7 +318,9 @@ public:
     void set_fadvise(const std::string& advice) {
         task_.fadvise = py_args::fadvise_from("set_fadvise", advice);
     }
-    void set_record_paths(bool on) { io().set_record_paths(on); }
+    void set_record_paths(py::handle on) {
+        io().set_record_paths(py_args::boolean(on, "set_record_paths: on"));
+    }
     py::dict cache_state() {
         PageCache& c = io().cache();
         std::lock_guard<std::mutex> lock(c.mutex());
@@ -422,9 +439,8 @@ void register_buffered(py::module_& m) {
                                    "read paths), on a virtual clock.")
         .def(py::init([](const std::string& toml, const std::string& base_dir,
                          const std::string& label, const std::string& trace_dir,
-                         std::optional<std::string> variant, std::optional<bool> rasync,
-                         std::optional<uint64_t> ra_kb, std::optional<uint64_t> cache_size,
-                         bool record_paths) {
+                         std::optional<std::string> variant, py::handle rasync, py::handle ra_kb,
+                         py::handle cache_size, py::handle record_paths) {
                  return std::make_unique<BufferedSimulation>(toml, base_dir, false, label,
                                                              trace_dir, variant, rasync, ra_kb,
                                                              cache_size, record_paths);
@@ -440,9 +456,8 @@ void register_buffered(py::module_& m) {
         .def_static(
             "from_file",
             [](const std::string& path, const std::string& label, const std::string& trace_dir,
-               std::optional<std::string> variant, std::optional<bool> rasync,
-               std::optional<uint64_t> ra_kb, std::optional<uint64_t> cache_size,
-               bool record_paths) {
+               std::optional<std::string> variant, py::handle rasync, py::handle ra_kb,
+               py::handle cache_size, py::handle record_paths) {
                 return std::make_unique<BufferedSimulation>(path, "", true, label, trace_dir,
                                                             variant, rasync, ra_kb, cache_size,
                                                             record_paths);

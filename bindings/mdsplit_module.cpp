@@ -25,6 +25,8 @@ using namespace mdsplit;
 
 namespace {
 
+using py_args::u64;
+
 Op parse_op(const std::string& op, const std::string& where) {
     if (op == "read") return Op::Read;
     if (op == "write") return Op::Write;
@@ -287,10 +289,6 @@ private:
         }
         stack_->commit(task_);
         return cookies;
-    }
-
-    static uint64_t u64(py::handle value, const std::string& where) {
-        return py_args::checked(value, where, 0, py_args::kU64Max);
     }
 
     // A synchronous direct I/O the device would refuse (blkdev_dio_invalid:

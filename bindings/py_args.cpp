@@ -104,6 +104,21 @@ bool boolean(py::handle value, const std::string& where) {
     return value.cast<bool>();
 }
 
+uint64_t u64(py::handle value, const std::string& where) {
+    return checked(value, where, 0, kU64Max);
+}
+
+std::optional<bool> optional_boolean(py::handle value, const std::string& where) {
+    if (value.is_none()) return std::nullopt;
+    return boolean(value, where);
+}
+
+std::optional<uint64_t> optional_checked(py::handle value, const std::string& where, uint64_t lo,
+                                         uint64_t hi, const std::string& note) {
+    if (value.is_none()) return std::nullopt;
+    return checked(value, where, lo, hi, note);
+}
+
 bool Args::boolean(const char* key, bool def) const {
     if (!has(key)) return def;
     return py_args::boolean(get(key), where(key));

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -52,6 +53,13 @@ uint64_t checked(uint64_t value, const std::string& where, uint64_t lo, uint64_t
 // The same for a Python object: an int (not a bool), then the rule above.
 uint64_t checked(py::handle value, const std::string& where, uint64_t lo, uint64_t hi,
                  const std::string& note = "");
+
+// Any unsigned 64-bit int (an offset, a length, a seed): checked() over 0..2**64-1.
+uint64_t u64(py::handle value, const std::string& where);
+// None, or what boolean() / checked() take.
+std::optional<bool> optional_boolean(py::handle value, const std::string& where);
+std::optional<uint64_t> optional_checked(py::handle value, const std::string& where, uint64_t lo,
+                                         uint64_t hi, const std::string& note = "");
 
 // "<type name>" of a Python object, for "expected a dict, got int".
 std::string type_name(py::handle value);

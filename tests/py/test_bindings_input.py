@@ -343,6 +343,35 @@ def test_buffered_page_cache_arguments_are_checked_as_toml(mdsplit_module, kwarg
         mdsplit_module.BufferedSimulation(RAM, **kwargs)
 
 
+# BufferedSimulation took pybind's conversion: a bool's place took any int
+# (rasync=2 was True) and a negative int was a TypeError of several lines.
+@pytest.mark.parametrize("call, message", [
+    ("m.BufferedSimulation(RAM, rasync=1)", "rasync: expected a bool, got int; allowed: True | False"),
+    ("m.BufferedSimulation(RAM, record_paths='no')",
+     "record_paths: expected a bool, got str; allowed: True | False"),
+    ("m.BufferedSimulation(RAM, ra_kb=-4)",
+     "ra_kb: -4 is out of range; allowed: 0..1048576 (a multiple of 4; 0 turns readahead off)"),
+    ("m.BufferedSimulation(RAM).run_workload('randread', end_fsync=2)",
+     "run_workload: end_fsync: expected a bool, got int; allowed: True | False"),
+    ("m.BufferedSimulation(RAM).run_workload('randread', bs=-1)",
+     "run_workload: bs: -1 is out of range; allowed: an int >= 0"),
+    ("m.BufferedSimulation(RAM).set_record_paths(5)",
+     "set_record_paths: on: expected a bool, got int; allowed: True | False"),
+    ("m.BufferedSimulation(RAM).set_iodepth(True)",
+     "set_iodepth: iodepth: expected an int, got bool; allowed: 1..65536"),
+    ("m.BufferedSimulation(RAM).read(-1, 5)", "read: offset: -1 is out of range; allowed: an int >= 0"),
+    ("m.BufferedSimulation(RAM).direct_write(2**64, b'')",
+     "direct_write: offset: 18446744073709551616 is out of range; allowed: an int >= 0"),
+    ("m.BufferedSimulation(RAM).submit_batch([('read', 0, -4096)])",
+     "submit_batch: ios[0]: length: -4096 is out of range; allowed: an int >= 0"),
+])
+def test_buffered_simulation_arguments_are_one_line_errors(mdsplit_module, call, message):
+    """Every BufferedSimulation bool and int is checked as Simulation's are: one ValueError line."""
+    with pytest.raises(ValueError) as e:
+        eval(call, {"m": mdsplit_module, "RAM": RAM})
+    assert str(e.value) == message
+
+
 def test_set_iodepth_refuses_zero(mdsplit_module):
     """set_iodepth(0) is refused by name, not raised to 1."""
     sim = mdsplit_module.BufferedSimulation(RAM)
