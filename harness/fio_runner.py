@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,16 +93,13 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
                          check=check)
     job_file = Path(job_file).resolve()
     cwd = Path(cwd) if cwd else job_file.parent
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
-        out_path = Path(out.name)
-    cmd = [*prefix, fio, "--output-format=json", f"--output={out_path}", *args, str(job_file)]
-    try:
-        proc = launch_fio(cmd, cwd, timeout)
-    except subprocess.TimeoutExpired:
-        out_path.unlink(missing_ok=True)
-        raise FioError(f"fio {job_file.name}: no result after {timeout:g} s", -1, "") from None
-    text = out_path.read_text() if out_path.exists() else ""
-    out_path.unlink(missing_ok=True)
+    with json_output_file() as out_path:
+        cmd = [*prefix, fio, "--output-format=json", f"--output={out_path}", *args, str(job_file)]
+        try:
+            proc = launch_fio(cmd, cwd, timeout)
+        except subprocess.TimeoutExpired:
+            raise FioError(f"fio {job_file.name}: no result after {timeout:g} s", -1, "") from None
+        text = out_path.read_text() if out_path.exists() else ""
     stderr = proc.stderr
     if check and proc.returncode != 0:
         lines = [l for l in (stderr + proc.stdout).splitlines() if l.strip()]
@@ -111,6 +109,23 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
     if sidecars:
         _gather_sidecars(result, job_file, args, cwd)
     return result
+
+
+@contextmanager
+def json_output_file():
+    """A new empty tmpXXXX.json in the temp directory for fio's --output,
+    removed when the block ends, however it ends: normally, on an error or
+    a timeout, on ^C (and on SIGTERM where the caller turns it into
+    KeyboardInterrupt, as the kernel references do). launch_fio's
+    subprocess.run has killed fio (SIGKILL) by then, so fio cannot write
+    it again."""
+    fd, name = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    path = Path(name)
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def launch_fio(cmd, cwd=None, timeout=None) -> subprocess.CompletedProcess:

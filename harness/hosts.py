@@ -29,11 +29,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.fio_runner import FioError, FioResult, launch_fio
+from harness.fio_runner import FioError, FioResult, json_output_file, launch_fio
 from harness.sidecar import load_sidecar
 
 DEFAULT_PORT = 8765
@@ -261,23 +260,19 @@ def run_hosts(job_file, hosts, args=(), cwd=None, results_dir=None, timeout=None
         hj = d / job_file.name
         hj.write_text(rewrite_job(text, job_file.parent, d, job_opts))
         host_jobs[s.raw] = hj
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
-        out_path = Path(out.name)
-    cmd = (["ip", "netns", "exec", client_netns] if client_netns else []) + \
-        [fio, "--output-format=json", f"--output={out_path}", *local]
-    for s in specs:
-        cmd += [f"--client={s.raw}", str(host_jobs[s.raw])]
-    try:
-        proc = launch_fio(cmd, cwd, timeout)
-    except subprocess.TimeoutExpired:
-        out_path.unlink(missing_ok=True)
-        raise FioError(f"fio {job_file.name} on {', '.join(map(str, specs))}: no result after "
-                       f"{timeout} s", -1, "") from None
-    except FileNotFoundError as e:
-        out_path.unlink(missing_ok=True)
-        raise FioError(f"cannot run fio: {e}", 127, "") from None
-    raw = out_path.read_text() if out_path.exists() else ""
-    out_path.unlink(missing_ok=True)
+    with json_output_file() as out_path:
+        cmd = (["ip", "netns", "exec", client_netns] if client_netns else []) + \
+            [fio, "--output-format=json", f"--output={out_path}", *local]
+        for s in specs:
+            cmd += [f"--client={s.raw}", str(host_jobs[s.raw])]
+        try:
+            proc = launch_fio(cmd, cwd, timeout)
+        except subprocess.TimeoutExpired:
+            raise FioError(f"fio {job_file.name} on {', '.join(map(str, specs))}: no result "
+                           f"after {timeout} s", -1, "") from None
+        except FileNotFoundError as e:
+            raise FioError(f"cannot run fio: {e}", 127, "") from None
+        raw = out_path.read_text() if out_path.exists() else ""
     stderr = proc.stderr
     try:
         data = _client_json(raw)
