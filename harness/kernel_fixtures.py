@@ -5,7 +5,11 @@
                   order of this kernel (plug_note)
   loop devices    loop_device(): a loop device over a sparse file, with
                   queue limits (max_sectors_kb, read_ahead_kb), detached at
-                  the end
+                  the end; every queue attribute written through
+                  LoopDevice.set_queue (these, require_bfq's scheduler, the
+                  bfq reference's rotational and iosched/*) is written back
+                  first: they outlive `losetup --detach`, and the next user
+                  of /dev/loopN would inherit them
   tracefs         trace_block_events(): a private tracefs instance with the
                   block tracepoints of one device; parse_trace() and
                   distributions() turn its text into bio / split / request
@@ -17,11 +21,11 @@
   bfq             require_bfq(): a device switched to the kernel's bfq
 
 Everything is checked first; what is missing raises ReferenceUnavailable
-with a one-line reason. What a run sets up (loop device, backing file,
-tracefs instance, huge pages, cgroup) is undone in `finally` blocks, also on
-errors, ^C and SIGTERM; leftovers of a killed run (all named
-mdsplit-ref-<pid>-*) are removed by the next run once that pid is gone
-(cleanup_stale).
+with a one-line reason. What a run sets up (loop device, its queue
+settings, backing file, tracefs instance, huge pages, cgroup) is undone in
+`finally` blocks, also on errors, ^C and SIGTERM; leftovers of a killed
+run (all named mdsplit-ref-<pid>-*) are removed by the next run once that
+pid is gone (cleanup_stale; a killed run's queue settings stay).
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ SECTOR = 512
 TRACEFS_MOUNTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 EVENTS = ("block_bio_queue", "block_split", "block_rq_issue")
 PREFIX = "mdsplit-ref-"           # backing directories, tracefs instances, cgroups
+SYS_BLOCK = Path("/sys/block")    # tests point it at a fake tree
 
 
 class ReferenceUnavailable(RuntimeError):
@@ -62,6 +67,18 @@ def _write(path, value) -> None:
 def _read(path) -> str:
     with open(path) as f:
         return f.read().strip()
+
+
+def _selected(text: str) -> str:
+    """The value a sysfs attribute holds, as it can be written back: the
+    bracketed entry of a choice list ("none [mq-deadline] kyber" ->
+    "mq-deadline"), else the text itself."""
+    m = re.search(r"\[([^\]]+)\]", text)
+    return m.group(1) if m else text
+
+
+def _losetup(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(["losetup", *args], capture_output=True, text=True)
 
 
 def kernel_release() -> str:
@@ -201,6 +218,9 @@ class LoopDevice:
     minor: int
     backing: Path
     direct_io: bool      # the loop driver really uses O_DIRECT on the backing file
+    # queue attribute -> its value before set_queue first changed it, in
+    # the order of the first changes (restore_queue writes them back)
+    originals: dict = field(default_factory=dict, repr=False)
 
     @property
     def kdev(self) -> int:
@@ -208,10 +228,30 @@ class LoopDevice:
         return (self.major << 20) | self.minor
 
     def queue(self, attr: str) -> str:
-        return _read(f"/sys/block/{self.name}/queue/{attr}")
+        return _read(SYS_BLOCK / self.name / "queue" / attr)
 
     def set_queue(self, attr: str, value) -> None:
-        _write(f"/sys/block/{self.name}/queue/{attr}", value)
+        """Writes queue/<attr> (OSError when the kernel refuses it); the
+        first change of an attribute keeps its value before in
+        `originals`, for restore_queue(). The only way the harness writes
+        a queue attribute."""
+        before = _selected(self.queue(attr))
+        _write(SYS_BLOCK / self.name / "queue" / attr, value)
+        self.originals.setdefault(attr, before)
+
+    def restore_queue(self) -> list:
+        """Writes back what set_queue changed, the last changed first
+        (iosched/* before the scheduler they belong to); returns
+        'attr: reason' for each one that could not be, and forgets them all."""
+        failed = []
+        for attr, value in reversed(list(self.originals.items())):
+            try:
+                if _selected(self.queue(attr)) != value:
+                    _write(SYS_BLOCK / self.name / "queue" / attr, value)
+            except OSError as e:
+                failed.append(f"{attr}: {e.strerror or e}")
+        self.originals.clear()
+        return failed
 
 
 @contextmanager
@@ -226,20 +266,26 @@ def workdir(parent=None):
 
 @contextmanager
 def loop_device(backing: Path, size: int, *, direct_io=True, max_sectors_kb=None, ra_kb=None):
-    """A loop device over a new sparse file of `size` bytes; detached at the end."""
+    """A loop device over a new sparse file of `size` bytes. At the end,
+    also on errors, ^C and SIGTERM (sigterm_as_interrupt), the queue
+    attributes changed through dev.set_queue are written back, then the
+    device is detached; on the normal path, RuntimeError names those that
+    could not be written back (after the detach)."""
     require_losetup()
     with open(backing, "wb") as f:
         f.truncate(size)
-    cmd = ["losetup", "--find", "--show"] + (["--direct-io=on"] if direct_io else []) + [str(backing)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    args = ["--find", "--show"] + (["--direct-io=on"] if direct_io else []) + [str(backing)]
+    r = _losetup(*args)
     if r.returncode != 0:
-        raise ReferenceUnavailable("no free loop device: " + (r.stderr.strip() or " ".join(cmd)))
+        raise ReferenceUnavailable("no free loop device: "
+                                   + (r.stderr.strip() or " ".join(["losetup", *args])))
     path = r.stdout.strip()
+    dev, failed = None, []
     try:
         name = Path(path).name
-        major, minor = (int(x) for x in _read(f"/sys/block/{name}/dev").split(":"))
+        major, minor = (int(x) for x in _read(SYS_BLOCK / name / "dev").split(":"))
         try:
-            dio = _read(f"/sys/block/{name}/loop/dio") == "1"
+            dio = _read(SYS_BLOCK / name / "loop" / "dio") == "1"
         except OSError:
             dio = False
         dev = LoopDevice(path, name, major, minor, backing, dio)
@@ -253,7 +299,12 @@ def loop_device(backing: Path, size: int, *, direct_io=True, max_sectors_kb=None
             dev.set_queue("read_ahead_kb", ra_kb)
         yield dev
     finally:
-        subprocess.run(["losetup", "--detach", path], capture_output=True)
+        if dev is not None:
+            failed = dev.restore_queue()
+        _losetup("--detach", path)
+    # Reached on the normal path only: an error in flight is the one to report.
+    if failed:
+        raise RuntimeError(f"{path}: queue settings not written back: {'; '.join(failed)}")
 
 
 # --- tracefs --------------------------------------------------------------------

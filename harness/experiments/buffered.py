@@ -415,6 +415,8 @@ def buffered_sweep(depths=DEPTHS, runtime_s: float = 3, size: int = 4 << 30, *, 
         backing = wd / "buffered.img"
         if use_loop:
             dev = stack.enter_context(loop_device(backing, size, ra_kb=0))
+            # The same readahead as ra_kb=0's read_ahead_kb (which loop_device
+            # writes back at the end), set again through the ioctl.
             if shutil.which("blockdev"):
                 subprocess.run(["blockdev", "--setra", "0", dev.path], capture_output=True)
             ra = dev.queue("read_ahead_kb")
