@@ -25,7 +25,8 @@ with a one-line reason. What a run sets up (loop device, its queue
 settings, backing file, tracefs instance, huge pages, cgroup) is undone in
 `finally` blocks, also on errors, ^C and SIGTERM; leftovers of a killed
 run (all named mdsplit-ref-<pid>-*) are removed by the next run once that
-pid is gone (cleanup_stale; a killed run's queue settings stay).
+pid is gone (cleanup_stale; a killed run's queue settings stay). tracefs
+itself, when a run had to mount it, stays mounted (see tracefs()).
 """
 from __future__ import annotations
 
@@ -121,7 +122,13 @@ def require_losetup() -> None:
 
 
 def tracefs() -> Path:
-    """The tracefs mount, mounting it at /sys/kernel/tracing when needed."""
+    """The tracefs mount, mounting it at /sys/kernel/tracing when needed.
+    A mount made here is left in place on purpose: that mount point is the
+    machine's, and whoever finds it mounted relies on it staying so:
+    another reference run (its trace instance is written by path until it
+    ends; an unmount under it breaks its capture and leaves its instance
+    tracing where nobody sees it), cleanup_stale (it finds a killed run's
+    instances through a mount only) and the tests' leftover checks."""
     for p in TRACEFS_MOUNTS:
         if (p / "events" / "block").is_dir() and (p / "instances").is_dir():
             return p
