@@ -17,6 +17,7 @@
 #include "py_args.h"
 #include "python_interrupt.h"
 #include "sim/workload.h"
+#include "stack/device_safety.h"
 #include "stack/stack.h"
 #include "workload_args.h"
 
@@ -407,6 +408,16 @@ PYBIND11_MODULE(mdsplit, m) {
         },
         py::arg("text"), py::arg("base_dir") = ".",
         "Validates a stack description; raises ConfigError with the one-line message.");
+    m.def(
+        "file_in_use",
+        [](const std::string& path) {
+            if (path.find('\0') != std::string::npos)
+                py_args::fail("file_in_use: path", "contains a NUL byte", "a path");
+            return find_file_use(path);
+        },
+        py::arg("path"),
+        "\"\" or how the regular file at path is in use below a block device (\"the backing "
+        "file of loop 7:0\", \"used as swap\"): what an output replacing it would destroy.");
     register_buffered(m);
     register_simulate(m);
 }

@@ -137,12 +137,22 @@ def launch_fio(cmd, cwd=None, timeout=None) -> subprocess.CompletedProcess:
 
 
 def _gather_sidecars(result, job_file, args, cwd):
+    """The sidecars the run wrote. A file under a sidecar's name that is no
+    sidecar is passed over when fio failed (the engine refused to replace
+    it: a refused output is not the run's), and is an error otherwise."""
     for rel in _sidecar_paths(job_file, args):
         base = (cwd / rel)
         for p in sorted(base.parent.glob(base.name + "*")) if base.parent.exists() else []:
             if p.suffix == ".json" or re.search(r"\.json\.\d+$", p.name):
+                try:
+                    sidecar = load_sidecar(p)
+                except (ValueError, KeyError, TypeError) as e:
+                    if result.returncode != 0:
+                        continue
+                    raise RuntimeError(f"{p}: not an mdsplit sidecar ({type(e).__name__}: {e})") \
+                        from None
                 result.sidecars[str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p)] = \
-                    load_sidecar(p)
+                    sidecar
 
 
 def run_simulated(job_file, sections=None, seed=None, env=None, data=True) -> FioResult:

@@ -370,6 +370,12 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
             raise SimulateError(
                 f"mdsplit: mdsplit_stats={option} is {inp}: the sidecar would overwrite it; "
                 "allowed: a file that is neither a member nor a stack file of the run", 1)
+        # mdsplit_setup (find_file_use): a file system image behind a loop device, a swap file.
+        use = paths.import_mdsplit().file_in_use(m["stats"])
+        if use:
+            raise SimulateError(
+                f"mdsplit: mdsplit_stats={option} is {use}: the sidecar would replace it; "
+                "allowed: a file that no loop device or swap area uses", 1)
         # mdsplit_setup (check_sidecar_writable): no sidecar on a device or a directory.
         kind = _unwritable_kind(m["stats"])
         if kind:

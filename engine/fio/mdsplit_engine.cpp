@@ -897,6 +897,11 @@ int mdsplit_setup(thread_data* td) {
                                      " is a member " + holder +
                                      ": the sidecar would overwrite it; allowed: a file "
                                      "that is no member in use");
+        if (std::string use = data->stats_path.empty() ? "" : find_file_use(data->stats_path);
+            !use.empty())
+            throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + use +
+                                     ": the sidecar would replace it; allowed: a file that no "
+                                     "loop device or swap area uses");
         if (std::string trace = data->stats_path.empty() || sidecar_is_stream(data->stats_path)
                                     ? ""
                                     : trace_file_at(td, data->stats_path);

@@ -282,6 +282,12 @@ std::string find_file_use(dev_t dev, ino_t ino, const DeviceSafetyOptions& o) {
     return "";
 }
 
+std::string find_file_use(const std::string& path, const DeviceSafetyOptions& o) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+    return find_file_use(st.st_dev, st.st_ino, o);
+}
+
 ConfigError device_in_use_error(const StackConfig& config, size_t index, const std::string& use) {
     const std::string& path = config.members[index].path;
     struct stat st;

@@ -68,6 +68,10 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& options);
 // "" or how the regular file with st_dev `dev` and inode `ino` is in use
 // below a block device: "the backing file of loop 7:0", "used as swap".
 std::string find_file_use(dev_t dev, ino_t ino, const DeviceSafetyOptions& options);
+// The same for the file at `path` (links followed), "" when it is no
+// regular file: what an output (a trace, a sidecar) about to replace or
+// truncate it would destroy.
+std::string find_file_use(const std::string& path, const DeviceSafetyOptions& options = {});
 // The whole disk of a partition (sysfs), 0 when rdev is not a partition.
 dev_t partition_parent(dev_t rdev, const std::string& sysfs_dev_block);
 

@@ -55,6 +55,12 @@ void Stack::check_trace_paths(const std::vector<std::string>& paths) const {
             throw std::runtime_error("mdsplit: mdsplit_trace: " + path + " is " + input +
                                      ": the trace would overwrite it; allowed: a directory "
                                      "where no member or stack file has a trace file's name");
+        // A file system's image behind a loop device, a swap file (a link
+        // or a hard link to it under a trace file's name).
+        if (std::string use = find_file_use(path); !use.empty())
+            throw std::runtime_error("mdsplit: mdsplit_trace: " + path + " is " + use +
+                                     ": the trace would overwrite it; allowed: a directory "
+                                     "where no file in use has a trace file's name");
     }
 }
 

@@ -187,3 +187,56 @@ def test_simulate_refuses_an_ext4_device_as_the_engine_does(tmp_path, engine, ex
     assert r.returncode != 0
     assert "carries an ext2/3/4 file system signature" in r.stderr, r.stderr
     assert digest(dev) == before
+
+
+# An output named like a loop device's backing file (a link, or a hard link,
+# under the output's name) destroyed the file system image: a trace truncated
+# it, a sidecar replaced it (the loop then read a deleted inode).
+OUTPUTS = {
+    "trace": ("mdsplit_trace=tr\n", "tr/m0.blktrace.0", "mdsplit: mdsplit_trace: "),
+    "sidecar": ("mdsplit_stats=st.json\n", "st.json", "mdsplit: mdsplit_stats=st.json "),
+}
+
+
+def output_over_backing_file(tmp_path, engine, loop_devices, output, link):
+    """A loop device over tmp_path/loop0.img, `output`'s file made a link to
+    that image, and a writing job with the output: (job file, image, expected
+    start of the error, the image's digest)."""
+    dev = loop_devices()
+    image = tmp_path / "loop0.img"
+    subprocess.run(MKFS_EXT4 + [dev], check=True, capture_output=True)
+    option, name, prefix = OUTPUTS[output]
+    (tmp_path / "tr").mkdir()
+    link(image, tmp_path / name)
+    jobfile = job(tmp_path, engine, option + "[w]\nrw=write\n",
+                  '[[members]]\npath = "m.img"\nsize = "8m"\n')
+    return jobfile, image, prefix, digest(image)
+
+
+@pytest.mark.parametrize("link", [os.symlink, os.link], ids=["symlink", "hardlink"])
+@pytest.mark.parametrize("output", sorted(OUTPUTS))
+def test_output_over_a_loop_backing_file_is_refused(tmp_path, engine, loop_devices, output, link):
+    """A trace or sidecar file that is a loop device's backing file is refused
+    at setup with one line, and the image keeps its bytes and its inode."""
+    jobfile, image, prefix, before = output_over_backing_file(tmp_path, engine, loop_devices,
+                                                              output, link)
+    inode = os.stat(image).st_ino
+    result = run_fio(jobfile, check=False, timeout=60)
+    assert result.returncode != 0
+    assert any(l.startswith(prefix) and "is the backing file of loop" in l
+               for l in result.stderr.splitlines()), result.stderr
+    assert (digest(image), os.stat(image).st_ino) == (before, inode)
+
+
+@pytest.mark.parametrize("output", sorted(OUTPUTS))
+def test_simulate_refuses_an_output_over_a_loop_backing_file(tmp_path, engine, loop_devices,
+                                                             output):
+    """harness simulate refuses the same outputs with the engine's line."""
+    jobfile, image, prefix, before = output_over_backing_file(tmp_path, engine, loop_devices,
+                                                              output, os.symlink)
+    r = subprocess.run(["/usr/bin/python3", "-m", "harness", "simulate", str(jobfile)],
+                       capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert r.returncode != 0
+    assert r.stderr.startswith(prefix) and "is the backing file of loop" in r.stderr, r.stderr
+    assert digest(image) == before
