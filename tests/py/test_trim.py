@@ -126,3 +126,29 @@ def test_trim_on_a_loop_device_discards(tmp_path, engine):
             assert f.read(4 * MIB) == bytes(4 * MIB)
     finally:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+TRIMWRITE = "iodepth=16\nbs=192k\nsize=12m\nverify=crc32c\n[tw]\nrw={rw}\n"
+
+
+@pytest.mark.parametrize("rw", ["trimwrite", "randtrimwrite"])
+def test_trimwrite_at_depth_keeps_the_writes_on_a_file(tmp_path, engine, rw):
+    """trimwrite at iodepth 16 on a file member verifies: a block's write waits
+    for the hole punched before it (the punch landed after the write and the
+    data read back as zeros)."""
+    stack = f'[[members]]\npath = "{tmp_path}/m.img"\nsize = "32m"\n'
+    result = run_fio(stack_job(tmp_path, engine, stack, TRIMWRITE.format(rw=rw)), check=False,
+                     timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.jobs[0]["error"] == 0
+
+
+def test_trimwrite_at_depth_keeps_the_writes_on_a_loop_device(tmp_path, engine, loop_devices):
+    """The same on a loop device member, where the discard is the kernel's
+    (io_uring's or BLKDISCARD after its completion)."""
+    dev = loop_devices(32 << 20)
+    stack = f'[[members]]\npath = "{dev}"\n'
+    result = run_fio(stack_job(tmp_path, engine, stack, TRIMWRITE.format(rw="randtrimwrite")),
+                     check=False, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.jobs[0]["error"] == 0

@@ -175,6 +175,27 @@ void IoUringBackend::prep_discard(io_uring_sqe* sqe, Request* rq) {
 }
 
 void IoUringBackend::submit(Request* rq) {
+    bool wait = discard_in_flight_ || !held_.empty() || (rq->op == Op::Discard && in_flight_);
+    if (wait) {
+        held_.push_back(rq);
+        return;
+    }
+    issue(rq);
+}
+
+// Issues what the barrier held, in order, as far as it now may go.
+void IoUringBackend::release_held() {
+    while (!held_.empty() && !discard_in_flight_) {
+        Request* rq = held_.front();
+        if (rq->op == Op::Discard && in_flight_) return;
+        held_.pop_front();
+        issue(rq);
+    }
+}
+
+void IoUringBackend::issue(Request* rq) {
+    in_flight_++;
+    if (rq->op == Op::Discard) discard_in_flight_ = true;
     io_uring_sqe* sqe = ring_.get_sqe();
     uint64_t offset = rq->sector << kSectorShift;
     bool write = rq->op == Op::Write;
@@ -224,7 +245,9 @@ void IoUringBackend::on_cqe(Request* rq, int res) {
         }
         res = int(rq->bytes());
     }
+    in_flight_--;
     if (rq->op != Op::Discard) {
+        release_held();  // before complete(): what it submits comes after them
         complete(rq, res);
         return;
     }
@@ -232,6 +255,8 @@ void IoUringBackend::on_cqe(Request* rq, int res) {
         uint64_t range[2] = {rq->sector << kSectorShift, rq->bytes()};
         res = ioctl(fd_, BLKDISCARD, range) == 0 ? 0 : -errno;
     }
+    discard_in_flight_ = false;
+    release_held();
     complete(rq, res < 0 ? res : int64_t(rq->bytes()));  // the range, as a transfer
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -36,6 +37,7 @@ public:
                    bool writable);
     ~IoUringBackend() override;
 
+    // Issues rq, or holds it behind a discard (see the discard barrier).
     void submit(Request* rq) override;
     void kick() override { ring_.submit_pending(); }
     int sync_data() override;
@@ -53,6 +55,8 @@ public:
 
 private:
     void create(const std::string& path, uint64_t size, int flags);
+    void issue(Request* rq);
+    void release_held();
     std::string path_;
     bool created_ = false;  // O_EXCL created the file (not another process of the run)
     std::vector<std::filesystem::path> made_directories_;
@@ -62,6 +66,16 @@ private:
 
     // include/uapi/linux/blkdev.h (6.12): _IO(0x12, 0)
     static constexpr uint32_t kBlockUringCmdDiscard = (0x12 << 8) | 0;
+
+    // The discard barrier. A discard runs apart from the member's other I/O
+    // (io-wq punches a file's hole, a BLKDISCARD runs after its CQE): it
+    // waits for the I/O in flight, and I/O submitted after it waits for it,
+    // so a write after a discard of its range keeps its data, and a discard
+    // after a write removes it, as a device that applies its commands in
+    // order would. Without discards nothing is held.
+    uint32_t in_flight_ = 0;  // issued to the ring, not completed
+    bool discard_in_flight_ = false;
+    std::deque<Request*> held_;  // in submission order
 
     IoUringRing& ring_;
     int fd_ = -1;
