@@ -422,6 +422,7 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
     for info, (_, job) in zip(jobs_info, job_order):
         devices.setdefault((info["config"], info["label"]), []).append((info, job))
     device_order = [((i["config"], i["label"]), job) for i, (_, job) in zip(jobs_info, job_order)]
+    threads = [i["thread"] for i in jobs_info]
     for config_path, users in all_configs.items():
         forked = [j for j, thread in users if not thread]
         if forked and _has_ram_members(config_path):
@@ -437,7 +438,8 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
                     f"{os.path.relpath(config_path, base)}, but as forked processes each has its "
                     "own empty memory; allowed: thread=1 (one device in one process), or members "
                     "on files", 1)
-        if len(users) > 1 and forked and _may_overlap(job_order, config_path):
+        pair = _overlap_pair(job_order, config_path, threads)
+        if pair:
             try:
                 text = read_input_text(config_path, "stack file")
             except JobFileError as e:
@@ -446,10 +448,9 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
             kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
             if _toml_value(text, "scheduler") == "bfq":
                 kind = kind or "bfq"
-            names = [j.name for j, _ in users]
             if kind:
                 raise SimulateError(
-                    f"mdsplit: jobs {names[0]} and {names[1]} share the device of "
+                    f"mdsplit: jobs {pair[0]} and {pair[1]} share the device of "
                     f"{config_path} ({kind}) and may run at the same time, but it needs one "
                     "owner: add thread=1 so they share it in one process, or stonewall so "
                     "they run one after another", 1)
@@ -457,12 +458,11 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
         # device (stack file and filename).
         for device, mine in devices.items():
             infos = [i for i, _ in mine]
-            if device[0] == config_path and len(mine) > 1 and \
-                    any(not i["thread"] for i in infos) and any(i["buffered"] for i in infos) and \
-                    any(i["writes"] for i in infos) and _may_overlap(device_order, device):
-                names = [job.name for _, job in mine]
+            pair = _overlap_pair(device_order, device, threads)
+            if device[0] == config_path and pair and any(i["buffered"] for i in infos) and \
+                    any(i["writes"] for i in infos):
                 raise SimulateError(
-                    f"mdsplit: jobs {names[0]} and {names[1]} share the device of "
+                    f"mdsplit: jobs {pair[0]} and {pair[1]} share the device of "
                     f"{os.path.relpath(config_path, base)} with buffered I/O (direct=0) and "
                     "writes, and may run at the same time, but forked processes each keep their "
                     "own page cache, so one would read stale data: add thread=1 so they share "
@@ -675,12 +675,23 @@ def _stonewall_between(jobs, first, last):
     return any(job.stonewall for job in jobs[first + 1:last + 1])
 
 
-def _may_overlap(job_order, config_path):
-    """Two jobs naming config_path (or, in an order keyed by device, that
-    device) with no stonewall between them (the engine's stack_use())."""
-    users = [k for k, (path, _) in enumerate(job_order) if path == config_path]
-    jobs = [job for _, job in job_order]
-    return any(not _stonewall_between(jobs, a, b) for a, b in zip(users, users[1:]))
+def _overlap_pair(job_order, key, threads):
+    """The engine's stack_use() overlap: the first two jobs naming `key` (a
+    stack file, or in an order keyed by device, a device) that fio may run at
+    the same time (no stonewall between them), one at least forked (threads
+    share one device); their names, or None. `threads`: each job's thread=."""
+    window, forked = [], None
+    for (k, job), thread in zip(job_order, threads):
+        if job.stonewall:
+            window, forked = [], None
+        if k != key:
+            continue
+        if window and (not thread or forked):
+            return (window[-1] if not thread else forked, job.name)
+        if not thread and forked is None:
+            forked = job.name
+        window.append(job.name)
+    return None
 
 
 def _sync_option(value):

@@ -197,7 +197,8 @@ struct StackUse {
     // override belongs to the writers, whichever job runs setup.
     bool writers_allow_mounted = true;
     // Two of them that fio may run at the same time (no stonewall between
-    // them): empty when fio's ordering keeps them apart.
+    // them), one at least a forked process with a copy of the device of its
+    // own: empty when fio's ordering keeps them apart or all are threads.
     std::string overlap_first, overlap_second;
     bool buffered = false;  // one of them does buffered I/O (direct=0)
 };
@@ -206,11 +207,17 @@ struct StackUse {
 // nullptr: every job naming the stack file.
 StackUse stack_use(thread_data* self, const std::string& config, const char* label = nullptr) {
     StackUse use;
-    bool stonewall_since_last = false;  // a stonewall at or after the last job found
+    // The jobs found since the last stonewall (fio may run them at once),
+    // and the first forked one among them.
+    size_t window = 0;
+    std::string window_forked;
     thread_data* td;
     int i;
     for_each_td(td, i) {
-        if (td->o.stonewall) stonewall_since_last = true;
+        if (td->o.stonewall) {
+            window = 0;
+            window_forked.clear();
+        }
         // Same engine = same ioengine_ops: fio dlopen()s one .so once and
         // takes its "ioengine" symbol (dlopen_ioengine). Not the path:
         // o.ioengine_so_path points into a parse buffer fio has freed by now
@@ -220,15 +227,17 @@ StackUse stack_use(thread_data* self, const std::string& config, const char* lab
         if (!o->config || resolved_path(o->config) != config) continue;
         if (label && std::strcmp(td->o.filename ? td->o.filename : "", label) != 0) continue;
         std::string name = job_name(td);
-        if (!use.jobs.empty() && !stonewall_since_last && use.overlap_first.empty()) {
-            use.overlap_first = use.jobs.back();
+        bool forked = !td->o.use_thread;
+        if (window && (forked || !window_forked.empty()) && use.overlap_first.empty()) {
+            use.overlap_first = forked ? use.jobs.back() : window_forked;
             use.overlap_second = name;
         }
+        if (forked && window_forked.empty()) window_forked = name;
+        window++;
         use.jobs.push_back(name);
         use.writes = use.writes || may_write(td);
         use.buffered = use.buffered || !td->o.odirect;
         if (may_write(td) && !td->o.allow_mounted_write) use.writers_allow_mounted = false;
-        stonewall_since_last = false;
     }
     return use;
 }

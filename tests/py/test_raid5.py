@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, losetup_works, write_job
+from conftest import ROOT, losetup_works, stack_job, write_job
 from harness import read_trace_dir, run_fio
 from harness.parity_check import check_parity, compute_blocknr, load_stack, parity_disk
 
@@ -527,3 +527,46 @@ def test_fio_randwrite_verify_parity_with_a_small_stripe_cache(engine, workdir):
                                verify_job(engine, "dverify", "degraded.toml", "verify_only=1")))
     assert result.job("dverify")["error"] == 0
     assert result.job("dverify")["read"]["io_bytes"] == 64 * MiB
+
+
+def _three_member_raid5(tmp_path):
+    return ('[device]\nkind = "raid5"\nchunk = "64k"\n' +
+            "".join(f'[[members]]\npath = "m{i}.img"\nsize = "16m"\n' for i in range(3)))
+
+
+def test_forked_job_then_threads_after_a_stonewall_may_share_raid5(tmp_path, engine):
+    """A forked writer, then (stonewall) two threads reading: fio never runs a
+    forked job beside another, so the run is accepted (it was refused as if
+    the two threads were forked)."""
+    body = ("bs=64k\nsize=4m\n[a]\nrw=write\n[b]\nstonewall\nthread=1\nnumjobs=2\nrw=read\n")
+    result = run_fio(stack_job(tmp_path, engine, _three_member_raid5(tmp_path), body),
+                     check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_thread_beside_a_forked_job_on_raid5_is_refused(tmp_path, engine):
+    """A thread and a forked job that may run at once on one raid5: refused
+    (the forked one has a copy of the device of its own), naming both."""
+    body = "bs=64k\nsize=4m\n[t]\nthread=1\nrw=write\n[f]\nrw=read\n"
+    result = run_fio(stack_job(tmp_path, engine, _three_member_raid5(tmp_path), body),
+                     check=False, timeout=60)
+    assert result.returncode != 0
+    assert "mdsplit: jobs t and f share the device of stack.toml (raid5) and may run at the " \
+           "same time" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("body, line", [
+    ("[a]\nrw=write\n[b]\nstonewall\nthread=1\nnumjobs=2\nrw=read\n", None),
+    ("[t]\nthread=1\nrw=write\n[f]\nrw=read\n", "mdsplit: job t and job f ("),
+])
+def test_simulate_judges_forked_and_thread_jobs_as_the_engine(tmp_path, engine, body, line):
+    """harness simulate accepts and refuses the two runs above as the engine does
+    (the refusal with the line of job t's setup, the engine's first)."""
+    job = stack_job(tmp_path, engine, _three_member_raid5(tmp_path), "bs=64k\nsize=4m\n" + body)
+    r = subprocess.run(["/usr/bin/python3", "-m", "harness", "simulate", str(job)],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    if line is None:
+        assert r.returncode == 0, r.stderr
+    else:
+        assert r.returncode != 0
+        assert r.stderr.startswith(line), r.stderr
