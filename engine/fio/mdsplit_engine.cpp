@@ -201,6 +201,7 @@ struct StackUse {
     // own: empty when fio's ordering keeps them apart or all are threads.
     std::string overlap_first, overlap_second;
     bool buffered = false;  // one of them does buffered I/O (direct=0)
+    bool create = true;     // none of them sets allow_file_create=0
 };
 
 // label: only the jobs naming that device of the stack file (filename=),
@@ -237,6 +238,7 @@ StackUse stack_use(thread_data* self, const std::string& config, const char* lab
         use.jobs.push_back(name);
         use.writes = use.writes || may_write(td);
         use.buffered = use.buffered || !td->o.odirect;
+        use.create = use.create && td->o.allow_create;
         if (may_write(td) && !td->o.allow_mounted_write) use.writers_allow_mounted = false;
     }
     return use;
@@ -848,6 +850,8 @@ int mdsplit_setup(thread_data* td) {
         // whichever job opens it first; read-only otherwise.
         so.writable = use.writes;
         so.allow_mounted_write = use.writers_allow_mounted;
+        // fio's --readonly and allow_file_create=0: no member file is created.
+        so.create_members = use.create && !read_only;
         so.trace_dir = trace_dir_of(td);
         if (!so.trace_dir.empty()) {
             // Every stack names its members m0, m1, ... and truncates its trace

@@ -130,7 +130,8 @@ void Stack::open_members_and_device(const StackOptions& options,
                 }
                 try {
                     backend = std::make_unique<IoUringBackend>(
-                        *ring_, m.path, m.size, options.open_direct && m.direct, options.writable);
+                        *ring_, m.path, m.size, options.open_direct && m.direct, options.writable,
+                        options.create_members);
                     opened.push_back(static_cast<IoUringBackend*>(backend.get()));
                 } catch (const MemberOpenError& e) {
                     throw make_config_error(config.source,

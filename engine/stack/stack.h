@@ -33,6 +33,9 @@ struct StackOptions {
     // allow_mounted_write.
     bool writable = true;
     bool allow_mounted_write = false;  // fio's allow_mounted_write=1 (every writer's)
+    // A missing member file is created (sparse); false refuses it (fio's
+    // --readonly, or allow_file_create=0 on a job naming the stack file).
+    bool create_members = true;
     unsigned ring_entries = 256;
     // Only one thread (the first to do I/O) ever drives the stack: its
     // io_uring ring may use IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN.

@@ -138,6 +138,23 @@ def test_missing_device_path_is_not_created(tmp_path, engine):
     assert not os.path.exists(path)
 
 
+@pytest.mark.parametrize("how", ["allow_file_create=0", "--readonly"])
+def test_run_that_creates_no_files_does_not_create_a_member(tmp_path, engine, how):
+    """fio's --readonly or allow_file_create=0: a missing member file is
+    refused with one line, and neither it nor its directory is made (a
+    sparse file was created and read as zeros)."""
+    body = "[r]\nrw=read\n" + ("allow_file_create=0\n" if how.startswith("allow") else "")
+    args = ["--readonly"] if how == "--readonly" else []
+    result = run_fio(job(tmp_path, engine, body,
+                         '[[members]]\npath = "new/m.img"\nsize = "8m"\n'),
+                     args=args, check=False, timeout=60)
+    assert result.returncode != 0
+    assert "members[0].path: " in result.stderr and \
+        "does not exist, and this run creates no files (fio's --readonly or " \
+        "allow_file_create=0)" in result.stderr, result.stderr
+    assert not (tmp_path / "new").exists()
+
+
 def test_oversized_stack_file_is_refused_at_once(tmp_path, engine):
     """A stack file over 1 MiB is refused before it is parsed, with one line."""
     (tmp_path / "huge.toml").write_text("# padding\n" * 200_000)

@@ -43,11 +43,17 @@ std::vector<std::filesystem::path> missing_directories(const std::filesystem::pa
 }  // namespace
 
 IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint64_t size,
-                               bool direct, bool writable)
+                               bool direct, bool writable, bool may_create)
     : ring_(ring), writable_(writable) {
     int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | (direct ? O_DIRECT : 0);
     struct stat st;
     if (stat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT && !may_create)
+            throw MemberOpenError("path",
+                                  quoted(path) +
+                                      " does not exist, and this run creates no files (fio's "
+                                      "--readonly or allow_file_create=0)",
+                                  "an existing file or block device, or a run that may create it");
         create(path, size, flags);
         return;
     }

@@ -29,12 +29,12 @@ class IoUringBackend final : public Backend {
 public:
     // Opens path read-write when `writable`, read-only otherwise; O_DIRECT if
     // direct. A missing file is created sparse at `size` (with its missing
-    // directories); an existing file shorter than `size` is extended (the
-    // loader allows that only with grow = true). A failed create removes
-    // what it made. A block device that is read-only is refused when
-    // `writable`. Throws MemberOpenError.
+    // directories) when `may_create`, else refused; an existing file shorter
+    // than `size` is extended (the loader allows that only with grow =
+    // true). A failed create removes what it made. A block device that is
+    // read-only is refused when `writable`. Throws MemberOpenError.
     IoUringBackend(IoUringRing& ring, const std::string& path, uint64_t size, bool direct,
-                   bool writable);
+                   bool writable, bool may_create = true);
     ~IoUringBackend() override;
 
     // Issues rq, or holds it behind a discard (see the discard barrier).
