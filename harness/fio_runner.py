@@ -3,8 +3,11 @@ into one result object."""
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
+import threading
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,10 +118,10 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
 def json_output_file():
     """A new empty tmpXXXX.json in the temp directory for fio's --output,
     removed when the block ends, however it ends: normally, on an error or
-    a timeout, on ^C (and on SIGTERM where the caller turns it into
-    KeyboardInterrupt, as the kernel references do). launch_fio's
-    subprocess.run has killed fio (SIGKILL) by then, so fio cannot write
-    it again."""
+    a timeout, on ^C and on SIGTERM (launch_fio turns it into
+    KeyboardInterrupt while fio runs). launch_fio has killed fio and every
+    process it forked (kill_fio) by then, so none of them can write it
+    again."""
     fd, name = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     path = Path(name)
@@ -128,12 +131,130 @@ def json_output_file():
         path.unlink(missing_ok=True)
 
 
+# fio's environment carries this variable with a value of its own per run:
+# every process of the run has it (fio's job processes are forks of fio,
+# each in a session of its own: setsid() in fio's thread_main), which is how
+# kill_fio finds them, orphaned or not.
+RUN_TOKEN = "MDSPLIT_FIO_RUN"
+
+
 def launch_fio(cmd, cwd=None, timeout=None) -> subprocess.CompletedProcess:
     """The fio process itself, for every caller (run_fio above, the
     client/server mode of harness/hosts.py, one-off probes): captured
-    output, fio_environment()."""
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env=fio_environment())
+    output, fio_environment(). On a timeout (subprocess.TimeoutExpired),
+    on ^C and on SIGTERM or SIGHUP (turned into KeyboardInterrupt while fio
+    runs, in the main thread) fio and every process it forked are killed
+    (kill_fio) before the exception goes on: no job process is left
+    running or writing. fio runs in a session of its own, so a terminal's
+    ^C reaches the harness only, which then does that."""
+    token = uuid.uuid4().hex
+    env = fio_environment()
+    env[RUN_TOKEN] = token
+    with _signals_as_interrupt():
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            kill_fio(proc, token)
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@contextmanager
+def _signals_as_interrupt(signals=(signal.SIGTERM, signal.SIGHUP)):
+    """SIGTERM and SIGHUP raise KeyboardInterrupt for the duration (main
+    thread only; a signal the process ignores, as under nohup, stays
+    ignored)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    old = {}
+    try:
+        for s in signals:
+            if signal.getsignal(s) is not signal.SIG_IGN:
+                old[s] = signal.signal(s, handler)
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _pids_of_run(token: str) -> set:
+    """The processes whose environment holds RUN_TOKEN=token."""
+    needle = b"\0" + f"{RUN_TOKEN}={token}".encode() + b"\0"
+    out = set()
+    for d in os.listdir("/proc"):
+        if d.isdigit() and _has_token(int(d), needle):
+            out.add(int(d))
+    return out
+
+
+def _has_token(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return needle in b"\0" + f.read()
+    except OSError:
+        return False
+
+
+def _signal_run_process(pid: int, signum: int, needle: bytes) -> None:
+    """signum to pid if it is a process of the run: the process is pinned
+    by a pidfd first, then its environment checked, so that a pid reused
+    meanwhile by another process is never signalled."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    try:
+        if not _has_token(pid, needle):
+            return
+        if fd is not None:
+            signal.pidfd_send_signal(fd, signum)
+        else:
+            os.kill(pid, signum)
+    except OSError:
+        pass
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def kill_fio(proc: subprocess.Popen, token: str) -> None:
+    """Kills fio (proc) and every process of its run (RUN_TOKEN=token in
+    its environment: fio's job processes, each in a session of its own,
+    also once orphaned), then reaps proc and closes its pipes. Each is
+    stopped (SIGSTOP) until no new one turns up, so none forks another
+    unseen, then all get SIGKILL."""
+    needle = b"\0" + f"{RUN_TOKEN}={token}".encode() + b"\0"
+    try:
+        proc.send_signal(signal.SIGSTOP)
+    except OSError:
+        pass
+    seen = set()
+    for _ in range(100):
+        new = _pids_of_run(token) - seen - {proc.pid}
+        if not new:
+            break
+        for pid in new:
+            _signal_run_process(pid, signal.SIGSTOP, needle)
+        seen |= new
+    for pid in seen:
+        _signal_run_process(pid, signal.SIGKILL, needle)
+    try:
+        proc.kill()                     # not reaped yet: its pid is still its own
+    except OSError:
+        pass
+    for f in (proc.stdout, proc.stderr, proc.stdin):
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
+    proc.wait()
 
 
 def _gather_sidecars(result, job_file, args, cwd):

@@ -1,9 +1,13 @@
 """harness/fio_runner.py's temporary JSON output file (fio's --output=):
 removed on every path out of run_fio and run_hosts, also when ^C or a
 SIGTERM turned into KeyboardInterrupt (the kernel references) ends the
-run while fio is still running. fio is a shell script here."""
+run while fio is still running; and fio's forked job processes die with
+it. fio is a shell script here, and fio itself once."""
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -22,13 +26,47 @@ exec sleep 60
 """
 
 
-def _fake_fio(tmp_path) -> Path:
+FORKING_FIO = """#!/bin/sh
+# As fio: a job process forked beside the main one, in a session of its own
+# (fio's thread_main calls setsid()), both running until killed.
+printf '%s\\n' "$@" > "{dir}/args"
+setsid sleep 60 &
+echo $! > "{dir}/child"
+echo $$ > "{dir}/pid"
+wait
+"""
+
+
+def _fake_fio(tmp_path, text=FAKE_FIO) -> Path:
     """A 'fio' that writes its arguments to tmp_path/args and its pid to
-    tmp_path/pid, then sleeps for a minute."""
+    tmp_path/pid, then sleeps for a minute (FORKING_FIO: in a forked
+    child, whose pid is in tmp_path/child)."""
     fio = tmp_path / "fake-fio"
-    fio.write_text(FAKE_FIO.format(dir=tmp_path))
+    fio.write_text(text.format(dir=tmp_path))
     fio.chmod(0o755)
     return fio
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is no zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _child_gone(tmp_path, wait_s=5.0) -> bool:
+    """The forking fake fio and its job process are gone (they may take a
+    moment to die after SIGKILL); what is left is killed."""
+    pids = [int((tmp_path / n).read_text()) for n in ("child", "pid")]
+    deadline = time.monotonic() + wait_s
+    while any(map(_running, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [p for p in pids if _running(p)]
+    for p in alive:
+        os.kill(p, signal.SIGKILL)
+    return not alive
 
 
 def _job(tmp_path) -> Path:
@@ -126,3 +164,74 @@ def test_run_hosts_removes_its_output_file_on_sigint(tmp_path):
                     results_dir=tmp_path / "hosts")
     t.join()
     assert not _output_path(tmp_path).exists()
+
+
+def test_run_fio_timeout_kills_forked_job_processes(tmp_path):
+    """A timeout kills fio's forked job processes too, not only fio."""
+    fio = _fake_fio(tmp_path, FORKING_FIO)
+    with pytest.raises(R.FioError, match="no result after"):
+        R.run_fio(_job(tmp_path), fio=str(fio), sidecars=False, timeout=1)
+    assert _child_gone(tmp_path)
+
+
+def test_run_fio_sigint_kills_forked_job_processes(tmp_path):
+    """^C while fio runs: KeyboardInterrupt, and fio's job processes are gone."""
+    fio = _fake_fio(tmp_path, FORKING_FIO)
+    t = _signal_once_started(tmp_path, signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        R.run_fio(_job(tmp_path), fio=str(fio), sidecars=False, timeout=30)
+    t.join()
+    assert _child_gone(tmp_path)
+
+
+def test_run_fio_sigterm_kills_forked_job_processes(tmp_path):
+    """SIGTERM to the harness while fio runs: KeyboardInterrupt, fio's job processes are gone."""
+    fio = _fake_fio(tmp_path, FORKING_FIO)
+    code = ("import sys; from harness import fio_runner as R\n"
+            "try:\n"
+            f"    R.run_fio({str(_job(tmp_path))!r}, fio={str(fio)!r}, sidecars=False, timeout=30)\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(42)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=R.Path(R.__file__).parent.parent)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=30)
+    finally:
+        p.kill()
+        p.wait()
+    assert _child_gone(tmp_path) and rc == 42
+
+
+def test_run_hosts_timeout_kills_forked_processes(tmp_path):
+    """run --hosts --timeout: the client and what it forked are gone afterwards."""
+    fio = _fake_fio(tmp_path, FORKING_FIO)
+    with pytest.raises(R.FioError, match="no result after"):
+        H.run_hosts(_job(tmp_path), ["ip:127.0.0.1,1"], fio=str(fio), timeout=1,
+                    results_dir=tmp_path / "hosts")
+    assert _child_gone(tmp_path)
+
+
+def test_run_fio_timeout_leaves_no_real_fio_job_process(tmp_path):
+    """The real fio after a timeout: neither fio nor its two job processes run on."""
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    job = tmp_path / "long.fio"
+    job.write_text("[j]\nioengine=null\nrw=read\nsize=1g\ntime_based=1\nruntime=60\n"
+                   "numjobs=2\n")
+    with pytest.raises(R.FioError, match="no result after"):
+        R.run_fio(job, sidecars=False, timeout=2)
+    time.sleep(0.2)
+    left = []
+    for d in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{d}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if d.isdigit() and str(job).encode() in cmdline and _running(int(d)):
+            left.append(int(d))
+            os.kill(int(d), signal.SIGKILL)
+    assert left == []
