@@ -169,10 +169,12 @@ def cmd_reproduce(args) -> int:
     if not _need_fio("reproduce"):
         return 1
     paths.ensure_built()
-    return reproduce.reproduce(args.experiment, args.report_dir, db=args.db,
-                               record=not args.no_history, strict=args.strict,
-                               keep_images=args.keep_images,
-                               command="python3 -m harness " + " ".join(args.argv))
+    from harness.kernel_fixtures import sigterm_as_interrupt
+    with sigterm_as_interrupt():        # SIGTERM as ^C: fio killed, images removed, exit 130
+        return reproduce.reproduce(args.experiment, args.report_dir, db=args.db,
+                                   record=not args.no_history, strict=args.strict,
+                                   keep_images=args.keep_images,
+                                   command="python3 -m harness " + " ".join(args.argv))
 
 
 def _open_history(args, must_exist=True):

@@ -236,11 +236,15 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
         (out_dir / "error.txt").write_text(traceback.format_exc())
     else:
         o.result = result
+    finally:
+        # Also when ^C or SIGTERM (KeyboardInterrupt) stops the run: no
+        # member image (1 GiB sparse) of the real or the virtual-clock run
+        # is left in the report.
+        if not keep_images:
+            _remove_images(out_dir)
     o.duration = time.monotonic() - t0
     steps = progress.step_no
     progress.finish("done" if o.status == "ok" else "FAILED")
-    if not keep_images:
-        _remove_images(jobs_dir)
     if o.status != "ok":
         return o
     r = o.result
