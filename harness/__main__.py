@@ -19,6 +19,12 @@ from harness.fio_runner import FioError, run_fio
 
 
 def cmd_run(args) -> int:
+    from harness.jobfile import JobFileError, read_input_text
+    try:            # as simulate: no device, FIFO, binary or huge file (fio would hang on one)
+        read_input_text(args.job, prog="run")
+    except JobFileError as e:
+        print(e, file=sys.stderr)
+        return 2
     paths.ensure_built()
     if args.hosts is not None:
         return cmd_run_hosts(args)

@@ -84,24 +84,25 @@ MAX_INPUT_BYTES = 1 << 20   # as the engine's stack files (config_loader.cpp)
 MAX_JOBS = 4096             # fio.h REAL_MAX_JOBS
 
 
-def read_input_text(path, what="job file") -> str:
+def read_input_text(path, what="job file", prog="simulate") -> str:
     """An input file's text: a regular file of at most 1 MiB of UTF-8. A
     device or FIFO (/dev/zero) would be read without end or block. Raises
-    JobFileError with one line naming the file."""
+    JobFileError with one line naming the file (prog: the command it
+    starts with, `simulate` or `run`)."""
     path = Path(path)
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
-            raise JobFileError(f"simulate: {what} {path} is not a regular file; allowed: a "
+            raise JobFileError(f"{prog}: {what} {path} is not a regular file; allowed: a "
                                "text file")
         if st.st_size > MAX_INPUT_BYTES:
-            raise JobFileError(f"simulate: {what} {path} is {st.st_size} bytes; allowed: a "
+            raise JobFileError(f"{prog}: {what} {path} is {st.st_size} bytes; allowed: a "
                                "text file of at most 1 MiB")
         return path.read_bytes().decode("utf-8")
     except OSError as e:
-        raise JobFileError(f"simulate: cannot read {what} {path}: {e.strerror}") from None
+        raise JobFileError(f"{prog}: cannot read {what} {path}: {e.strerror}") from None
     except UnicodeDecodeError as e:
-        raise JobFileError(f"simulate: {what} {path}: byte {e.start} is not UTF-8; allowed: "
+        raise JobFileError(f"{prog}: {what} {path}: byte {e.start} is not UTF-8; allowed: "
                            "a UTF-8 text file") from None
 
 
