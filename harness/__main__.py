@@ -39,9 +39,8 @@ def cmd_run(args) -> int:
                 return e.exit_code
         else:
             result = run_fio(args.job, args=args.fio_args)
-    except FioError as e:
-        print(e, file=sys.stderr)
-        print(e.stderr, file=sys.stderr, end="")
+    except FioError as e:       # one line: fio's first error line (the engine's, if first)
+        print(f"run: {e}", file=sys.stderr)
         return 1
     summary = {
         "job_file": result.job_file,
@@ -300,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--simulate", action="store_true",
                    help="run on the virtual clock (harness simulate) instead of real fio")
     r.add_argument("--section", action="append", metavar="NAME", help="with --simulate: only this job")
-    r.add_argument("fio_args", nargs="*", help="extra fio arguments (after --)")
+    r.add_argument("fio_args", nargs="*", default=[], help="extra fio arguments (after --)")
     r.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("simulate", help="run a job file on the virtual clock (deterministic)")

@@ -2,6 +2,7 @@
 option or file and what is allowed, exit 2), how fio's failures come out
 (one line), and which options it honours without --hosts."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,3 +58,29 @@ def test_run_refuses_a_fifo_as_job_file(tmp_path):
     rc, out, err = harness("run", fifo, timeout=20)
     assert (rc, err.splitlines()) == (2, [f"run: job file {fifo} is not a regular file; "
                                           "allowed: a text file"])
+
+
+# --- fio's failures: one line --------------------------------------------------------
+
+def test_run_fio_failure_is_one_line(tmp_path):
+    """fio refusing an option: one line `run: fio J exited N: <fio's line>` (it was 3 lines)."""
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    job = tmp_path / "j.fio"
+    job.write_text("[j]\nioengine=null\nrw=read\nsize=1m\n")
+    rc, out, err = harness("run", job, "--", "--bogus")
+    assert (rc, err.splitlines()) == (1, ["run: fio j.fio exited 1: fio: unrecognized option "
+                                          "'--bogus'"])
+
+
+def test_run_without_arguments_names_only_the_job_as_required():
+    """run alone: argparse's error names `job`, not the optional fio_args."""
+    rc, out, err = harness("run")
+    assert rc == 2 and err.splitlines()[-1].endswith("the following arguments are required: job")
+
+
+def test_run_missing_job_file_is_one_line(tmp_path):
+    """A job file that does not exist: one line, exit 2 (fio's message came twice)."""
+    rc, out, err = harness("run", tmp_path / "missing.fio")
+    assert (rc, err.splitlines()) == (2, [f"run: cannot read job file {tmp_path / 'missing.fio'}: "
+                                          "No such file or directory"])
