@@ -25,6 +25,10 @@ def cmd_run(args) -> int:
     except JobFileError as e:
         print(e, file=sys.stderr)
         return 2
+    bad = _run_args_error(args)
+    if bad:
+        print(f"run: {bad}", file=sys.stderr)
+        return 2
     paths.ensure_built()
     if args.hosts is not None:
         return cmd_run_hosts(args)
@@ -38,7 +42,10 @@ def cmd_run(args) -> int:
                 print(e, file=sys.stderr)
                 return e.exit_code
         else:
-            result = run_fio(args.job, args=args.fio_args)
+            if not _need_fio("run"):
+                return 1
+            result = run_fio(args.job, timeout=args.timeout,
+                             args=[f"--section={n}" for n in args.section or []] + args.fio_args)
     except FioError as e:       # one line: fio's first error line (the engine's, if first)
         print(f"run: {e}", file=sys.stderr)
         return 1
@@ -53,6 +60,27 @@ def cmd_run(args) -> int:
     json.dump(summary, sys.stdout, indent=2)
     print()
     return 0
+
+
+def _run_args_error(args) -> str:
+    """What is wrong with run's options ('' when nothing): each applies to
+    the modes where it means something, and is refused elsewhere."""
+    import math
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        return f"--timeout {args.timeout:g}: allowed: a number of seconds > 0"
+    if any(not n or n != n.strip() for n in args.section or []):
+        return f"--section {args.section!r}: allowed: a job (section) name of the job file"
+    if args.simulate and args.hosts is not None:
+        return "--simulate with --hosts: allowed: one of them"
+    if args.simulate and args.timeout is not None:
+        return "--timeout with --simulate: allowed: --timeout with a fio run (local or --hosts)"
+    if args.simulate and args.fio_args:
+        return (f"fio arguments with --simulate ({' '.join(args.fio_args)}): allowed: none "
+                "(simulate runs the job file as it is; --section selects jobs)")
+    if args.results_dir is not None and args.hosts is None:
+        return ("--results-dir without --hosts: allowed: --results-dir with --hosts (a local "
+                "run writes sidecars where the job file names them)")
+    return ""
 
 
 def cmd_simulate(args) -> int:
@@ -101,10 +129,11 @@ def cmd_run_hosts(args) -> int:
         return 1
     try:
         result = hosts.run_hosts(args.job, args.hosts, args=args.fio_args,
-                                 results_dir=args.results_dir, timeout=args.timeout)
+                                 results_dir=args.results_dir, timeout=args.timeout,
+                                 sections=args.section)
     except FioError as e:
         print(f"run: {e}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, hosts.HostsUsageError) else 1
     json.dump(hosts.summary(result), sys.stdout, indent=2)
     print()
     for h in result.hosts.values():
@@ -295,10 +324,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--results-dir", help="with --hosts: where each host's sidecars and traces go "
                                          "(RESULTS/<host>/...; a directory the hosts share; "
                                          "default hosts/ beside the job file)")
-    r.add_argument("--timeout", type=float, default=None, help="with --hosts: give up after N s")
+    r.add_argument("--timeout", type=float, default=None,
+                   help="give up on fio after N s (fio and its job processes are killed)")
     r.add_argument("--simulate", action="store_true",
                    help="run on the virtual clock (harness simulate) instead of real fio")
-    r.add_argument("--section", action="append", metavar="NAME", help="with --simulate: only this job")
+    r.add_argument("--section", action="append", metavar="NAME",
+                   help="only this job (repeatable), as fio's --section")
     r.add_argument("fio_args", nargs="*", default=[], help="extra fio arguments (after --)")
     r.set_defaults(func=cmd_run)
 
@@ -398,9 +429,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse_args(argv: list):
+    """build_parser's parse, except that `run`'s fio arguments are all that
+    follows its first `--`: argparse matches the fio_args positional together
+    with the job, so after an option (`run JOB --section a -- --runtime=1`)
+    it left them "unrecognized"."""
+    if argv[:1] == ["run"] and "--" in argv:
+        i = argv.index("--")
+        args = build_parser().parse_args(argv[:i])
+        args.fio_args = args.fio_args + argv[i + 1:]
+        return args
+    return build_parser().parse_args(argv)
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     args.argv = argv
     if getattr(args, "repeat", 0) and args.repeat < 0:
         print("check: --repeat must be >= 1", file=sys.stderr)

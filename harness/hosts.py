@@ -45,6 +45,14 @@ PATH_KEYS_ABSOLUTE = ("mdsplit_config",)
 PATH_KEYS_PER_HOST = ("mdsplit_stats", "mdsplit_trace")
 
 
+class HostsUsageError(FioError):
+    """A bad argument of run_hosts (job file, hosts, results directory,
+    section): the command line's fault, `run` exits 2."""
+
+    def __init__(self, message):
+        super().__init__(message, 2, "")
+
+
 # --- host strings -----------------------------------------------------------------
 
 @dataclass
@@ -221,21 +229,27 @@ def _first_error(text: str) -> str:
 
 
 def run_hosts(job_file, hosts, args=(), cwd=None, results_dir=None, timeout=None, fio="fio",
-              check=True, client_netns: str = None) -> MultiHostResult:
+              check=True, client_netns: str = None, sections=None) -> MultiHostResult:
     """Runs job_file on every fio server in `hosts` through fio's
     client/server mode; see the module docstring. client_netns runs the
-    client inside that network namespace (`ip netns exec`)."""
+    client inside that network namespace (`ip netns exec`). sections (and
+    any --section= in args): only those jobs, as fio's --section, given to
+    each --client (fio's front end would not pass it on). Bad arguments
+    raise HostsUsageError."""
     job_file = Path(job_file).resolve()
     if not job_file.is_file():
-        raise FioError(f"{job_file}: no such job file", 2, "")
+        raise HostsUsageError(f"{job_file}: no such job file")
     specs = []
     for h in hosts:
         try:
             specs.append(parse_host(h))
         except ValueError as e:
-            raise FioError(f"--hosts: {e}", 2, "") from None
+            raise HostsUsageError(f"--hosts: {e}") from None
     if not specs:
-        raise FioError("--hosts: no hosts given", 2, "")
+        raise HostsUsageError("--hosts: no hosts given")
+    section_args = [f"--section={n}" for n in sections or []] + \
+        [a for a in args if a.startswith("--section=")]
+    args = [a for a in args if not a.startswith("--section=")]
     tags = {}
     for s in specs:
         t, i = s.tag, 2
@@ -249,27 +263,34 @@ def run_hosts(job_file, hosts, args=(), cwd=None, results_dir=None, timeout=None
     host_jobs = {}
     for s in specs:
         d = results / tags[s.raw]
-        d.mkdir(parents=True, exist_ok=True)
-        for key in PATH_KEYS_PER_HOST:          # no stale sidecars from an earlier run
-            for m in re.finditer(rf"^\s*{key}\s*=\s*(\S+)", text, re.M):
-                target = d / _host_relative(Path(m.group(1)), job_file.parent)
-                if key == "mdsplit_stats":
-                    for old in target.parent.glob(target.name + "*") if target.parent.is_dir() else []:
-                        if old.is_file():
-                            old.unlink()
-        hj = d / job_file.name
-        hj.write_text(rewrite_job(text, job_file.parent, d, job_opts))
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for key in PATH_KEYS_PER_HOST:          # no stale sidecars from an earlier run
+                for m in re.finditer(rf"^\s*{key}\s*=\s*(\S+)", text, re.M):
+                    target = d / _host_relative(Path(m.group(1)), job_file.parent)
+                    if key == "mdsplit_stats":
+                        for old in target.parent.glob(target.name + "*") \
+                                if target.parent.is_dir() else []:
+                            if old.is_file():
+                                old.unlink()
+            hj = d / job_file.name
+            hj.write_text(rewrite_job(text, job_file.parent, d, job_opts))
+        except OSError as e:
+            raise HostsUsageError(
+                f"--results-dir {results}: cannot write {e.filename or d} ({e.strerror}); "
+                "allowed: a writable directory the hosts share (default hosts/ beside the "
+                "job file)") from None
         host_jobs[s.raw] = hj
     with json_output_file() as out_path:
         cmd = (["ip", "netns", "exec", client_netns] if client_netns else []) + \
             [fio, "--output-format=json", f"--output={out_path}", *local]
         for s in specs:
-            cmd += [f"--client={s.raw}", str(host_jobs[s.raw])]
+            cmd += [f"--client={s.raw}", *section_args, str(host_jobs[s.raw])]
         try:
             proc = launch_fio(cmd, cwd, timeout)
         except subprocess.TimeoutExpired:
             raise FioError(f"fio {job_file.name} on {', '.join(map(str, specs))}: no result "
-                           f"after {timeout} s", -1, "") from None
+                           f"after {timeout:g} s", -1, "") from None
         except FileNotFoundError as e:
             raise FioError(f"cannot run fio: {e}", 127, "") from None
         raw = out_path.read_text() if out_path.exists() else ""

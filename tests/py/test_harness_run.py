@@ -1,6 +1,7 @@
 """`python3 -m harness run`: what it refuses (one line on stderr naming the
 option or file and what is allowed, exit 2), how fio's failures come out
 (one line), and which options it honours without --hosts."""
+import json
 import os
 import shutil
 import signal
@@ -84,3 +85,83 @@ def test_run_missing_job_file_is_one_line(tmp_path):
     rc, out, err = harness("run", tmp_path / "missing.fio")
     assert (rc, err.splitlines()) == (2, [f"run: cannot read job file {tmp_path / 'missing.fio'}: "
                                           "No such file or directory"])
+
+
+# --- options without --hosts ---------------------------------------------------------
+
+TWO_JOBS = "[global]\nioengine=null\nrw=read\nsize=1m\n[a]\n[b]\n"
+
+
+def test_run_section_runs_only_that_job(tmp_path):
+    """run JOB --section a (real fio): only job a runs (every job ran, writers too)."""
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS)
+    rc, out, err = harness("run", job, "--section", "a")
+    assert rc == 0, err
+    assert [j["name"] for j in json.loads(out)["jobs"]] == ["a"]
+
+
+def test_run_timeout_applies_to_a_local_run(tmp_path):
+    """run JOB --timeout 1: fio is given up on after 1 s (the option was ignored without --hosts)."""
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    job = tmp_path / "long.fio"
+    job.write_text("[j]\nioengine=null\nrw=read\nsize=1m\ntime_based=1\nruntime=30\n")
+    rc, out, err = harness("run", job, "--timeout", "1", timeout=20)
+    assert (rc, err.splitlines()) == (1, ["run: fio long.fio: no result after 1 s"])
+
+
+def test_run_refuses_results_dir_without_hosts(tmp_path):
+    """--results-dir without --hosts: one line naming it, exit 2 (it was ignored)."""
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS)
+    rc, out, err = harness("run", job, "--results-dir", tmp_path / "res")
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert err.startswith("run: --results-dir without --hosts: allowed: ")
+    assert not (tmp_path / "res").exists()
+
+
+def test_run_refuses_fio_arguments_with_simulate(tmp_path):
+    """--simulate with fio arguments: one line, exit 2 (they were dropped silently)."""
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS)
+    rc, out, err = harness("run", job, "--simulate", "--", "--runtime=1")
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert err.startswith("run: fio arguments with --simulate (--runtime=1): allowed: none")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_run_refuses_a_timeout_that_is_no_positive_number(tmp_path, value):
+    """--timeout 0, -1 or nan: one line naming it and what is allowed, exit 2."""
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS)
+    rc, out, err = harness("run", job, "--timeout", value)
+    assert (rc, err.splitlines()) == (2, [f"run: --timeout {float(value):g}: allowed: a number "
+                                          "of seconds > 0"])
+
+
+def test_run_hosts_unwritable_results_dir_is_one_line(tmp_path):
+    """run --hosts H --results-dir X where X cannot be made: one line, exit 2 (a traceback)."""
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS)
+    (tmp_path / "file").write_text("")
+    results = tmp_path / "file" / "results"          # below a regular file
+    rc, out, err = harness("run", job, "--hosts", "ip:127.0.0.1,1", "--results-dir", results)
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"run: --results-dir {results}: cannot write ")
+    assert "allowed: a writable directory" in err
+
+
+def test_run_fio_arguments_after_options_reach_fio(tmp_path):
+    """run JOB --section a -- --bogus: the fio argument reaches fio (argparse refused it)."""
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS)
+    rc, out, err = harness("run", job, "--section", "a", "--", "--bogus")
+    assert (rc, err.splitlines()) == (1, ["run: fio two.fio exited 1: fio: unrecognized option "
+                                          "'--bogus'"])

@@ -192,3 +192,24 @@ def test_cli_run_hosts(tmp_path):
         tag = H.parse_host(h).tag
         assert (tmp_path / "shared" / tag / "stats" / "randread.json").is_file()
     assert out["total"][0]["hosts"] == 2
+
+
+def test_cli_run_hosts_section_runs_only_that_job(tmp_path):
+    """run JOB --hosts H1 H2 --section a: each host runs job a only (fio's --section, per --client)."""
+    job = tmp_path / "two.fio"
+    job.write_text("[global]\nioengine=null\nrw=read\nsize=1m\n[a]\n[b]\n")
+    cm = _servers("loopback")
+    try:
+        ls = cm.__enter__()
+    except S.HostsUnavailable as e:
+        pytest.skip(f"fio servers cannot start: {e}")
+    try:
+        r = subprocess.run(["/usr/bin/python3", "-m", "harness", "run", str(job), "--hosts",
+                            *ls.hosts, "--section", "a", "--timeout", "60"],
+                           cwd=paths.ROOT, capture_output=True, text=True, timeout=90)
+    finally:
+        cm.__exit__(None, None, None)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {h: [j["name"] for j in out["hosts"][h]["jobs"]] for h in ls.hosts} == \
+        {h: ["a"] for h in ls.hosts}
