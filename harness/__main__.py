@@ -152,6 +152,33 @@ def _parse_size(text: str) -> int:
     return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
 
 
+def _reference_args_error(args) -> str:
+    """What is wrong with reference's arguments ('' when nothing), checked
+    before anything runs: one line naming the option and what is allowed
+    (they used to end in a ValueError traceback, or in `skipped: ...` with
+    exit 0 after fio had failed on them)."""
+    import math
+    bad = [d for d in args.depths if d < 1]
+    if bad:
+        return f"--depths {' '.join(map(str, args.depths))}: allowed: iodepths >= 1 (e.g. 1 2 4 32)"
+    if len(set(args.depths)) != len(args.depths):
+        return f"--depths {' '.join(map(str, args.depths))}: allowed: each iodepth once"
+    if args.rounds < 1:
+        return f"--rounds {args.rounds}: allowed: a whole number >= 1"
+    if args.runtime is not None and not (math.isfinite(args.runtime) and args.runtime >= 0.001):
+        return f"--runtime {args.runtime:g}: allowed: a number of seconds >= 0.001 (e.g. 0.5, 3)"
+    if not (math.isfinite(args.delay_scale) and args.delay_scale >= 0):
+        return f"--delay-scale {args.delay_scale:g}: allowed: a number >= 0 (e.g. 0.1, 1)"
+    try:
+        args.size = _parse_size(args.size_text)
+    except argparse.ArgumentTypeError:
+        args.size = None
+    if args.size is None or args.size < 4096 or args.size % 4096:
+        return (f"--size {args.size_text}: allowed: a multiple of 4k, at least 4k "
+                "(e.g. 256m, 4g)")
+    return ""
+
+
 def reference_experiments() -> list:
     """The experiments with a kernel reference (a `reference(args, progress)`
     in harness/experiments/<name>.py, returning an ExperimentResult)."""
@@ -164,6 +191,10 @@ def cmd_reference(args) -> int:
     import time
     from harness import reproduce
     from harness.kernel_fixtures import ReferenceUnavailable
+    bad = _reference_args_error(args)
+    if bad:
+        print(f"reference {args.what}: {bad}", file=sys.stderr)
+        return 2
     if not _need_fio("reference"):
         return 1
     t0 = time.monotonic()
@@ -368,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="bfq: root/non-root alternations, medians reported (3)")
     kp.add_argument("--no-warmup", action="store_true",
                     help="bfq: no unmeasured first run (allocating the sparse file's blocks)")
-    kp.add_argument("--size", type=_parse_size, default=4 << 30, help="buffered: device size (4g)")
+    kp.add_argument("--size", dest="size_text", default="4g",
+                    help="buffered: device size, a multiple of 4k (4g)")
     kp.add_argument("--target", choices=["auto", "loop", "file"], default="auto",
                     help="buffered: loop device (setra 0) or file (fadvise_hint=random)")
     kp.add_argument("--quiet", action="store_true", help="no progress lines")

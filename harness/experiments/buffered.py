@@ -366,6 +366,14 @@ class BufferedSweep:
     iops_iowq: dict = field(default_factory=dict)
 
 
+def _fio_seconds(seconds: float) -> str:
+    """A duration for fio: fio reads a number with a fraction as whole
+    seconds whatever its suffix ("0.5" is 0 s, "1.5" 1 s), so it is written
+    in whole milliseconds, else whole microseconds."""
+    ms = seconds * 1000
+    return f"{int(ms)}ms" if ms == int(ms) else f"{round(ms * 1000)}us"
+
+
 def _buffered_job(target: str, depths, runtime_s: float, size: int, fadvise: bool,
                   iowq: bool = False) -> str:
     lines = ["; kernel reference for seed 003: fio's io_uring engine, buffered 4k random",
@@ -373,7 +381,8 @@ def _buffered_job(target: str, depths, runtime_s: float, size: int, fadvise: boo
              + ("; qdN-iowq: every read punted to io-wq (force_async=1 = IOSQE_ASYNC)"
                 if iowq else ""),
              "[global]", f"filename={target}", "ioengine=io_uring", "direct=0", "rw=randread",
-             "bs=4k", f"size={size}", f"runtime={runtime_s}", "time_based=1", "norandommap=1",
+             "bs=4k", f"size={size}", f"runtime={_fio_seconds(runtime_s)}", "time_based=1",
+             "norandommap=1",
              "randrepeat=0", "invalidate=1", "stonewall"]
     if fadvise:
         lines.append("fadvise_hint=random")

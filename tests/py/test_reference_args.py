@@ -1,0 +1,38 @@
+"""`python3 -m harness reference`'s arguments: checked before anything runs
+(one line naming the option and what is allowed, exit 2), and what they
+become in the kernel's job files. Needs no loop device, tracefs or fio."""
+import json
+
+import pytest
+
+from harness.experiments import buffered as B
+from harness_cli import harness
+
+BAD = [
+    (["buffered", "--depths", "0"], "--depths 0: allowed: iodepths >= 1"),
+    (["buffered", "--depths", "1", "4", "1"], "--depths 1 4 1: allowed: each iodepth once"),
+    (["bfq", "--rounds", "0"], "--rounds 0: allowed: a whole number >= 1"),
+    (["buffered", "--runtime", "-1"], "--runtime -1: allowed: a number of seconds >= 0.001"),
+    (["bfq", "--runtime", "0"], "--runtime 0: allowed: a number of seconds >= 0.001"),
+    (["buffered", "--runtime", "inf"], "--runtime inf: allowed: a number of seconds >= 0.001"),
+    (["buffered", "--size", "0"], "--size 0: allowed: a multiple of 4k, at least 4k"),
+    (["buffered", "--size", "6k"], "--size 6k: allowed: a multiple of 4k, at least 4k"),
+    (["buffered", "--size", "lots"], "--size lots: allowed: a multiple of 4k, at least 4k"),
+    (["bfq", "--delay-scale", "-0.5"], "--delay-scale -0.5: allowed: a number >= 0"),
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_reference_argument_is_one_line_exit_2(argv, message):
+    """A bad value: `reference NAME: --opt V: allowed: ...`, exit 2, before any run."""
+    rc, out, err = harness("reference", *argv, "--no-history", "--quiet", timeout=30)
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"reference {argv[0]}: {message}")
+    assert out == ""
+
+
+def test_buffered_fractional_runtime_reaches_fio_in_milliseconds():
+    """--runtime 0.1: fio gets runtime=100ms (it read "0.1" as 0 s)."""
+    text = B._buffered_job("/dev/loop9", [1], 0.1, 1 << 20, fadvise=False)
+    assert "runtime=100ms" in text.splitlines()
+    assert "runtime=3000ms" in B._buffered_job("f", [1], 3, 1 << 20, fadvise=True).splitlines()
