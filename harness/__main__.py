@@ -152,6 +152,10 @@ def _parse_size(text: str) -> int:
     return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
 
 
+# --emulator's words besides a report, per experiment (harness/experiments/<name>.py).
+EMULATOR_WORDS = {"bio-size": ("run", "none"), "bfq": ("run", "none"), "buffered": ("none",)}
+
+
 def _reference_args_error(args) -> str:
     """What is wrong with reference's arguments ('' when nothing), checked
     before anything runs: one line naming the option and what is allowed
@@ -176,6 +180,15 @@ def _reference_args_error(args) -> str:
     if args.size is None or args.size < 4096 or args.size % 4096:
         return (f"--size {args.size_text}: allowed: a multiple of 4k, at least 4k "
                 "(e.g. 256m, 4g)")
+    words = EMULATOR_WORDS.get(args.what, ("none",))
+    if args.emulator is not None and args.emulator not in words:
+        from harness.experiment import find_report
+        where, found, _ = find_report(args.emulator, args.what)
+        if found is None:
+            return (f"--emulator {args.emulator}: no {args.what} report there (no result.json "
+                    f"in it, its {args.what}/ or as the file itself); allowed: a report "
+                    f"directory, its {args.what}/ directory, a result.json, or "
+                    + " or ".join(f"'{w}'" for w in words))
     return ""
 
 
@@ -382,8 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     kp.add_argument("--keep", metavar="DIR", help="keep job files, fio JSON and traces in DIR")
     kp.add_argument("--no-hugepages", action="store_true", help="bio-size: skip the mem=mmaphuge rows")
     kp.add_argument("--emulator", metavar="REPORT",
-                    help="bio-size: the emulator's distributions from this report (default "
-                         "reports/latest/bio-size); bfq: the emulator's fixed root/non-root "
+                    help="bio-size: the emulator's distributions from this report, 'run' "
+                         "(the virtual-clock run now) or 'none' (default "
+                         "reports/latest/bio-size, else run); bfq: the emulator's fixed root/non-root "
                          "MiB/s from this report, 'run' (run those two parts now) or 'none' "
                          "(default reports/latest/bfq, else the newest bfq run in the history, "
                          "else run); buffered: the emulator's forced-ra columns from this "

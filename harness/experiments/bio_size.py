@@ -490,24 +490,37 @@ def format_bio_size(ref: BioSizeReference, emulator: dict = None,
 
 def reference(args, progress) -> ExperimentResult:
     """`python3 -m harness reference bio-size`: the kernel's run on this
-    machine beside the emulator's distributions (from a report, else the
-    virtual-clock run now). Metrics "kernel.*"."""
+    machine beside the emulator's distributions (--emulator: a report,
+    'run' for the virtual-clock run now, 'none'; default the latest
+    report, else the virtual-clock run now). Metrics "kernel.*"."""
     mems = ("malloc",) if args.no_hugepages else ("malloc", "mmaphuge")
     ref = bio_size_reference(mems=mems, keep_dir=args.keep, progress=progress)
     sizes, where = emulator_sizes(args.emulator)
-    return ExperimentResult(f"kernel-{NAME}", tables=format_bio_size(
-        ref, sizes, f"emulator ({where})" if where else ""), metrics=ref.metrics("kernel."),
-        raw={"kernel": ref.as_dict()})
+    tables = format_bio_size(ref, sizes, f"emulator ({where})" if sizes else "")
+    if not sizes:
+        tables.append(f"emulator distributions: {where}.")
+    return ExperimentResult(f"kernel-{NAME}", tables=tables, metrics=ref.metrics("kernel."),
+                            raw={"kernel": ref.as_dict()})
 
 
 def emulator_sizes(spec):
-    """The emulator's bio-size distributions from a report (dir or result.json),
-    else from the virtual-clock run of jobs/bio-*.toml."""
-    _, f, result = find_report(spec, "bio-size")
-    sizes = result.get("raw", {}).get("sizes") if result else None
-    if sizes:
-        return sizes, str(f)
-    # No report: the virtual-clock run of jobs/bio-*.toml, now (about a second).
+    """The emulator's bio-size distributions for `reference bio-size`:
+    ({policy: {"bios", "requests"}}, where from) or (None, why not). spec:
+    a report (dir or result.json), "run" (the virtual-clock run of
+    jobs/bio-*.toml now, about a second), "none"; default
+    reports/latest/bio-size, else run. A report named on the command line
+    is never replaced by a run (`reference` refuses one that does not
+    exist before it starts)."""
+    if spec == "none":
+        return None, "not asked for (--emulator none)"
+    if spec != "run":
+        p, f, result = find_report(spec, "bio-size")
+        sizes = (result or {}).get("raw", {}).get("sizes")
+        if sizes:
+            return sizes, str(f)
+        if spec:
+            return None, (f"{f} has no bio-size distributions (raw.sizes)" if f
+                          else f"no report at {p}")
     from harness.paths import ROOT
     virt, _ = virtual_run(ROOT / "jobs")
     return ({p: {"bios": v["bios"], "requests": v["requests"]} for p, v in virt.items()},

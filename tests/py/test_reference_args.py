@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from harness.experiments import bio_size as D
 from harness.experiments import buffered as B
 from harness_cli import harness
 
@@ -29,6 +30,30 @@ def test_bad_reference_argument_is_one_line_exit_2(argv, message):
     assert rc == 2 and len(err.splitlines()) == 1, err
     assert err.startswith(f"reference {argv[0]}: {message}")
     assert out == ""
+
+
+@pytest.mark.parametrize("what", ["bio-size", "bfq", "buffered"])
+def test_emulator_report_that_does_not_exist_is_one_line_exit_2(what, tmp_path):
+    """--emulator MISSING: one line naming it, exit 2, for each reference (bio-size ran on)."""
+    missing = tmp_path / "missing"
+    rc, out, err = harness("reference", what, "--emulator", missing, "--no-history", "--quiet",
+                           timeout=30)
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"reference {what}: --emulator {missing}: no {what} report there")
+    assert "allowed: a report directory" in err
+
+
+def test_bio_size_emulator_none_gives_no_distributions():
+    """bio-size --emulator none: no emulator figures, and no virtual-clock run instead."""
+    assert D.emulator_sizes("none") == (None, "not asked for (--emulator none)")
+
+
+def test_bio_size_emulator_report_without_sizes_is_not_replaced_by_a_run(tmp_path):
+    """A named report without distributions says so; it is not silently replaced by a run."""
+    (tmp_path / "result.json").write_text(json.dumps({"metrics": {}, "raw": {}}))
+    sizes, why = D.emulator_sizes(str(tmp_path))
+    assert sizes is None
+    assert why == f"{tmp_path / 'result.json'} has no bio-size distributions (raw.sizes)"
 
 
 def test_buffered_fractional_runtime_reaches_fio_in_milliseconds():
