@@ -10,6 +10,8 @@ where jobs_dir is a fresh copy of jobs/ to run from, out_dir the report
 directory for this experiment, and progress(step_text) is called before each
 fio run.
 """
+import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,49 @@ class ExperimentResult:
         """Takes the seed and engine version of a `harness simulate` run."""
         self.seed = fio.fio.get("seed")
         self.engine_version = fio.fio.get("mdsplit-version")
+
+
+def engine_under_test():
+    """$MDSPLIT_ENGINE as a Path, checked (None when it is not set): the
+    engine every experiment's real-clock fio run loads instead of the one
+    the shipped job files name (/usr/local/lib/mdsplit/libmdsplit.so).
+    Raises FioError with one line when it is not a readable ELF shared
+    object, so that an experiment fails at once rather than after its
+    virtual-clock run, or running the installed engine instead."""
+    from harness.fio_runner import FioError
+    env = os.environ.get("MDSPLIT_ENGINE")
+    if not env:
+        return None
+    path = Path(env)
+    try:
+        if not path.is_file():
+            why = "no such file" if not path.exists() else "not a regular file"
+        else:
+            with open(path, "rb") as f:
+                head = f.read(18)
+            why = "" if head[:4] == b"\x7fELF" and head[16] == 3 else \
+                "not an ELF shared object"
+    except OSError as e:
+        why = e.strerror or str(e)
+    if why:
+        raise FioError(f"engine {path} (MDSPLIT_ENGINE) not loadable: {why}; allowed: a built "
+                       "libmdsplit.so (e.g. build/libmdsplit.so), or MDSPLIT_ENGINE unset for "
+                       "the installed one", 1, "")
+    return path
+
+
+def use_engine_under_test(job: Path) -> Path:
+    """The job file (an experiment's copy) with its ioengine=external:
+    lines naming engine_under_test(), when MDSPLIT_ENGINE is set; called
+    right before each real-clock fio run (the virtual-clock copies keep
+    theirs). Returns job."""
+    engine = engine_under_test()
+    if engine is not None:
+        job = Path(job)
+        job.write_text(re.sub(r"(?m)^(\s*)ioengine\s*=\s*external:.*$",
+                              lambda m: f"{m.group(1)}ioengine=external:{engine}",
+                              job.read_text()))
+    return job
 
 
 def simulate_copy(jobs_dir: Path, job: str, out_dir: Path, sections=None, data=True):

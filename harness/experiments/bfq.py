@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.device_time import DeviceTime
-from harness.experiment import (ExperimentResult, clock_agreement_table, find_report,
-                                simulate_copy)
+from harness.experiment import (ExperimentResult, clock_agreement_table, engine_under_test,
+                                find_report, simulate_copy, use_engine_under_test)
 from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
                                      cgroup_written_bytes, child_cgroup, cleanup_stale,
                                      in_cgroup, io_cgroups, kernel_release, loop_device,
@@ -163,6 +163,7 @@ def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progres
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
+    engine_under_test()                 # a bad MDSPLIT_ENGINE fails at once
     virtual_runs = run_virtual(result, jobs_dir, out_dir, progress)
     real_runs = []
     lines = ["This machine (real clock, fio bfq-groups.fio, slow motion, the same job file):",
@@ -219,7 +220,8 @@ def run_place(jobs_dir: Path, place: str, variant: str):
     so every run is staggered as the first one of a whole-file run is.
     Returns (fio result, each job's startdelay in seconds)."""
     names, delays = place_sections(jobs_dir, place, variant)
-    return run_fio(jobs_dir / "bfq-groups.fio", args=[f"--section={n}" for n in names]), delays
+    job = use_engine_under_test(jobs_dir / "bfq-groups.fio")
+    return run_fio(job, args=[f"--section={n}" for n in names]), delays
 
 
 def place_sections(jobs_dir: Path, place: str, variant: str) -> tuple:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from harness.device_time import DeviceTime
 from harness.blktrace import read_trace_dir
-from harness.experiment import (ExperimentResult, clock_agreement_table, find_report,
-                                simulate_copy)
+from harness.experiment import (ExperimentResult, clock_agreement_table, engine_under_test,
+                                find_report, simulate_copy, use_engine_under_test)
 from harness.kernel_fixtures import (MiB, Distributions, ReferenceUnavailable, cleanup_stale,
                                      distributions, format_counts, hugepages, kernel_release,
                                      loop_device, mean_size, parse_trace, plug_note,
@@ -166,10 +166,7 @@ def figures_table(rw: str, virt: dict, machine: dict) -> str:
 def real_clock_run(jobs_dir: Path, progress) -> tuple:
     """fio bio-align.fio with the engine on this machine: ({rw: {policy:
     MB/s}}, sidecar sizes, error line or None)."""
-    job = Path(jobs_dir) / "bio-align.fio"
-    if os.environ.get("MDSPLIT_ENGINE"):
-        job.write_text(re.sub(r"(?m)^ioengine=external:.*$",
-                              f"ioengine=external:{os.environ['MDSPLIT_ENGINE']}", job.read_text()))
+    job = use_engine_under_test(Path(jobs_dir) / "bio-align.fio")
     progress("fio bio-align.fio (3 policies x read/write, 5 rounds each; real clock)")
     try:
         fio = run_fio(job)
@@ -191,6 +188,7 @@ def real_clock_run(jobs_dir: Path, progress) -> tuple:
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
+    engine_under_test()                 # a bad MDSPLIT_ENGINE fails at once
     progress("simulate bio-align.fio (virtual clock: the checked figures)")
     virt, simulated = virtual_run(jobs_dir, out_dir)
     result.raw["simulate"] = simulated.fio

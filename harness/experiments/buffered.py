@@ -15,13 +15,13 @@ real-clock job jobs/uring-buffered-ra.fio at a few depths: on a 2-CPU VM the
 workers share the submitter's two CPUs and a wake-up costs 3-4 x a bare-metal
 one, which is not what the thread measured."""
 import json
-import os
 import re
 import subprocess
 import tomllib
 from pathlib import Path
 
-from harness.experiment import ExperimentResult, clock_agreement_table, simulate_copy
+from harness.experiment import (ExperimentResult, clock_agreement_table, engine_under_test,
+                                simulate_copy, use_engine_under_test)
 from harness.fio_runner import FioError, launch_fio, run_fio
 from harness.paths import import_mdsplit
 
@@ -185,11 +185,7 @@ def real_clock(jobs_dir: Path, progress):
     names = [section(v, r, qd) for v in REAL_VARIANTS for r in (True, False)
              for qd in REAL_DEPTHS]
     progress(f"fio uring-buffered-ra.fio, {len(names)} of its runs (real clock)")
-    job = jobs_dir / JOB
-    if os.environ.get("MDSPLIT_ENGINE"):  # the engine under test (jobs_dir is reproduce's copy)
-        job.write_text(re.sub(r"(?m)^ioengine=external:.*$",
-                              f"ioengine=external:{os.environ['MDSPLIT_ENGINE']}", job.read_text()))
-    fio = run_fio(job, args=[f"--section={n}" for n in names])
+    fio = run_fio(use_engine_under_test(jobs_dir / JOB), args=[f"--section={n}" for n in names])
     out = {}
     for v in REAL_VARIANTS:
         for r in (True, False):
@@ -320,6 +316,7 @@ def plot(out_dir: Path, result: ExperimentResult, ours: dict) -> None:
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
+    engine_under_test()                 # a bad MDSPLIT_ENGINE fails at once
     machine = thread_machine(jobs_dir)
     result.tables.append(thread_machine_table(machine))
     ours, virtual = simulated(jobs_dir, out_dir, progress)

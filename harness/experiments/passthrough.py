@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness import plots
 from harness.blktrace import read_trace_dir
-from harness.experiment import ExperimentResult
+from harness.experiment import ExperimentResult, use_engine_under_test
 from harness.fio_runner import run_fio
 
 NAME = "passthrough"
@@ -36,7 +36,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     from harness.reproduce import iostat_table, job_table   # table helpers shared by experiments
 
     progress("passthrough-demo.fio: randwrite + verify, 4k randread QD32")
-    result = run_fio(jobs_dir / JOB)
+    result = run_fio(use_engine_under_test(jobs_dir / JOB))
     (out_dir / "passthrough-demo.fio.json").write_text(json.dumps(result.fio, indent=1))
 
     verify = result.job("passthrough-verify")

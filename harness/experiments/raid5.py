@@ -1,10 +1,9 @@
 """Seeds 000/002: md RAID5 recursive split order, `dd bs=4480k iflag=direct`
 on 8 SATA SSDs with 64 KiB chunks, legacy vs fixed."""
-import os
-import re
 from pathlib import Path
 
-from harness.experiment import ExperimentResult, clock_agreement_table, simulate_copy
+from harness.experiment import (ExperimentResult, clock_agreement_table, engine_under_test,
+                                simulate_copy, use_engine_under_test)
 from harness.device_time import DeviceTime
 from harness.fio_runner import run_fio
 
@@ -248,16 +247,13 @@ def g_table(traces: Path, dts: dict) -> str:
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
+    engine_under_test()                 # a bad MDSPLIT_ENGINE fails at once
     # The checked figures: the job file on the virtual clock (deterministic).
     progress("simulate raid5-split-order.fio (virtual clock: the checked figures)")
     virtual = simulate_copy(jobs_dir, "raid5-split-order.fio", out_dir)
     # This machine: the same job file through fio and the engine, real clock.
     progress("fio raid5-split-order.fio (legacy, then fixed; this machine)")
-    job = jobs_dir / "raid5-split-order.fio"
-    if os.environ.get("MDSPLIT_ENGINE"):  # the engine under test, not the installed one
-        job.write_text(re.sub(r"(?m)^ioengine=external:.*$",
-                              f"ioengine=external:{os.environ['MDSPLIT_ENGINE']}", job.read_text()))
-    fio = run_fio(job)
+    fio = run_fio(use_engine_under_test(jobs_dir / "raid5-split-order.fio"))
     result.raw["fio"] = fio.fio
     result.raw["simulate"] = virtual.fio
     result.from_simulation(virtual)
