@@ -150,13 +150,15 @@ def launch_fio(cmd, cwd=None, timeout=None) -> subprocess.CompletedProcess:
     token = uuid.uuid4().hex
     env = fio_environment()
     env[RUN_TOKEN] = token
+    proc = None
     with _signals_as_interrupt():
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=env, start_new_session=True)
         try:
+            proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=env,
+                                    start_new_session=True)
             out, err = proc.communicate(timeout=timeout)
         except BaseException:
-            kill_fio(proc, token)
+            kill_fio(proc, token)       # also when the signal came before Popen returned
             raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
@@ -223,20 +225,23 @@ def _signal_run_process(pid: int, signum: int, needle: bytes) -> None:
             os.close(fd)
 
 
-def kill_fio(proc: subprocess.Popen, token: str) -> None:
-    """Kills fio (proc) and every process of its run (RUN_TOKEN=token in
-    its environment: fio's job processes, each in a session of its own,
-    also once orphaned), then reaps proc and closes its pipes. Each is
-    stopped (SIGSTOP) until no new one turns up, so none forks another
-    unseen, then all get SIGKILL."""
+def kill_fio(proc, token: str) -> None:
+    """Kills fio (proc: its Popen, or None when it was interrupted while
+    starting) and every process of its run (RUN_TOKEN=token in its
+    environment: fio's job processes, each in a session of its own, also
+    once orphaned), then reaps proc and closes its pipes. Each is stopped
+    (SIGSTOP) until no new one turns up, so none forks another unseen, then
+    all get SIGKILL."""
     needle = b"\0" + f"{RUN_TOKEN}={token}".encode() + b"\0"
-    try:
-        proc.send_signal(signal.SIGSTOP)
-    except OSError:
-        pass
+    own = {proc.pid} if proc is not None else set()
+    if proc is not None:
+        try:
+            proc.send_signal(signal.SIGSTOP)
+        except OSError:
+            pass
     seen = set()
     for _ in range(100):
-        new = _pids_of_run(token) - seen - {proc.pid}
+        new = _pids_of_run(token) - seen - own
         if not new:
             break
         for pid in new:
@@ -244,6 +249,8 @@ def kill_fio(proc: subprocess.Popen, token: str) -> None:
         seen |= new
     for pid in seen:
         _signal_run_process(pid, signal.SIGKILL, needle)
+    if proc is None:
+        return
     try:
         proc.kill()                     # not reaped yet: its pid is still its own
     except OSError:

@@ -235,3 +235,21 @@ def test_run_fio_timeout_leaves_no_real_fio_job_process(tmp_path):
             left.append(int(d))
             os.kill(int(d), signal.SIGKILL)
     assert left == []
+
+
+def test_interrupt_while_fio_starts_still_kills_it(tmp_path, monkeypatch):
+    """^C between fio's start and Popen's return: fio and its job process are killed too."""
+    fio = _fake_fio(tmp_path, FORKING_FIO)
+    real = subprocess.Popen
+
+    def popen_then_interrupt(*args, **kw):
+        real(*args, **kw)
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(R.subprocess, "Popen", popen_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        R.run_fio(_job(tmp_path), fio=str(fio), sidecars=False, timeout=30)
+    monkeypatch.undo()
+    assert _child_gone(tmp_path)
