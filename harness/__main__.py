@@ -255,37 +255,44 @@ def cmd_reproduce(args) -> int:
                                    command="python3 -m harness " + " ".join(args.argv))
 
 
-def _open_history(args, must_exist=True):
+def _open_history(args, must_exist=True, mode="ro"):
+    """The history database of --db (read-only unless mode says otherwise:
+    `history`, `check` and `compare` never create or alter it), or None
+    after one line on stderr saying why not."""
     from harness.history import History, HistoryError, db_path
     p = db_path(args.db)
-    if must_exist and not p.exists():
+    try:
+        missing = not p.exists() and not p.is_symlink()
+    except OSError:
+        missing = False                     # History names the reason (e.g. too long)
+    if must_exist and missing:
         print(f"{args.cmd}: no history database at {p} (run `reproduce` first, or give --db)",
               file=sys.stderr)
         return None
     try:
-        return History(p)
+        return History(p, mode=mode)
     except HistoryError as e:
-        print(f"{args.cmd}: {e}", file=sys.stderr)
+        print(f"{args.cmd}: --db {e}", file=sys.stderr)
         return None
 
 
 def cmd_history(args) -> int:
     from harness.history import HistoryError, format_runs
-    h = _open_history(args)
+    marking = args.mark_baseline or args.unmark_baseline
+    h = _open_history(args, mode="rw" if marking else "ro")
     if h is None:
         return 2
     with h:
         try:
-            if args.mark_baseline or args.unmark_baseline:
-                refs = args.mark_baseline or args.unmark_baseline
-                n = h.mark_baseline(refs, on=bool(args.mark_baseline))
+            if marking:
+                n = h.mark_baseline(marking, on=bool(args.mark_baseline))
                 print(f"history: {n} run(s) {'marked as' if args.mark_baseline else 'no longer'} "
                       f"baseline", file=sys.stderr)
                 return 0
+            runs = h.runs(args.experiment, limit=args.limit)
         except HistoryError as e:
             print(f"history: {e}", file=sys.stderr)
             return 2
-        runs = h.runs(args.experiment, limit=args.limit)
         if args.metric:
             import fnmatch
             runs = [r for r in runs if any(fnmatch.fnmatchcase(m, args.metric) for m in r.metrics)]
@@ -302,6 +309,7 @@ def cmd_history(args) -> int:
 
 def cmd_check(args) -> int:
     from harness import check, reproduce
+    from harness.history import HistoryError
     if args.explain:
         print(check.RULE)
         return 0
@@ -320,25 +328,42 @@ def cmd_check(args) -> int:
     if h is None:
         return 2
     with h:
-        if names:
-            known = h.experiments()
-            for n in names:
-                if n not in known:
-                    print(f"check: no runs of {n!r} in {h.path}", file=sys.stderr)
-                    return 2
-        return check.run_check(h, names, candidates=args.repeat or args.last, window=args.window,
-                               k=args.k, floor=args.floor, same_machine=not args.any_machine,
-                               with_expectations=args.expectations)
+        try:
+            if names:
+                known = h.experiments()
+                for n in names:
+                    if n not in known:
+                        print(f"check: no runs of {n!r} in {h.path}", file=sys.stderr)
+                        return 2
+            return check.run_check(h, names, candidates=args.repeat or args.last,
+                                   window=args.window, k=args.k, floor=args.floor,
+                                   same_machine=not args.any_machine,
+                                   with_expectations=args.expectations)
+        except HistoryError as e:
+            print(f"check: {e}", file=sys.stderr)
+            return 2
 
 
 def cmd_compare(args) -> int:
     from harness import compare
-    from harness.history import History, db_path
-    h = History(db_path(args.db)) if db_path(args.db).exists() else None
+    from harness.history import HistoryError
+    h = None
     try:
+        # The history is opened (read-only) only when a side names a run,
+        # a batch or `latest`: `compare thread DIR` never reads --db.
+        if compare.needs_history(args.a) or compare.needs_history(args.b):
+            from harness.history import db_path
+            try:
+                exists = db_path(args.db).exists()
+            except OSError:
+                exists = True               # History names the reason
+            if exists:
+                h = _open_history(args)
+                if h is None:
+                    return 2
         la, a = compare.load_side(args.a, h)
         lb, b = compare.load_side(args.b, h)
-    except (compare.CompareError, OSError, ValueError) as e:
+    except (compare.CompareError, HistoryError, OSError, ValueError) as e:
         print(f"compare: {e}", file=sys.stderr)
         return 2
     finally:

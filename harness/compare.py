@@ -41,10 +41,23 @@ def _from_dir(path: Path) -> dict:
     return out
 
 
+def _is_dir(p: Path) -> bool:
+    try:
+        return p.is_dir()
+    except OSError:                 # e.g. a name too long: not a report directory
+        return False
+
+
+def needs_history(spec: str) -> bool:
+    """Whether a side is looked up in the history (a run id, a batch,
+    `latest`): not a directory and not the thread's figures."""
+    return not (_is_dir(Path(spec)) or spec == "thread" or spec.startswith("thread:"))
+
+
 def load_side(spec: str, history=None, expectations=None):
     """(label, {experiment:metric: value}) for one side of the comparison."""
     p = Path(spec)
-    if p.is_dir():
+    if _is_dir(p):
         return str(p), _from_dir(p)
     if spec == "thread" or spec.startswith("thread:"):
         expectations = expectations if expectations is not None else exp_mod.load()

@@ -12,6 +12,11 @@ and the view ``results`` with one row per (run id, time, git commit, machine
 experiment run once; a batch is one `reproduce` invocation (its report
 directory's name). Every write is one transaction: a run is recorded with all
 its metrics or not at all.
+
+`reproduce` and `reference` open it with mode "create" (made when missing);
+`history --mark-baseline` with "rw"; `history`, `check` and `compare` with
+"ro" (SQLite URI mode=ro: never created, written or migrated). A file that is
+not a history database is a HistoryError of one line in every mode.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import os
 import platform
 import socket
 import sqlite3
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -163,30 +169,105 @@ class HistoryError(RuntimeError):
     pass
 
 
-class History:
-    """The database. Use as a context manager or call close()."""
+def _reason(e: sqlite3.Error) -> str:
+    """sqlite's message, with what it means for a file that is no database."""
+    text = str(e)
+    if "file is not a database" in text:
+        return "not a history database (file is not a database)"
+    if "readonly database" in text:
+        return f"{text} (the file or its directory is not writable)"
+    return text
 
-    def __init__(self, path=None):
+
+class History:
+    """The database. Use as a context manager or call close().
+
+    mode "create" (recording: `reproduce`, `reference`): the file and its
+    tables are made when missing; an existing file must be a history
+    database (an empty one is made one). mode "rw" (`history
+    --mark-baseline`): an existing history database, written but never
+    altered in shape. mode "ro" (`history`, `check`, `compare`): opened
+    read-only (SQLite URI mode=ro), never created or written. A file that
+    is not a history database, a directory or a path the system refuses
+    raises HistoryError (one line naming the file) in every mode."""
+
+    # Seconds a statement waits for another process's lock before failing
+    # ("database is locked").
+    LOCK_TIMEOUT = 30.0
+
+    _RUNS_REQUIRED = ("run_id", "batch", "time", "git_commit", "hostname", "cpu_model", "kernel",
+                      "cpus", "experiment", "source", "duration_s", "steps", "report_dir",
+                      "baseline")
+    _METRICS_REQUIRED = ("run_id", "metric", "value")
+
+    def __init__(self, path=None, *, mode="create", timeout=None):
+        if mode not in ("create", "rw", "ro"):
+            raise ValueError(f"mode {mode!r}; allowed: create, rw, ro")
         self.path = db_path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.mode = mode
+        self.conn = None
+        timeout = self.LOCK_TIMEOUT if timeout is None else timeout
         try:
-            self.conn = sqlite3.connect(str(self.path), timeout=30)
+            if self.path.is_dir():
+                raise HistoryError(f"{self.path}: is a directory, not a history database")
+            if mode != "create" and not self.path.exists():
+                raise HistoryError(f"{self.path}: no such file (no history database there)")
+            if mode == "create":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise HistoryError(f"{self.path}: {e.strerror or e}") from None
+        try:
+            if mode == "create":
+                self.conn = sqlite3.connect(str(self.path), timeout=timeout)
+            else:
+                uri = f"file:{urllib.parse.quote(str(self.path.absolute()))}?mode={mode}"
+                self.conn = sqlite3.connect(uri, uri=True, timeout=timeout)
             self.conn.execute("PRAGMA foreign_keys = ON")
-            with self.conn:
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
-                        self.conn.execute(stmt)
-                have = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
-                for col, kind in (("seed", "INTEGER"), ("engine_version", "TEXT")):
-                    if col not in have:          # a database made before these columns
-                        self.conn.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
-                self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                                  (str(SCHEMA_VERSION),))
+            objects = {name: kind for name, kind in
+                       self.conn.execute("SELECT name, type FROM sqlite_master")}
+            if objects or mode != "create":
+                self._check_shape(objects)
+            if mode == "create":
+                self._create()
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
+            # A database made before these columns: read as NULL (ro, rw);
+            # "create" adds them.
+            self._run_columns = ", ".join(c if c in have else f"NULL AS {c}"
+                                          for c in _RUN_COLUMNS.split(", "))
         except sqlite3.DatabaseError as e:
-            raise HistoryError(f"{self.path}: {e}") from None
+            self.close()
+            raise HistoryError(f"{self.path}: {_reason(e)}") from None
+        except HistoryError:
+            self.close()
+            raise
+
+    def _check_shape(self, objects: dict) -> None:
+        """HistoryError unless the file holds the runs and metrics tables."""
+        for table, required in (("runs", self._RUNS_REQUIRED), ("metrics", self._METRICS_REQUIRED)):
+            if objects.get(table) != "table":
+                raise HistoryError(f"{self.path}: not a history database (no {table} table)")
+            have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+            missing = [c for c in required if c not in have]
+            if missing:
+                raise HistoryError(f"{self.path}: not a history database ({table} has no "
+                                   f"column {', '.join(missing)})")
+
+    def _create(self) -> None:
+        with self.conn:
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    self.conn.execute(stmt)
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
+            for col, kind in (("seed", "INTEGER"), ("engine_version", "TEXT")):
+                if col not in have:          # a database made before these columns
+                    self.conn.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                              (str(SCHEMA_VERSION),))
 
     def close(self):
-        self.conn.close()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
     def __enter__(self):
         return self
@@ -225,7 +306,7 @@ class History:
                 self.conn.executemany("INSERT INTO metrics (run_id, metric, value) VALUES (?, ?, ?)",
                                       [(run_id, k, v) for k, v in clean.items()])
         except sqlite3.DatabaseError as e:
-            raise HistoryError(f"{self.path}: {e}") from None
+            raise HistoryError(f"{self.path}: {_reason(e)}") from None
         return run_id
 
     def mark_baseline(self, run_ids, on=True) -> int:
@@ -238,35 +319,46 @@ class History:
             if not found:
                 raise HistoryError(f"no run or batch {r!r} in {self.path}")
             ids.extend(found)
-        with self.conn:
-            self.conn.executemany("UPDATE runs SET baseline = ? WHERE run_id = ?",
-                                  [(1 if on else 0, i) for i in ids])
+        try:
+            with self.conn:
+                self.conn.executemany("UPDATE runs SET baseline = ? WHERE run_id = ?",
+                                      [(1 if on else 0, i) for i in ids])
+        except sqlite3.DatabaseError as e:
+            raise HistoryError(f"{self.path}: {_reason(e)}") from None
         return len(ids)
+
+    def _query(self, sql, params=()) -> list:
+        """All rows of a query; a database error (a damaged file, another
+        process's lock held past the timeout) is a HistoryError naming the file."""
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise HistoryError(f"{self.path}: {_reason(e)}") from None
 
     def _resolve(self, ref) -> list:
         ref = str(ref)
         if ref.isdigit():
-            row = self.conn.execute("SELECT run_id FROM runs WHERE run_id = ?", (int(ref),)).fetchone()
-            if row:
-                return [row[0]]
-        return [r[0] for r in self.conn.execute(
+            rows = self._query("SELECT run_id FROM runs WHERE run_id = ?", (int(ref),))
+            if rows:
+                return [rows[0][0]]
+        return [r[0] for r in self._query(
             "SELECT run_id FROM runs WHERE batch = ? ORDER BY run_id", (ref,))]
 
     # --- reading -----------------------------------------------------------
 
     def _runs(self, where="", params=(), limit=None, with_metrics=True) -> list:
-        sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY run_id DESC"
+        sql = f"SELECT {self._run_columns} FROM runs {where} ORDER BY run_id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
         runs = [Run(*row[:13], baseline=bool(row[13]), seed=row[14], engine_version=row[15])
-                for row in self.conn.execute(sql, params)]
+                for row in self._query(sql, params)]
         if with_metrics and runs:
             by_id = {r.run_id: r for r in runs}
             ids = list(by_id)
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 q = ",".join("?" * len(chunk))
-                for run_id, metric, value in self.conn.execute(
+                for run_id, metric, value in self._query(
                         f"SELECT run_id, metric, value FROM metrics WHERE run_id IN ({q}) "
                         "ORDER BY rowid", chunk):
                     by_id[run_id].metrics[metric] = value
@@ -303,7 +395,7 @@ class History:
         return [self.run(i) for i in ids]
 
     def experiments(self) -> list:
-        return [r[0] for r in self.conn.execute(
+        return [r[0] for r in self._query(
             "SELECT experiment FROM runs GROUP BY experiment ORDER BY MIN(run_id)")]
 
     def durations(self, experiment: str, hostname=None, limit=5) -> list:
@@ -315,7 +407,7 @@ class History:
             sql += " AND hostname = ?"
             params.append(hostname)
         sql += f" ORDER BY run_id DESC LIMIT {int(limit)}"
-        return [(d, s) for d, s in self.conn.execute(sql, params)]
+        return [(d, s) for d, s in self._query(sql, params)]
 
     def results(self, experiment=None, metric=None) -> list:
         """Rows of the results view, as tuples, oldest first."""
@@ -329,7 +421,7 @@ class History:
             params.append(metric)
         if conds:
             sql += " WHERE " + " AND ".join(conds)
-        return list(self.conn.execute(sql + " ORDER BY run_id, metric", params))
+        return self._query(sql + " ORDER BY run_id, metric", params)
 
 
 def expected_duration(history: History | None, experiment: str, hostname=None):

@@ -659,7 +659,7 @@ def emulator_bfq(spec, db, progress, rounds=1):
         from harness.history import History, HistoryError, db_path
         if db_path(db).exists():
             try:
-                with History(db) as h:
+                with History(db, mode="ro") as h:
                     for r in h.runs("bfq", source="mdsplit", limit=20):
                         if all(k in r.metrics for k in keys.values()):
                             return ({k: r.metrics[v] for k, v in keys.items()},

@@ -80,7 +80,7 @@ def kernel_qd1_note(db=None) -> str:
         if not db_path(db).exists():
             return f"The kernel's own QD1 gap on this machine: not measured yet ({how})."
         me = machine_info()
-        with History(db) as h:
+        with History(db, mode="ro") as h:
             for run in h.runs("kernel-buffered", source="kernel", hostname=me["hostname"]):
                 k, kw = run.metrics.get("kernel.qd1_iops"), run.metrics.get("kernel_iowq.qd1_iops")
                 if k and kw and run.kernel == me["kernel"]:
