@@ -22,17 +22,66 @@ class CompareError(ValueError):
     pass
 
 
-def _from_dir(path: Path) -> dict:
+def _read_json(f: Path):
+    """The JSON document in f; CompareError naming f when it cannot be read."""
+    try:
+        text = f.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CompareError(f"{f}: not UTF-8 text (byte {e.start}); expected JSON") from None
+    except OSError as e:
+        raise CompareError(f"{f}: cannot read it ({e.strerror or e})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CompareError(f"{f}: not valid JSON ({e.msg} at line {e.lineno} "
+                           f"column {e.colno})") from None
+    except RecursionError:
+        raise CompareError(f"{f}: not valid JSON (nested too deeply)") from None
+
+
+def _short(v) -> str:
+    text = json.dumps(v) if not isinstance(v, float) else repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _metrics(f: Path, where: str, metrics, experiment: str) -> dict:
+    """{experiment:metric: number} from one {metric: number} object of f."""
+    if not isinstance(metrics, dict):
+        raise CompareError(f"{f}: {where} is {_short(metrics)}, not an object "
+                           "{metric: number}")
     out = {}
-    if (path / "metrics.json").is_file():
-        data = json.loads((path / "metrics.json").read_text())
+    for k, v in metrics.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise CompareError(f"{f}: metric {experiment}:{k} is {_short(v)}, not a number")
+        out[f"{experiment}:{k}"] = v
+    return out
+
+
+def _from_dir(path: Path) -> dict:
+    """A report's metrics.json ({experiment: {metric: number}}), an
+    experiment's result.json ({"name": ..., "metrics": {metric: number}}), or
+    every <experiment>/result.json of a directory. A file of the wrong shape
+    is a CompareError naming it and what is wrong."""
+    out = {}
+    f = path / "metrics.json"
+    if f.is_file():
+        data = _read_json(f)
+        if not isinstance(data, dict):
+            raise CompareError(f"{f}: is {_short(data)}, not an object "
+                               "{experiment: {metric: number}}")
         for exp, metrics in data.items():
-            for k, v in metrics.items():
-                out[f"{exp}:{k}"] = v
+            out.update(_metrics(f, f"experiment {exp!r}", metrics, exp))
         return out
-    if (path / "result.json").is_file():
-        data = json.loads((path / "result.json").read_text())
-        return {f"{data['name']}:{k}": v for k, v in data.get("metrics", {}).items()}
+    f = path / "result.json"
+    if f.is_file():
+        data = _read_json(f)
+        if not isinstance(data, dict):
+            raise CompareError(f"{f}: is {_short(data)}, not an experiment's result object")
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            raise CompareError(f"{f}: no experiment \"name\" (a string); "
+                               "not an experiment's result.json")
+        return _metrics(f, '"metrics"', data.get("metrics", {}), name)
     for sub in sorted(p for p in path.iterdir() if p.is_dir()):
         if (sub / "result.json").is_file():
             out.update(_from_dir(sub))

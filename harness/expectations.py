@@ -315,6 +315,8 @@ def fmt(x: float) -> str:
     """A number as a person reads it: 5271.88, 1.61, 29.5, 0."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
     if x == int(x) and abs(x) < 1e12:
         return str(int(x))
     if abs(x) >= 10:

@@ -76,3 +76,47 @@ def test_run_ids_batches_thread_and_latest(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "raid5:fixed.md0_MBps" in out and "legacy.md0_MBps" not in out
     assert cli(["compare", "bogus", "thread", "--db", str(db)]) == 2
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"[1, 2]", "is [1, 2], not an object {experiment: {metric: number}}"),
+    (b'{"a": 5}', "experiment 'a' is 5, not an object {metric: number}"),
+    (b'{"raid5": {"fixed.md0_MBps": "fast"}}', 'metric raid5:fixed.md0_MBps is "fast", not a number'),
+    (b'{"raid5": {"fixed.md0_MBps": null}}', "metric raid5:fixed.md0_MBps is null, not a number"),
+    (b'{"raid5": {', "not valid JSON"),
+    (b'\xff\xfe{}', "not UTF-8 text"),
+], ids=["list", "not-nested", "string-value", "null-value", "bad-json", "not-utf8"])
+def test_malformed_metrics_json_is_one_line_naming_it(tmp_path, capsys, content, says):
+    """A report's metrics.json of the wrong shape: one line naming the file and the fault, exit 2."""
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "metrics.json").write_bytes(content)
+    assert cli(["compare", str(d), "thread:raid5", "--db", str(tmp_path / "none")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"compare: {d / 'metrics.json'}: ")
+    assert says in lines[0]
+
+
+@pytest.mark.parametrize("doc, says", [
+    ({"metrics": {"a_MBps": 1}}, 'no experiment "name"'),
+    ({"name": "bfq", "metrics": [1]}, '"metrics" is [1], not an object {metric: number}'),
+    ({"name": "bfq", "metrics": {"a_MBps": [3]}}, "metric bfq:a_MBps is [3], not a number"),
+    ([1], "not an experiment's result object"),
+], ids=["no-name", "metrics-list", "list-value", "list"])
+def test_malformed_result_json_is_one_line_naming_it(tmp_path, capsys, doc, says):
+    """An experiment's result.json of the wrong shape (also inside a report): one line naming it."""
+    d = tmp_path / "r" / "bfq"
+    d.mkdir(parents=True)
+    (d / "result.json").write_text(json.dumps(doc))
+    assert cli(["compare", str(tmp_path / "r"), "thread:bfq", "--db", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"{d / 'result.json'}: " in err and says in err
+
+
+def test_infinite_value_is_shown(tmp_path, capsys):
+    """A metric of Infinity in a report is printed as inf, not an OverflowError."""
+    d = report(tmp_path, "a", {"raid5": {"fixed.md0_MBps": float("inf")}})
+    assert cli(["compare", str(d), "thread:raid5", "--db", str(tmp_path / "none")]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines()
+                if l.startswith("raid5:fixed.md0_MBps"))
+    assert line.split()[1:3] == ["inf", "5271.88"]
