@@ -376,7 +376,15 @@ def cmd_compare(args) -> int:
                 or fnmatch.fnmatchcase(r[0].split(":", 1)[-1], args.metric)]
     if args.common:
         rows = [r for r in rows if r[1] is not None and r[2] is not None]
-    print(compare.format_table(la, lb, rows))
+    if rows:
+        print(compare.format_table(la, lb, rows))
+    if not any(r[1] is not None and r[2] is not None for r in rows):
+        # Nothing side by side: one line, exit 1 (a script sees that nothing
+        # was compared); the table, when there is one, shows what each has.
+        what = f" matching --metric {args.metric}" if args.metric else ""
+        print(f"compare: nothing to compare: A ({la}) and B ({lb}) have no metric{what} "
+              "in common", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -8,6 +8,9 @@ A and B may each be
     (jobs/expectations.toml),
   - `latest` / `latest:EXPERIMENT`: the newest recorded run of each experiment.
 Metrics are keyed "experiment:variant.metric"; the ratio column is B / A.
+Exit status: 0 when at least one metric is on both sides; 1 when none is
+(one line says so, after the table of what each side has, if anything); 2
+for a side that cannot be read.
 """
 from __future__ import annotations
 

@@ -120,3 +120,21 @@ def test_infinite_value_is_shown(tmp_path, capsys):
     line = next(l for l in capsys.readouterr().out.splitlines()
                 if l.startswith("raid5:fixed.md0_MBps"))
     assert line.split()[1:3] == ["inf", "5271.88"]
+
+
+def test_nothing_in_common_says_so(tmp_path, capsys):
+    """Two result sets with no metric in common: one line saying so, exit 1."""
+    a = report(tmp_path, "a", {"raid5": {"fixed.md0_MBps": 5000}})
+    b = report(tmp_path, "b", {"bfq": {"root.after_MiBps": 540}})
+    assert cli(["compare", str(a), str(b), "--db", str(tmp_path / "none")]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"compare: nothing to compare: A ({a}) and B ({b}) have no "
+                                "metric in common"]
+
+
+def test_common_filter_leaving_nothing_prints_no_empty_table(tmp_path, capsys):
+    """--common with nothing in common prints no empty table, only the one line, exit 1."""
+    a = report(tmp_path, "a", {"raid5": {"fixed.md0_MBps": 5000}})
+    assert cli(["compare", str(a), "thread:bfq", "--common", "--db", str(tmp_path / "n")]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "nothing to compare" in captured.err
