@@ -470,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     hp = sub.add_parser("history", help="list recorded runs; mark baselines")
     hp.add_argument("experiment", nargs="?")
     hp.add_argument("--metric", help="show metrics matching this glob (e.g. 'fixed.*')")
-    hp.add_argument("--limit", type=int, default=50, help="newest N runs (default 50)")
+    hp.add_argument("--limit", type=int, default=50, help="newest N runs (default 50; >= 1)")
     hp.add_argument("--json", action="store_true", help="runs and metrics as JSON")
     hp.add_argument("--mark-baseline", nargs="+", metavar="RUN",
                     help="mark runs (ids or batch names) as the baseline `check` compares to")
@@ -487,9 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--window", type=int, default=5, metavar="N",
                     help="baseline = the N runs before the candidate, unless runs are marked "
                          "(default 5)")
-    cp.add_argument("--k", type=float, default=3.0, help="spreads allowed (default 3)")
+    cp.add_argument("--k", type=float, default=3.0, help="baseline spreads a metric may move (default 3; >= 0, 0: the floor alone)")
     cp.add_argument("--floor", type=float, default=0.05,
-                    help="relative change always allowed (default 0.05 = 5%%)")
+                    help="relative change always allowed (default 0.05 = 5%%; >= 0)")
     cp.add_argument("--any-machine", action="store_true",
                     help="baseline from any machine (default: the newest run's hostname)")
     cp.add_argument("--expectations", action="store_true",
@@ -521,12 +521,38 @@ def parse_args(argv: list):
     return build_parser().parse_args(argv)
 
 
+def bad_value(args) -> str | None:
+    """The one-line error for an option value the parser accepts but the
+    command cannot use (None when all are fine)."""
+    import math
+    cmd = args.cmd
+    counts = {"history": ("limit",), "check": ("last", "window")}.get(cmd, ())
+    for name in counts:
+        v = getattr(args, name)
+        if v < 1:
+            return f"{cmd}: --{name} {v}: allowed: an integer >= 1"
+    if cmd == "check":
+        if args.repeat < 0:
+            return f"check: --repeat {args.repeat}: allowed: an integer >= 1 (0 or none: no runs)"
+        if not (math.isfinite(args.k) and args.k >= 0):
+            return (f"check: --k {args.k}: allowed: a finite number >= 0 (how many baseline "
+                    "spreads a metric may move; 0: the floor alone)")
+        if not (math.isfinite(args.floor) and args.floor >= 0):
+            return (f"check: --floor {args.floor}: allowed: a finite number >= 0 (relative "
+                    "change always allowed, 0.05 = 5%)")
+    if cmd == "history" and args.mark_baseline and args.unmark_baseline:
+        return ("history: --mark-baseline and --unmark-baseline together: allowed: one of "
+                "them per command")
+    return None
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     args.argv = argv
-    if getattr(args, "repeat", 0) and args.repeat < 0:
-        print("check: --repeat must be >= 1", file=sys.stderr)
+    error = bad_value(args)
+    if error:
+        print(error, file=sys.stderr)
         return 2
     try:
         return args.func(args)

@@ -166,3 +166,33 @@ def test_expectations_flag(tmp_path, capsys):
     assert cli(["check", "--db", str(db), "--expectations"]) == 1   # 3100/3000 < 1.3
     out = capsys.readouterr().out
     assert "FAIL" in out and "fixed.md0_MBps / legacy.md0_MBps >= 1.3" in out
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--k", "nan"], "check: --k nan: allowed: a finite number >= 0"),
+    (["--k", "inf"], "check: --k inf: allowed: a finite number >= 0"),
+    (["--k", "-1"], "check: --k -1.0: allowed: a finite number >= 0"),
+    (["--floor", "nan"], "check: --floor nan: allowed: a finite number >= 0"),
+    (["--window", "0"], "check: --window 0: allowed: an integer >= 1"),
+    (["--window", "-2"], "check: --window -2: allowed: an integer >= 1"),
+    (["--last", "0"], "check: --last 0: allowed: an integer >= 1"),
+    (["--last", "-1"], "check: --last -1: allowed: an integer >= 1"),
+], ids=lambda x: " ".join(x) if isinstance(x, list) else "-")
+def test_bad_option_values_are_refused(tmp_path, capsys, argv, says):
+    """An option value check cannot use is one line naming the option and what it allows, exit 2."""
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        fill(h, {"fixed.md0_MBps": [5000, 5000, 5000, 2450]})     # the newest 51% worse
+    assert cli(["check", "--db", str(db)] + argv) == 2
+    captured = capsys.readouterr()
+    assert len(captured.err.splitlines()) == 1 and captured.err.startswith(says)
+    assert captured.out == ""
+
+
+def test_k_zero_is_the_floor_alone(tmp_path, capsys):
+    """--k 0 is accepted: the limit is the floor alone."""
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        fill(h, {"fixed.md0_MBps": [4000, 5000, 6000, 4500]})    # wide spread, 10% down
+    assert cli(["check", "--db", str(db), "--k", "0"]) == 1
+    assert "REGRESSION" in capsys.readouterr().out

@@ -152,3 +152,29 @@ def test_history_command(tmp_path, capsys):
     assert cli(["history", "--db", str(db), "--mark-baseline", "999"]) == 2
     assert "no run or batch" in capsys.readouterr().err
     assert cli(["history", "--db", str(tmp_path / "missing.sqlite")]) == 2
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_limit_below_one_is_refused(tmp_path, capsys, limit):
+    """history --limit 0 or -1 is one line naming --limit and what it allows, exit 2."""
+    db = tmp_path / "h.sqlite"
+    with H.History(db) as h:
+        record(h)
+    assert cli(["history", "--db", str(db), "--limit", limit]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"history: --limit {limit}: allowed: an integer >= 1\n"
+    assert captured.out == ""
+
+
+def test_mark_and_unmark_together_are_refused(tmp_path, capsys):
+    """--mark-baseline with --unmark-baseline is refused in one line and changes nothing."""
+    db = tmp_path / "h.sqlite"
+    with H.History(db) as h:
+        a, b = record(h), record(h)
+        h.mark_baseline([str(b)])
+    assert cli(["history", "--db", str(db), "--mark-baseline", str(a),
+                "--unmark-baseline", str(b)]) == 2
+    assert capsys.readouterr().err == ("history: --mark-baseline and --unmark-baseline together: "
+                                       "allowed: one of them per command\n")
+    with H.History(db) as h:
+        assert [r.run_id for r in h.runs(baseline=True)] == [b]
