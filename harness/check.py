@@ -21,6 +21,9 @@ The rule (README text; `check --explain` prints it):
     baseline run; the relative floor keeps deterministic metrics (spread 0)
     and short baselines from flagging run-to-run noise. A metric's own
     `tolerance` / `abs_tolerance` in expectations.toml replaces the floors.
+    Metrics named machine.* are real-clock figures of the machine that ran
+    them ("this machine": fio's own timing, the clock agreement, measured
+    costs) and are never judged; check counts them on the experiment's line.
     check prints one line per metric (OK, REGRESSION, better, or why it was
     not judged) and exits 1 when any metric regressed, 0 otherwise (also when
     there is no baseline yet), 2 on a usage or database error.
@@ -42,6 +45,14 @@ DEFAULT_K = 3.0
 DEFAULT_FLOOR = 0.05
 DEFAULT_WINDOW = 5
 MAD_TO_SIGMA = 1.4826
+
+
+UNCHECKED_PREFIX = "machine."
+
+
+def unchecked(metric: str) -> bool:
+    """A real-clock figure of the machine that ran it (machine.*): never judged."""
+    return metric.startswith(UNCHECKED_PREFIX)
 
 
 def median(xs) -> float:
@@ -146,8 +157,12 @@ def check_experiment(history: History, experiment: str, *, candidates=1, window=
     cands, base, desc = select_runs(history, experiment, candidates, window, same_machine)
     if not cands:
         return desc, [], {}
-    names = list(dict.fromkeys(m for r in cands for m in r.metrics))
-    current = {n: median([r.metrics[n] for r in cands if n in r.metrics]) for n in names}
+    every = list(dict.fromkeys(m for r in cands for m in r.metrics))
+    current = {n: median([r.metrics[n] for r in cands if n in r.metrics]) for n in every}
+    names = [n for n in every if not unchecked(n)]
+    if len(names) < len(every):
+        desc += (f"; {len(every) - len(names)} machine.* metric(s) not judged "
+                 "(real clock, this machine)")
     verdicts = []
     e = expectations.get(experiment)
     for n in names:
@@ -167,7 +182,7 @@ def check_experiment(history: History, experiment: str, *, candidates=1, window=
         verdicts.append(Verdict(experiment, n, status, value, m, s, limit, len(bvals), better, basis))
     seen = set(names)
     for n in dict.fromkeys(m for r in base for m in r.metrics):
-        if n not in seen and exp_mod.direction(experiment, n, expectations):
+        if n not in seen and not unchecked(n) and exp_mod.direction(experiment, n, expectations):
             verdicts.append(Verdict(experiment, n, "missing",
                                     median=median([r.metrics[n] for r in base if n in r.metrics])))
     return desc, verdicts, current

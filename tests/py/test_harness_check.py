@@ -196,3 +196,25 @@ def test_k_zero_is_the_floor_alone(tmp_path, capsys):
         fill(h, {"fixed.md0_MBps": [4000, 5000, 6000, 4500]})    # wide spread, 10% down
     assert cli(["check", "--db", str(db), "--k", "0"]) == 1
     assert "REGRESSION" in capsys.readouterr().out
+
+
+def test_machine_metrics_are_never_judged(tmp_path, capsys):
+    """Real-clock machine.* metrics halved in the newest run: no REGRESSION, exit 0, counted as not judged."""
+    db = tmp_path / "h.sqlite"
+    with History(db) as h:
+        fill(h, {"fixed.md0_MBps": [5000, 5000, 5000, 5000],
+                 "machine.fixed.md0_MBps": [3000, 3000, 3000, 1500],
+                 "machine.agreement.dd.read_ratio": [1.0, 1.0, 1.0, 0.5]})
+    assert cli(["check", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "REGRESSION" not in out and "machine." not in out.split("\n", 1)[1]
+    assert "2 machine.* metric(s) not judged (real clock, this machine)" in out.splitlines()[0]
+
+
+def test_machine_metrics_missing_from_the_newest_run_are_not_listed(tmp_path):
+    """A machine.* metric the baseline has and the newest run lacks is not a MISSING verdict."""
+    with History(tmp_path / "h.sqlite") as h:
+        fill(h, {"fixed.md0_MBps": [5000, 5000], "machine.fixed.md0_MBps": [3000, 3000]})
+        h.record("raid5", {"fixed.md0_MBps": 5000}, machine=MACHINE, commit="x")
+        _, verdicts, _ = C.check_experiment(h, "raid5")
+    assert [(v.metric, v.status) for v in verdicts] == [("fixed.md0_MBps", "OK")]

@@ -6,6 +6,7 @@ import importlib
 import inspect
 import io
 import json
+import shutil
 import sys
 import uuid
 
@@ -224,3 +225,22 @@ def test_experiment_modules_follow_the_interface(modname):
             assert (seeds / s).is_file(), s
     assert list(inspect.signature(mod.run).parameters)[:3] == ["jobs_dir", "out_dir", "progress"]
     assert R.load_experiment(mod.NAME) is mod
+
+
+def test_passthrough_expectations_name_real_clock_figures_machine():
+    """passthrough has no virtual-clock run: every metric of it in expectations.toml but the error counts is machine.*."""
+    from harness import expectations as E
+    names = set(E.load()["passthrough"].metrics)
+    assert names - {"verify.errors", "randread.errors"}
+    assert all(n.startswith("machine.") for n in names - {"verify.errors", "randread.errors"})
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+def test_passthrough_real_clock_figures_are_machine_metrics(tmp_path, engine):
+    """passthrough's fio throughput and latency are reported as machine.*; only its error counts are not."""
+    from harness.experiments import passthrough
+    jobs = R.prepare_jobs(tmp_path)
+    result = passthrough.run(jobs, tmp_path, lambda *a: None)
+    unprefixed = {n for n in result.metrics if not n.startswith("machine.")}
+    assert unprefixed == {"verify.errors", "randread.errors"}
+    assert "machine.randread.read_iops" in result.metrics
