@@ -9,6 +9,9 @@ report directory (default reports/<timestamp>, with reports/latest pointing
 at it) gets summary.md (tables, the thread's figures beside ours, figures,
 checks with PASS/FAIL, the commit and the machine), metrics.json and each
 experiment's result.json; every run is recorded in the history database.
+--report-dir must be new or empty (claim_report_dir): an earlier report or a
+directory with anything in it is refused, and nothing in a report directory
+is ever replaced or deleted.
 """
 from __future__ import annotations
 
@@ -136,11 +139,10 @@ def _ignore_factory(src: Path):
 
 def prepare_jobs(out_dir: Path, src: Path = None) -> Path:
     """A fresh copy of jobs/ in out_dir/jobs, without member images, verify
-    state or earlier stats and traces."""
+    state or earlier stats and traces. out_dir/jobs must not exist yet
+    (FileExistsError): nothing already there is replaced or deleted."""
     src = (src or ROOT / "jobs").resolve()
     dest = out_dir / "jobs"
-    if dest.exists():
-        shutil.rmtree(dest)
     shutil.copytree(src, dest, ignore=_ignore_factory(src), symlinks=True)
     return dest
 
@@ -216,9 +218,7 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
     expectations = expectations if expectations is not None else exp_mod.load()
     o = Outcome(name, title=getattr(module, "TITLE", ""), seeds=list(getattr(module, "SEEDS", [])))
     out_dir = report / name
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
+    out_dir.mkdir()          # the report directory is new or was empty: nothing is replaced
     o.out_dir = out_dir
     jobs_dir = prepare_jobs(out_dir)
     progress.start(label or name)
@@ -361,6 +361,66 @@ def point_latest(report: Path) -> None:
     os.replace(tmp, link)
 
 
+class ReportDirError(ValueError):
+    """--report-dir cannot take a report: one line, exit 2."""
+
+
+ALLOWED_REPORT_DIR = ("allowed: a new directory or an empty one (omit --report-dir for a new "
+                      "reports/<time>)")
+
+
+def is_report(path: Path) -> bool:
+    """A report this tool made: summary.md and metrics.json at its top."""
+    return (path / "summary.md").is_file() and (path / "metrics.json").is_file()
+
+
+def claim_report_dir(report_dir) -> tuple:
+    """(the report directory, the directories made for it, leaf first) for
+    --report-dir: a directory that does not exist yet is made; an existing
+    one must be an empty, writable directory. Anything else (a file, a
+    directory with something in it, also an earlier report: a report is
+    never overwritten, added to or deleted; a path the system refuses)
+    raises ReportDirError, and nothing is made or changed."""
+    given = str(report_dir)
+    made = []
+
+    def refuse(why: str):
+        raise ReportDirError(f"--report-dir {given}: {why}; {ALLOWED_REPORT_DIR}")
+
+    try:
+        p = Path(report_dir).absolute()
+        if p.exists() or p.is_symlink():
+            if not p.is_dir():
+                refuse("exists and is not a directory")
+            if any(p.iterdir()):
+                if is_report(p):
+                    refuse("holds an earlier report (summary.md, metrics.json): reports are "
+                           "not overwritten or added to")
+                refuse("exists and is not empty (nothing in it is replaced or deleted)")
+            if not os.access(p, os.W_OK | os.X_OK):
+                refuse("is not writable")
+            return p, []
+        q = p
+        while not (q.exists() or q.is_symlink()):
+            made.append(q)
+            q = q.parent
+        p.mkdir(parents=True)
+        return p, made
+    except OSError as e:
+        release_report_dir(made)             # the parents a failed mkdir made
+        refuse(f"cannot make or use it ({e.strerror or e})")
+
+
+def release_report_dir(made: list) -> None:
+    """Removes the directories claim_report_dir made (leaf first) that are
+    there and empty (rmdir: nothing in them is ever deleted)."""
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
 def resolve_names(which: str, package: str = PACKAGE):
     """(names to run, explicit): 'all' or one name; ValueError if unknown."""
     names = available(package)
@@ -398,12 +458,29 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
             print(f"reproduce: {n}: cannot load its module: {type(e).__name__}: {e}", file=err)
             modules[n] = False
             status = 1
+    claimed, made = None, []
+    try:
+        if report_dir and repeat == 1:
+            claimed, made = claim_report_dir(report_dir)
+        elif report_dir:                        # the parent of the repeats' reports
+            parent = Path(report_dir)
+            if parent.exists() and not parent.is_dir():
+                raise ReportDirError(f"--report-dir {report_dir}: exists and is not a "
+                                     f"directory; {ALLOWED_REPORT_DIR}")
+    except ReportDirError as e:
+        print(f"reproduce: {e}", file=err)
+        return 2
+    except OSError as e:
+        print(f"reproduce: --report-dir {report_dir}: cannot use it ({e.strerror or e}); "
+              f"{ALLOWED_REPORT_DIR}", file=err)
+        return 2
     history = None
     if record:
         try:
             history = History(db)
         except Exception as e:
             print(f"reproduce: history database: {e}", file=err)
+            release_report_dir(made)
             return 1
     machine = machine_info()
     runnable = [n for n in names if modules[n]]
@@ -428,44 +505,55 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
     reports = []
     try:
         for i in range(repeat):
-            if report_dir and repeat == 1:
-                report = Path(report_dir).resolve()
-                report.mkdir(parents=True, exist_ok=True)
+            if claimed is not None:
+                report = claimed
             else:
-                report = new_report_dir(Path(report_dir) if report_dir else None).resolve()
-            batch = report.name
-            started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-            outcomes = []
-            for n in names:
-                if not modules[n]:
-                    if modules[n] is None:
-                        outcomes.append(Outcome(n, status="not built"))
-                    continue
-                label = n if repeat == 1 else f"{n} #{i + 1}"
-                o = run_one(n, modules[n], report, progress, label=label, history=history,
-                            batch=batch, keep_images=keep_images, expectations=expectations)
-                outcomes.append(o)
-                progress.clear()
-                if o.status != "ok":
-                    print(f"reproduce {n}: {o.error}", file=err)
-                    status = max(status, 1)
-                elif not quiet:
-                    print_outcome(o, out, expectations)
-                if o.status == "ok" and strict and o.failed_checks:
-                    status = max(status, 1)
-            (report / "metrics.json").write_text(json.dumps(
-                {o.name: o.result.metrics for o in outcomes if o.result is not None}, indent=1))
-            write_summary(report, outcomes, commit=commit, machine=machine, started=started,
-                          command=command or f"python3 -m harness reproduce {which}",
-                          history_path=history.path if history else None, batch=batch,
-                          expectations=expectations)
-            if report_dir is None or report.parent.resolve() == REPORTS.resolve():
                 try:
-                    point_latest(report)
+                    report = new_report_dir(Path(report_dir) if report_dir else None).resolve()
                 except OSError as e:
-                    print(f"reproduce: could not point {report.parent / 'latest'}: {e}", file=err)
-            reports.append(report)
-            print(f"report: {report / 'summary.md'}", file=err)
+                    where = report_dir or REPORTS
+                    print(f"reproduce: cannot make a report directory in {where} "
+                          f"({e.strerror or e})", file=err)
+                    return max(status, 1)
+            batch = report.name
+            try:
+                started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+                outcomes = []
+                for n in names:
+                    if not modules[n]:
+                        if modules[n] is None:
+                            outcomes.append(Outcome(n, status="not built"))
+                        continue
+                    label = n if repeat == 1 else f"{n} #{i + 1}"
+                    o = run_one(n, modules[n], report, progress, label=label, history=history,
+                                batch=batch, keep_images=keep_images, expectations=expectations)
+                    outcomes.append(o)
+                    progress.clear()
+                    if o.status != "ok":
+                        print(f"reproduce {n}: {o.error}", file=err)
+                        status = max(status, 1)
+                    elif not quiet:
+                        print_outcome(o, out, expectations)
+                    if o.status == "ok" and strict and o.failed_checks:
+                        status = max(status, 1)
+                (report / "metrics.json").write_text(json.dumps(
+                    {o.name: o.result.metrics for o in outcomes if o.result is not None}, indent=1))
+                write_summary(report, outcomes, commit=commit, machine=machine, started=started,
+                              command=command or f"python3 -m harness reproduce {which}",
+                              history_path=history.path if history else None, batch=batch,
+                              expectations=expectations)
+                if report_dir is None or report.parent.resolve() == REPORTS.resolve():
+                    try:
+                        point_latest(report)
+                    except OSError as e:
+                        print(f"reproduce: could not point {report.parent / 'latest'}: {e}", file=err)
+                reports.append(report)
+                print(f"report: {report / 'summary.md'}", file=err)
+            except OSError as e:          # the report directory cannot be written (full, removed)
+                what = e.filename or report
+                print(f"reproduce: report {report}: cannot write {what} ({e.strerror or e})",
+                      file=err)
+                return max(status, 1)
     finally:
         progress.close()
         if history is not None:

@@ -7,6 +7,7 @@ import inspect
 import io
 import json
 import shutil
+import subprocess
 import sys
 import uuid
 
@@ -61,10 +62,10 @@ def package(tmp_path, monkeypatch):
         del sys.modules[m]
 
 
-def run(package, which, tmp_path, **kw):
+def run(package, which, tmp_path, report="report", **kw):
     out, err = io.StringIO(), io.StringIO()
     kw.setdefault("db", tmp_path / "h.sqlite")
-    rc = R.reproduce(which, tmp_path / "report", package=package, out=out, err=err, tty=False,
+    rc = R.reproduce(which, tmp_path / report, package=package, out=out, err=err, tty=False,
                      **kw)
     return rc, out.getvalue(), err.getvalue()
 
@@ -105,7 +106,7 @@ def test_all_skips_what_is_not_built(package, tmp_path):
         assert len(runs) == 1 and runs[0].experiment == "raid5" and runs[0].steps == 2
         assert runs[0].metrics["fixed.md0_MBps"] == 5000 and runs[0].batch == "report"
     # with --strict a failed check fails the command
-    rc, _, _ = run(name, "raid5", tmp_path, strict=True)
+    rc, _, _ = run(name, "raid5", tmp_path, report="strict", strict=True)
     assert rc == 1
 
 
@@ -244,3 +245,102 @@ def test_passthrough_real_clock_figures_are_machine_metrics(tmp_path, engine):
     unprefixed = {n for n in result.metrics if not n.startswith("machine.")}
     assert unprefixed == {"verify.errors", "randread.errors"}
     assert "machine.randread.read_iops" in result.metrics
+
+
+ALLOWED = "allowed: a new directory or an empty one (omit --report-dir for a new reports/<time>)"
+
+
+def test_report_dir_with_user_files_is_refused(package, tmp_path):
+    """--report-dir naming a directory with someone's files in it: one line, exit 2, nothing deleted or written."""
+    name, _ = package
+    d = tmp_path / "report"
+    (d / "raid5").mkdir(parents=True)
+    (d / "raid5" / "thesis.txt").write_text("four years of work\n")
+    (d / "summary.md").write_text("my notes\n")
+    rc, out, err = run(name, "raid5", tmp_path)
+    assert rc == 2 and err == (f"reproduce: --report-dir {d}: exists and is not empty (nothing "
+                               f"in it is replaced or deleted); {ALLOWED}\n")
+    assert (d / "raid5" / "thesis.txt").read_text() == "four years of work\n"
+    assert (d / "summary.md").read_text() == "my notes\n"
+    assert sorted(p.name for p in d.rglob("*")) == ["raid5", "summary.md", "thesis.txt"]
+    assert not (tmp_path / "h.sqlite").exists()
+
+
+def test_second_run_into_a_report_is_refused(package, tmp_path):
+    """A second reproduce into an earlier report is refused; the report and its history runs stay as they were."""
+    name, _ = package
+    assert run(name, "raid5", tmp_path)[0] == 0
+    d = tmp_path / "report"
+    before = {p: p.read_bytes() for p in d.rglob("*") if p.is_file()}
+    rc, _, err = run(name, "raid5", tmp_path)
+    assert rc == 2 and "holds an earlier report (summary.md, metrics.json)" in err
+    assert len(err.splitlines()) == 1
+    assert {p: p.read_bytes() for p in d.rglob("*") if p.is_file()} == before
+    with History(tmp_path / "h.sqlite") as h:
+        assert len(h.runs()) == 1
+
+
+def test_empty_existing_report_dir_is_used(package, tmp_path):
+    """An existing empty directory takes the report."""
+    name, _ = package
+    (tmp_path / "report").mkdir()
+    assert run(name, "raid5", tmp_path)[0] == 0
+    assert (tmp_path / "report" / "summary.md").is_file()
+
+
+def test_report_dir_that_is_a_file_is_one_line(package, tmp_path):
+    """--report-dir naming a regular file: one line, exit 2, the file unchanged."""
+    name, _ = package
+    (tmp_path / "report").write_text("data\n")
+    rc, _, err = run(name, "raid5", tmp_path)
+    assert rc == 2 and err.splitlines() == [
+        f"reproduce: --report-dir {tmp_path / 'report'}: exists and is not a directory; {ALLOWED}"]
+    assert (tmp_path / "report").read_text() == "data\n"
+
+
+def test_report_dir_name_too_long_is_one_line(package, tmp_path):
+    """--report-dir with a name over 255 characters: one line, exit 2, no directory left behind."""
+    name, _ = package
+    rc, _, err = run(name, "raid5", tmp_path, report="new/sub/" + "y" * 300)
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "cannot make or use it (File name too long)" in err
+    assert not (tmp_path / "new").exists()
+
+
+def test_unwritable_report_dir_is_one_line(package, tmp_path):
+    """--report-dir naming an empty directory that cannot be written (chattr +i): one line, exit 2."""
+    name, _ = package
+    d = tmp_path / "report"
+    d.mkdir()
+    chattr = shutil.which("chattr")
+    if not chattr or subprocess.run([chattr, "+i", str(d)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here (needs root and a file system with it)")
+    try:
+        rc, _, err = run(name, "raid5", tmp_path)
+    finally:
+        subprocess.run([chattr, "-i", str(d)], check=True)
+    assert rc == 2 and err.splitlines() == [f"reproduce: --report-dir {d}: is not writable; {ALLOWED}"]
+
+
+def test_run_one_never_replaces_an_experiment_directory(package, tmp_path):
+    """run_one into a report whose experiment directory exists fails without deleting what is in it."""
+    name, _ = package
+    (tmp_path / "raid5").mkdir()
+    (tmp_path / "raid5" / "keep.txt").write_text("mine")
+    progress = R.Progress(["raid5"], stream=io.StringIO(), tty=False)
+    with pytest.raises(FileExistsError):
+        R.run_one("raid5", R.load_experiment("raid5", name), tmp_path, progress)
+    assert (tmp_path / "raid5" / "keep.txt").read_text() == "mine"
+
+
+def test_report_write_failure_is_one_line(package, tmp_path, monkeypatch):
+    """A report file that cannot be written (e.g. a full disk) is one line naming it, exit 1, no traceback."""
+    name, _ = package
+
+    def full(report, *a, **kw):
+        raise OSError(28, "No space left on device", str(report / "summary.md"))
+    monkeypatch.setattr(R, "write_summary", full)
+    rc, _, err = run(name, "raid5", tmp_path)
+    d = tmp_path / "report"
+    assert rc == 1 and err.splitlines()[-1] == (f"reproduce: report {d}: cannot write "
+                                                f"{d / 'summary.md'} (No space left on device)")
