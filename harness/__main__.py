@@ -473,7 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     hp.add_argument("--limit", type=int, default=50, help="newest N runs (default 50; >= 1)")
     hp.add_argument("--json", action="store_true", help="runs and metrics as JSON")
     hp.add_argument("--mark-baseline", nargs="+", metavar="RUN",
-                    help="mark runs (ids or batch names) as the baseline `check` compares to")
+                    help="mark runs (ids, batch names or report directories) as the baseline "
+                         "`check` compares to")
     hp.add_argument("--unmark-baseline", nargs="+", metavar="RUN")
     hp.add_argument("--db", help=db_help)
     hp.set_defaults(func=cmd_history)

@@ -3,7 +3,9 @@
 A and B may each be
   - a report directory (its metrics.json, or an experiment's result.json),
   - a run id from the history (`history` lists them),
-  - a batch name (a report directory's name, e.g. 20251129-231500: all its runs),
+  - a batch name (as `history` lists it: the report directory's name, e.g.
+    20251129-231500, with -2, -3 ... when another report of that name was
+    recorded first; all its runs),
   - `thread` or `thread:EXPERIMENT`: the thread's published figures
     (jobs/expectations.toml),
   - `latest` / `latest:EXPERIMENT`: the newest recorded run of each experiment.

@@ -9,9 +9,13 @@ Default file: reports/history.sqlite in the repository; MDSPLIT_HISTORY or
 
 and the view ``results`` with one row per (run id, time, git commit, machine
 (hostname, cpu model, kernel), experiment, metric, value). A run is one
-experiment run once; a batch is one `reproduce` invocation (its report
-directory's name). Every write is one transaction: a run is recorded with all
-its metrics or not at all.
+experiment run once; a batch is one `reproduce` invocation, named after its
+report directory and unique in the database: the table
+``batches(name, report_dir, time)`` reserves each name (new_batch), and a
+name already used (by another report directory of that name, or by runs of
+an older history, which has no such table) gets -2, -3 ... (a name of digits
+only too, as it would read as a run id). Every write is one transaction: a
+run is recorded with all its metrics or not at all.
 
 `reproduce` and `reference` open it with mode "create" (made when missing);
 `history --mark-baseline` with "rw"; `history`, `check` and `compare` with
@@ -62,6 +66,11 @@ CREATE TABLE IF NOT EXISTS metrics (
     metric  TEXT NOT NULL,
     value   REAL NOT NULL,
     PRIMARY KEY (run_id, metric)
+);
+CREATE TABLE IF NOT EXISTS batches (
+    name        TEXT PRIMARY KEY,
+    report_dir  TEXT,
+    time        TEXT NOT NULL
 );
 CREATE VIEW IF NOT EXISTS results AS
     SELECT r.run_id, r.time, r.git_commit, r.hostname, r.cpu_model, r.kernel,
@@ -229,6 +238,8 @@ class History:
                 self._check_shape(objects)
             if mode == "create":
                 self._create()
+            self._has_batches = bool(self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'batches'").fetchall())
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(runs)")}
             # A database made before these columns: read as NULL (ro, rw);
             # "create" adds them.
@@ -309,6 +320,35 @@ class History:
             raise HistoryError(f"{self.path}: {_reason(e)}") from None
         return run_id
 
+    def new_batch(self, name: str, report_dir=None) -> str:
+        """Reserves and returns a batch name unique in this database: name,
+        else name-2, name-3 ... (taken: a reserved batch or any run's batch;
+        a name of digits only is never used, as it would read as a run id).
+        One IMMEDIATE transaction, so two reproduces at once never get the
+        same name."""
+        when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                i = 1
+                while True:
+                    cand = name if i == 1 else f"{name}-{i}"
+                    taken = cand.isdigit() or self.conn.execute(
+                        "SELECT 1 FROM runs WHERE batch = ? UNION ALL "
+                        "SELECT 1 FROM batches WHERE name = ? LIMIT 1", (cand, cand)).fetchone()
+                    if not taken:
+                        break
+                    i += 1
+                self.conn.execute("INSERT INTO batches (name, report_dir, time) VALUES (?, ?, ?)",
+                                  (cand, str(report_dir) if report_dir else None, when))
+                self.conn.commit()
+            except BaseException:
+                self.conn.rollback()
+                raise
+        except sqlite3.DatabaseError as e:
+            raise HistoryError(f"{self.path}: {_reason(e)}") from None
+        return cand
+
     def mark_baseline(self, run_ids, on=True) -> int:
         """Marks (or unmarks) runs as the baseline of their experiment. Run
         ids may also be batch names (every run of the batch). Raises
@@ -341,8 +381,20 @@ class History:
             rows = self._query("SELECT run_id FROM runs WHERE run_id = ?", (int(ref),))
             if rows:
                 return [rows[0][0]]
-        return [r[0] for r in self._query(
+        ids = [r[0] for r in self._query(
             "SELECT run_id FROM runs WHERE batch = ? ORDER BY run_id", (ref,))]
+        if not ids and self._has_batches:       # a report directory: its batch
+            try:
+                dirs = list(dict.fromkeys([str(Path(ref).absolute()), str(Path(ref).resolve())]))
+            except (OSError, RuntimeError):
+                dirs = []
+            for d in dirs:
+                ids = [r[0] for r in self._query(
+                    "SELECT run_id FROM runs WHERE batch IN "
+                    "(SELECT name FROM batches WHERE report_dir = ?) ORDER BY run_id", (d,))]
+                if ids:
+                    break
+        return ids
 
     # --- reading -----------------------------------------------------------
 

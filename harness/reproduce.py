@@ -31,7 +31,7 @@ from harness import expectations as exp_mod
 from harness.experiment import ExperimentResult
 from harness.expectations import fmt
 from harness.fio_runner import FioError
-from harness.history import History, expected_duration, git_commit, machine_info
+from harness.history import History, HistoryError, expected_duration, git_commit, machine_info
 from harness.paths import ROOT
 from harness.progress import Progress, fmt_duration
 from harness.sidecar import Sidecar
@@ -516,6 +516,12 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                           f"({e.strerror or e})", file=err)
                     return max(status, 1)
             batch = report.name
+            if history is not None:
+                try:
+                    batch = history.new_batch(report.name, report)
+                except HistoryError as e:
+                    print(f"reproduce: history database: {e}", file=err)
+                    return max(status, 1)
             try:
                 started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
                 outcomes = []
@@ -548,7 +554,8 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                     except OSError as e:
                         print(f"reproduce: could not point {report.parent / 'latest'}: {e}", file=err)
                 reports.append(report)
-                print(f"report: {report / 'summary.md'}", file=err)
+                print(f"report: {report / 'summary.md'}"
+                      + (f" (history batch {batch})" if history is not None else ""), file=err)
             except OSError as e:          # the report directory cannot be written (full, removed)
                 what = e.filename or report
                 print(f"reproduce: report {report}: cannot write {what} ({e.strerror or e})",

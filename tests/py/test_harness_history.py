@@ -178,3 +178,31 @@ def test_mark_and_unmark_together_are_refused(tmp_path, capsys):
                                        "allowed: one of them per command\n")
     with H.History(db) as h:
         assert [r.run_id for r in h.runs(baseline=True)] == [b]
+
+
+def test_new_batch_names_are_unique(tmp_path):
+    """new_batch gives a name used before (also by an old history's runs) the next -N suffix."""
+    with H.History(tmp_path / "h.sqlite") as h:
+        record(h, batch="same")                      # as an older history recorded it
+        assert h.new_batch("same", tmp_path / "b" / "same") == "same-2"
+        assert h.new_batch("same", tmp_path / "c" / "same") == "same-3"
+        assert h.new_batch("other", tmp_path / "other") == "other"
+
+
+def test_new_batch_never_takes_a_run_id(tmp_path):
+    """A report directory named with digits only gets a batch name that cannot read as a run id."""
+    with H.History(tmp_path / "h.sqlite") as h:
+        assert h.new_batch("7", tmp_path / "7") == "7-2"
+
+
+def test_mark_baseline_by_report_directory(tmp_path, capsys):
+    """--mark-baseline with a report directory marks that report's batch only, not another of its name."""
+    db = tmp_path / "h.sqlite"
+    with H.History(db) as h:
+        first = h.new_batch("same", tmp_path / "a" / "same")
+        a = record(h, batch=first)
+        second = h.new_batch("same", tmp_path / "b" / "same")
+        b = record(h, batch=second)
+    assert cli(["history", "--db", str(db), "--mark-baseline", str(tmp_path / "b" / "same")]) == 0
+    with H.History(db) as h:
+        assert [r.run_id for r in h.runs(baseline=True)] == [b] and a != b

@@ -344,3 +344,15 @@ def test_report_write_failure_is_one_line(package, tmp_path, monkeypatch):
     d = tmp_path / "report"
     assert rc == 1 and err.splitlines()[-1] == (f"reproduce: report {d}: cannot write "
                                                 f"{d / 'summary.md'} (No space left on device)")
+
+
+def test_two_report_dirs_of_one_name_are_two_batches(package, tmp_path):
+    """Reports /a/same and /b/same recorded in one history are two batches: same and same-2."""
+    name, _ = package
+    assert run(name, "raid5", tmp_path, report="a/same")[0] == 0
+    rc, _, err = run(name, "raid5", tmp_path, report="b/same")
+    assert rc == 0 and "(history batch same-2)" in err
+    with History(tmp_path / "h.sqlite") as h:
+        assert [r.batch for r in h.runs()] == ["same-2", "same"]
+        assert len(h.resolve("same")) == 1
+    assert "batch `same-2`" in (tmp_path / "b" / "same" / "summary.md").read_text()
