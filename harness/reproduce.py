@@ -165,6 +165,7 @@ class Outcome:
     error: str = ""
     run_id: int | None = None
     out_dir: Path | None = None
+    history_error: str = ""             # why the run could not be recorded
 
     @property
     def failed_checks(self) -> int:
@@ -257,9 +258,12 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
            "figures": r.figures, "raw": r.raw}
     (out_dir / "result.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
     if history is not None:
-        o.run_id = history.record(name, r.metrics, batch=batch, duration_s=o.duration,
-                                  steps=steps or None, report_dir=out_dir,
-                                  seed=r.seed, engine_version=r.engine_version)
+        try:
+            o.run_id = history.record(name, r.metrics, batch=batch, duration_s=o.duration,
+                                      steps=steps or None, report_dir=out_dir,
+                                      seed=r.seed, engine_version=r.engine_version)
+        except HistoryError as e:           # e.g. locked by another process past the timeout
+            o.history_error = str(e)
     return o
 
 
@@ -268,7 +272,8 @@ def _md_table(text: str) -> str:
 
 
 def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, started: str,
-                  command: str, history_path=None, batch=None, expectations=None) -> Path:
+                  command: str, history_path=None, batch=None, expectations=None,
+                  history_error: str = "") -> Path:
     expectations = expectations if expectations is not None else exp_mod.load()
     lines = [f"# mdsplit reproduction, {started}", "",
              f"- command: `{command}`",
@@ -279,6 +284,10 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
         ids = [str(o.run_id) for o in outcomes if o.run_id is not None]
         lines.append(f"- history: `{history_path}`, batch `{batch}`"
                      + (f", runs {', '.join(ids)}" if ids else ""))
+        missed = [o.name for o in outcomes if o.status == "ok" and o.run_id is None]
+        if history_error and missed:
+            lines.append(f"- **not recorded** in the history: {', '.join(missed)} "
+                         f"({history_error})")
     lines += ["", "| experiment | status | checks | time |", "|---|---|---|---|"]
     for o in outcomes:
         if o.status == "ok":
@@ -490,7 +499,10 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
             labels.append(n if repeat == 1 else f"{n} #{i + 1}")
     estimates = {}
     for n in runnable:
-        est = expected_duration(history, n, machine["hostname"])
+        try:
+            est = expected_duration(history, n, machine["hostname"])
+        except HistoryError:                # no estimate; recording says what is wrong
+            est = (None, None)
         for lbl in labels:
             if lbl == n or lbl.startswith(n + " #"):
                 estimates[lbl] = est
@@ -503,6 +515,21 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                 status = 2
     commit = git_commit()
     reports = []
+    # A history write that fails (another process holds the database past
+    # History.LOCK_TIMEOUT, a full disk) stops the recording, not the
+    # reproduction: one line names the database and the reason, the rest
+    # runs and the report is written (saying what was not recorded), exit 1.
+    recorder, history_error = history, ""
+
+    def stop_recording(reason, what) -> str:
+        nonlocal recorder, status
+        reason = str(reason)
+        if recorder is not None:
+            print(f"reproduce: history database: {reason}; {what} not recorded (the report "
+                  "has them)", file=err)
+        recorder = None
+        status = max(status, 1)
+        return reason
     try:
         for i in range(repeat):
             if claimed is not None:
@@ -516,12 +543,11 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                           f"({e.strerror or e})", file=err)
                     return max(status, 1)
             batch = report.name
-            if history is not None:
+            if recorder is not None:
                 try:
-                    batch = history.new_batch(report.name, report)
+                    batch = recorder.new_batch(report.name, report)
                 except HistoryError as e:
-                    print(f"reproduce: history database: {e}", file=err)
-                    return max(status, 1)
+                    history_error = stop_recording(e, "this report's runs")
             try:
                 started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
                 outcomes = []
@@ -531,10 +557,13 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                             outcomes.append(Outcome(n, status="not built"))
                         continue
                     label = n if repeat == 1 else f"{n} #{i + 1}"
-                    o = run_one(n, modules[n], report, progress, label=label, history=history,
+                    o = run_one(n, modules[n], report, progress, label=label, history=recorder,
                                 batch=batch, keep_images=keep_images, expectations=expectations)
                     outcomes.append(o)
                     progress.clear()
+                    if o.history_error:
+                        history_error = stop_recording(o.history_error,
+                                                       f"{label} and the runs after it")
                     if o.status != "ok":
                         print(f"reproduce {n}: {o.error}", file=err)
                         status = max(status, 1)
@@ -547,7 +576,7 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                 write_summary(report, outcomes, commit=commit, machine=machine, started=started,
                               command=command or f"python3 -m harness reproduce {which}",
                               history_path=history.path if history else None, batch=batch,
-                              expectations=expectations)
+                              expectations=expectations, history_error=history_error)
                 if report_dir is None or report.parent.resolve() == REPORTS.resolve():
                     try:
                         point_latest(report)
@@ -555,7 +584,8 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                         print(f"reproduce: could not point {report.parent / 'latest'}: {e}", file=err)
                 reports.append(report)
                 print(f"report: {report / 'summary.md'}"
-                      + (f" (history batch {batch})" if history is not None else ""), file=err)
+                      + (f" (history batch {batch})" if history is not None and not history_error
+                         else ""), file=err)
             except OSError as e:          # the report directory cannot be written (full, removed)
                 what = e.filename or report
                 print(f"reproduce: report {report}: cannot write {what} ({e.strerror or e})",

@@ -356,3 +356,53 @@ def test_two_report_dirs_of_one_name_are_two_batches(package, tmp_path):
         assert [r.batch for r in h.runs()] == ["same-2", "same"]
         assert len(h.resolve("same")) == 1
     assert "batch `same-2`" in (tmp_path / "b" / "same" / "summary.md").read_text()
+
+
+LOCKER = '''
+import os
+import sqlite3
+from harness.experiment import ExperimentResult
+NAME = "bio-size"
+TITLE = "holds the history locked, as another process's BEGIN EXCLUSIVE would"
+SEEDS = []
+HOLD = []
+def run(jobs_dir, out_dir, progress):
+    con = sqlite3.connect(os.environ["FAKE_HISTORY"], isolation_level=None)
+    con.execute("BEGIN EXCLUSIVE")
+    HOLD.append(con)
+    return ExperimentResult(name=NAME, metrics={"read.max_sectors_MBps": 3500.0})
+'''
+
+LATER = '''
+from harness.experiment import ExperimentResult
+NAME = "bfq"
+TITLE = "runs after the lock"
+SEEDS = []
+def run(jobs_dir, out_dir, progress):
+    return ExperimentResult(name=NAME, metrics={"root.after_MiBps": 540.0})
+'''
+
+
+def test_history_write_failure_keeps_the_report(package, tmp_path, monkeypatch):
+    """A history locked past the timeout mid-reproduce: one line naming the db and the reason, the rest runs, the report is written, exit 1."""
+    name, d = package
+    (d / "bio_size.py").write_text(LOCKER)
+    (d / "bfq.py").write_text(LATER)
+    db = tmp_path / "h.sqlite"
+    monkeypatch.setenv("FAKE_HISTORY", str(db))
+    monkeypatch.setattr(History, "LOCK_TIMEOUT", 0.2)
+    try:
+        rc, _, err = run(name, "all", tmp_path, db=db)
+    finally:
+        for con in sys.modules[f"{name}.bio_size"].HOLD:
+            con.close()
+    assert rc == 1 and "Traceback" not in err
+    lines = [l for l in err.splitlines() if "history database" in l]
+    assert lines == [f"reproduce: history database: {db}: database is locked; bio-size and the "
+                     "runs after it not recorded (the report has them)"]
+    report = tmp_path / "report"
+    assert set(json.loads((report / "metrics.json").read_text())) == {"raid5", "bio-size", "bfq"}
+    assert ("- **not recorded** in the history: bio-size, bfq "
+            f"({db}: database is locked)") in (report / "summary.md").read_text()
+    with History(db) as h:
+        assert [r.experiment for r in h.runs()] == ["raid5"]
