@@ -414,16 +414,19 @@ thread_data* group_weight_rival(thread_data* self, const std::string& config_pat
     return nullptr;
 }
 
-// Among the forked jobs naming self's stack file: one that may write and
-// another that reads what is there without writing it first (it only reads,
-// or verify_only), or nulls.
-std::pair<thread_data*, thread_data*> forked_writer_and_reader(thread_data* self,
-                                                               const std::string& config) {
+// Among the jobs naming self's stack file whose device may be a copy of its
+// own (`separate`: forked, or threads that set up alone): one that may write
+// and another that reads what is there without writing it first (it only
+// reads, or verify_only), or nulls.
+template <typename Separate>
+std::pair<thread_data*, thread_data*> separate_writer_and_reader(thread_data* self,
+                                                                 const std::string& config,
+                                                                 Separate separate) {
     thread_data *writer = nullptr, *reader = nullptr;
     thread_data* td;
     int i;
     for_each_td(td, i) {
-        if (!td->eo || td->io_ops != self->io_ops || td->o.use_thread) continue;
+        if (!td->eo || td->io_ops != self->io_ops || !separate(td)) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
         if (!o->config || resolved_path(o->config) != config) continue;
         if (td->o.verify_only || !may_write(td)) {
@@ -814,13 +817,28 @@ int mdsplit_setup(thread_data* td) {
             std::any_of(config.members.begin(), config.members.end(),
                         [](const MemberConfig& m) { return m.backend == BackendKind::Ram; });
         if (in_memory && !td->o.use_thread) {
-            auto [writer, reader] = forked_writer_and_reader(td, config_path);
+            auto [writer, reader] = separate_writer_and_reader(
+                td, config_path, [](thread_data* t) { return !t->o.use_thread; });
             if (writer && reader)
                 throw std::runtime_error(
                     "mdsplit: job " + job_name(reader) + " reads what job " + job_name(writer) +
                     " writes on the ram members of " + o->config +
                     ", but as forked processes each has its own empty memory; allowed: "
                     "thread=1 (one device in one process), or members on files");
+        }
+        // With create_serialize=0 each thread sets its device up as it
+        // starts: the device of a job that has ended is gone by then, and
+        // its memory with it (a later reader read zeroes).
+        if (in_memory && !td->o.create_serialize) {
+            auto [writer, reader] = separate_writer_and_reader(
+                td, config_path, [](thread_data* t) { return !t->o.create_serialize; });
+            if (writer && reader)
+                throw std::runtime_error(
+                    "mdsplit: job " + job_name(reader) + " reads what job " + job_name(writer) +
+                    " writes on the ram members of " + o->config +
+                    ", but with create_serialize=0 each job sets its device up as it starts, "
+                    "when an earlier job's may be gone with its memory; allowed: "
+                    "create_serialize=1 (the default), or members on files");
         }
         if (std::string rival = member_rival(td, config, stack_key(td, config_path));
             !rival.empty())

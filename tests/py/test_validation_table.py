@@ -69,6 +69,7 @@ STACKS = {
     "loop": '[[members]]\npath = "{loop}"\n',
     "loop+force": '[[members]]\npath = "{loop}"\nforce = true\n',
     "self": '[[members]]\npath = "stack.toml"\nsize = "4k"\ngrow = true\n',
+    "new": '[[members]]\npath = "new/m.img"\nsize = "1m"\n',
     "trace-member": '[[members]]\npath = "m0.blktrace.0"\nsize = "1m"\n',
     "loop-file": '[[members]]\npath = "{tmp}/l.img"\n',
     "loop-swapfile": '[[members]]\npath = "{tmp}/swap.img"\n',
