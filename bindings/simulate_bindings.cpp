@@ -32,6 +32,9 @@ struct SimulatedStacks {
     std::vector<std::string> stats;    // sidecar JSON, taken when the last job ends
     uint64_t write_behind_errors = 0;  // real writes behind the model that failed
     std::vector<std::string> notices;  // Stack::member_failure_notice() lines
+    // The run's failed members (member_failures.h): a stack opened after
+    // another failed a member takes it as failed too.
+    std::unique_ptr<MemberFailures> failures = std::make_unique<MemberFailures>();
 
     static Stack* open(void* ctx, size_t i) {
         auto* self = static_cast<SimulatedStacks*>(ctx);
@@ -39,11 +42,13 @@ struct SimulatedStacks {
         // Writes to timed member files complete at their modelled time while
         // the host writes them behind (MemberQueue::set_write_behind).
         for (MemberQueue* m : self->stacks[i]->members()) m->set_write_behind(true);
+        self->stacks[i]->take_member_failures(*self->failures);
         return self->stacks[i].get();
     }
     static void done(void* ctx, size_t i) {
         auto* self = static_cast<SimulatedStacks*>(ctx);
         self->stats[i] = self->stacks[i]->stats_json();
+        self->stacks[i]->record_member_failures(*self->failures);
         std::string failed = self->stacks[i]->member_failure_notice();
         if (!failed.empty()) self->notices.push_back(std::move(failed));
         for (MemberQueue* m : self->stacks[i]->members())

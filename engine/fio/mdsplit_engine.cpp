@@ -1070,6 +1070,10 @@ int mdsplit_init(thread_data* td) {
         report_error(td, "mdsplit: engine was not set up");
         return 1;
     }
+    // Members an earlier job's array failed stay failed for this job's
+    // (member_failures.h): its own array may be a new one (forked jobs,
+    // create_serialize=0) that would otherwise read their stale chunks.
+    data_of(td)->stack->take_member_failures(MemberFailures::run_wide());
     return 0;
 }
 
@@ -1110,6 +1114,11 @@ void mdsplit_cleanup(thread_data* td) {
                 "fio sees such errors only through fsync=, fdatasync=, end_fsync=1 or sync=)\n",
                 d->label.c_str(), static_cast<unsigned long long>(lost));
         d->stack->drain(d->task);
+        if (!d->stack->record_member_failures(MemberFailures::run_wide()))
+            log_err(
+                "mdsplit: %s: more members failed in this run than the engine keeps (%zu): "
+                "a later job's array may read a failed member's stale data\n",
+                d->label.c_str(), MemberFailures::kCapacity);
         // The statistics are written even when a trace cannot be.
         if (!d->stats_path.empty()) d->stack->add_sidecar(d->stats_path);
         d->stack->flush_traces();

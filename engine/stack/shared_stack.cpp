@@ -188,4 +188,14 @@ void SharedStack::flush_traces() {
     stack_->flush_traces();
 }
 
+bool SharedStack::record_member_failures(MemberFailures& run) {
+    Guard g(*this);
+    return stack_->record_member_failures(run);
+}
+
+void SharedStack::take_member_failures(const MemberFailures& run) {
+    Guard g(*this);
+    stack_->take_member_failures(run);
+}
+
 }  // namespace mdsplit

@@ -65,6 +65,9 @@ public:
         return std::move(sidecars_);
     }
     void flush_traces();
+    // Stack::record_member_failures / take_member_failures, under the lock.
+    bool record_member_failures(MemberFailures& run);
+    void take_member_failures(const MemberFailures& run);
     uint64_t size_bytes() const { return stack_->size_bytes(); }
     // Stack::register_io_buffer, for an exclusive stack only: a shared one
     // serves the buffers of several jobs, and the ring registers one region.

@@ -528,6 +528,26 @@ void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t
 }
 }  // namespace
 
+bool Stack::record_member_failures(MemberFailures& run) const {
+    uint64_t failed = top_->failed_members();
+    bool kept = true;
+    MemberFailures::Identity id;
+    for (size_t i = 0; i < config_.members.size(); i++)
+        if ((failed >> i & 1) && config_.members[i].backend == BackendKind::IoUring &&
+            MemberFailures::identity_of(config_.members[i].path, id))
+            kept = run.record(id) && kept;
+    return kept;
+}
+
+void Stack::take_member_failures(const MemberFailures& run) {
+    if (have_first_io_) return;
+    MemberFailures::Identity id;
+    for (size_t i = 0; i < config_.members.size(); i++)
+        if (config_.members[i].backend == BackendKind::IoUring &&
+            MemberFailures::identity_of(config_.members[i].path, id) && run.failed(id))
+            top_->assemble_failed(uint32_t(i));
+}
+
 std::string Stack::member_failure_notice() const {
     uint64_t failed = top_->members_failed_while_running();
     if (!failed) return {};

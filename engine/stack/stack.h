@@ -17,6 +17,7 @@
 #include "core/trace/size_histogram.h"
 #include "core/trace/tracer.h"
 #include "stack/member_claim.h"
+#include "stack/member_failures.h"
 
 namespace mdsplit {
 
@@ -97,6 +98,14 @@ public:
 
     // Sidecar statistics as JSON text.
     std::string stats_json() const;
+    // The run's memory of failed members (member_failures.h). record:
+    // notes every member this stack's device has failed; false when the
+    // table is full. take: before this stack's first I/O, takes the members
+    // the run's other stacks recorded as failed from the start (after it,
+    // nothing: the array already read them).
+    bool record_member_failures(MemberFailures& run) const;
+    void take_member_failures(const MemberFailures& run);
+
     // One line for stderr when a member failed during the run (md_error()):
     // md would record it in the superblocks of the others and never read the
     // stale member again; the member files carry no superblock, so the user

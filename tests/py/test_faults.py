@@ -6,6 +6,7 @@ Single-member stacks run sequential 4 KiB reads at iodepth 1, so fio's Nth
 I/O is the member's Nth request; fio's per-I/O latency log (log_offset=1)
 lists every I/O that succeeded, so the failed ones are exactly the offsets
 missing from it."""
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -369,3 +370,66 @@ def test_fault_delays_are_device_time(mdsplit_module, tmp_path, scale):
         [done] = sim.run()
         errors.append(done["error"])
     assert errors[:10] == [0] * 10 and errors[10] != 0, errors
+
+
+# Jobs that write, rewrite and read a RAID5 one after another, each with an
+# array of its own (forked jobs, or threads with create_serialize=0).
+SEQUENTIAL_ARRAYS = """[global]
+ioengine=external:{engine}
+mdsplit_config=stack.toml
+filename=md0
+bs=64k
+direct=1
+size=8m
+verify=pattern
+{extra}
+[A]
+rw=write
+verify_pattern=0x0f0f0f0f
+do_verify=0
+[B]
+stonewall
+rw=write
+verify_pattern=0x5a5a5a5a
+do_verify=0
+[C]
+stonewall
+rw=read
+verify_pattern=0x5a5a5a5a
+"""
+
+
+@pytest.mark.parametrize("extra", ["", "thread=1\ncreate_serialize=0"],
+                         ids=["forked", "threads-create_serialize=0"])
+def test_raid5_member_failed_by_one_job_stays_failed_for_the_next(engine, workdir, extra):
+    """A member that failed in job A is failed for B's and C's arrays too (md's
+    superblocks): C reads back what B wrote (it read m1's stale chunks), and
+    the failure is named once."""
+    (workdir / "stack.toml").write_text(raid5_stack({1: "fail_nth = [40]"}, members=3,
+                                                    size="8m"))
+    job = write_job(workdir, "seq.fio", SEQUENTIAL_ARRAYS.format(engine=engine, extra=extra))
+    result = run_fio(job, check=False, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [result.job(n)["error"] for n in "ABC"] == [0, 0, 0]
+    assert result.job("C")["read"]["io_bytes"] == 8 * MiB
+    [notice] = result.mdsplit_errors()
+    assert notice.startswith("mdsplit: md0: members[1] (")
+
+
+def test_simulate_keeps_a_member_failed_by_one_job_for_the_next(workdir, engine):
+    """harness simulate's arrays remember the failure across jobs as the engine's:
+    B's and C's arrays never use m1, so it fails once (each array failed it
+    anew at its own 40th request, and each named it)."""
+    (workdir / "stack.toml").write_text(raid5_stack({1: "fail_nth = [40]"}, members=3,
+                                                    size="8m"))
+    text = SEQUENTIAL_ARRAYS.format(engine=engine, extra="").replace("verify=pattern\n", "")
+    text = "\n".join(l for l in text.splitlines() if not l.startswith(("verify_pattern", "do_verify")))
+    job = write_job(workdir, "seq.fio", text + "\n")
+    r = subprocess.run(["/usr/bin/python3", "-m", "harness", "simulate", str(job),
+                        "--output-format", "json"], capture_output=True, text=True,
+                       timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, r.stderr
+    jobs = {j["jobname"]: j for j in json.loads(r.stdout)["jobs"]}
+    assert [jobs[n]["error"] for n in "ABC"] == [0, 0, 0]
+    notices = [l for l in r.stderr.splitlines() if l.startswith("mdsplit: md0: members[1] (")]
+    assert len(notices) == 1, r.stderr

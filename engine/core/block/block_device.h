@@ -31,6 +31,11 @@ public:
     // failed (md_error()), bit i for member i; members failed from the start
     // are not in it. Their contents are stale from then on.
     virtual uint64_t members_failed_while_running() const { return 0; }
+    // Every member this device takes as failed, from the start or since, bit i.
+    virtual uint64_t failed_members() const { return 0; }
+    // Takes member i as failed before any I/O, as md assembles an array whose
+    // superblocks record it Faulty. A device without redundancy ignores it.
+    virtual void assemble_failed(uint32_t /*member*/) {}
 
     const std::string& name() const { return name_; }
     uint32_t devt() const { return devt_; }

@@ -90,6 +90,12 @@ void Raid5Device::md_error(uint32_t member) {
     counters_.members_failed++;
 }
 
+void Raid5Device::assemble_failed(uint32_t member) {
+    if (member >= members_.size()) return;
+    failed_mask_ |= bit(member);
+    failed_at_start_ |= bit(member);
+}
+
 // md_submit_bio() -> raid5_make_request()
 void Raid5Device::submit_bio(Bio* bio) {
     if (bio->end_sector() > capacity_ || array_failed()) {  // bio_check_eod(), MD_BROKEN

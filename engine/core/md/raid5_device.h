@@ -77,7 +77,10 @@ public:
     const Raid5Geometry& geometry() const { return geometry_; }
     // The lowest Faulty member, -1 when none.
     int failed_member() const { return failed_mask_ ? std::countr_zero(failed_mask_) : -1; }
-    uint64_t failed_members() const { return failed_mask_; }  // bit i: member i is Faulty
+    uint64_t failed_members() const override { return failed_mask_; }  // bit i: Faulty
+    // Failed from the start (the array not yet used): never read, never
+    // counted as failed while running.
+    void assemble_failed(uint32_t member) override;
     int failed_count() const { return std::popcount(failed_mask_); }
     // More members Faulty than RAID5 survives: all I/O fails with EIO.
     // (Checked per bio: two bits set, without a popcount call.)
