@@ -238,13 +238,34 @@ std::string find_use(dev_t rdev, const DeviceSafetyOptions& o) {
         if (rel.empty()) continue;
         return rel == "it" ? "used as swap" : "used as swap (" + rel + ")";
     }
-    // A loop device whose backing file is this device (losetup /dev/loopN DEV).
-    for (const LoopBacking& b : loop_backings(o.sysfs_dev_block)) {
+    // A loop device whose backing file is this device (losetup /dev/loopN DEV),
+    // one of its partitions, or the whole disk this device is a partition of
+    // (losetup -o over the disk reaches the partition's blocks).
+    dev_t whole_disk = partition_parent(rdev, o.sysfs_dev_block);
+    std::vector<LoopBacking> loops = loop_backings(o.sysfs_dev_block);
+    for (const LoopBacking& b : loops) {
         struct stat st;
         if (stat(b.file.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+        if (whole_disk && st.st_rdev == whole_disk)
+            return "a partition of " + devno(whole_disk) + ", the backing device of loop " + b.loop;
         std::string rel = relation(st.st_rdev, rdev, o.sysfs_dev_block);
         if (rel.empty()) continue;
         return "the backing device of loop " + b.loop + (rel == "it" ? "" : " (" + rel + ")");
+    }
+    // A loop device over the same file as this one (losetup twice over one
+    // file): writing here rewrites that loop's blocks.
+    for (const LoopBacking& self : loops) {
+        if (self.loop != devno(rdev)) continue;
+        struct stat mine;
+        if (stat(self.file.c_str(), &mine) != 0) break;
+        for (const LoopBacking& b : loops) {
+            struct stat st;
+            if (b.loop != self.loop && stat(b.file.c_str(), &st) == 0 && st.st_dev == mine.st_dev &&
+                st.st_ino == mine.st_ino && S_ISREG(st.st_mode))
+                return "a loop device over the same file as loop " + b.loop + " (" + self.file +
+                       ")";
+        }
+        break;
     }
     // Held: device-mapper, LVM or md on top of it or of one of its partitions.
     if (DIR* dir = opendir(o.sysfs_dev_block.c_str())) {

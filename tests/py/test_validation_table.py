@@ -73,6 +73,7 @@ STACKS = {
     "trace-member": '[[members]]\npath = "m0.blktrace.0"\nsize = "1m"\n',
     "loop-file": '[[members]]\npath = "{tmp}/l.img"\n',
     "loop-swapfile": '[[members]]\npath = "{tmp}/swap.img"\n',
+    "loop-part-of-backing": '[[members]]\npath = "{part}"\n',
     "loop-and-part": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n'
                      '[[members]]\npath = "{part}"\n[[members]]\npath = "r2.img"\nsize = "1m"\n',
 }
@@ -217,7 +218,7 @@ def loop_fixture(row, tmp, loops):
         subprocess.run(MKFS_EXT4 + [dev], check=True, capture_output=True)
         loops.mount(dev, tmp / "mnt")
         subst["{loop}"] = dev
-    elif head in ("loop-part-mounted", "loop-and-part"):
+    elif head in ("loop-part-mounted", "loop-and-part", "loop-part-of-backing"):
         dev = loops.attach("lp.img", 8 << 20, partitioned=True)
         part = dev + "p1"
         if not os.path.exists(part) and shutil.which("partx"):
@@ -231,6 +232,14 @@ def loop_fixture(row, tmp, loops):
         if head == "loop-part-mounted":
             subprocess.run(MKFS_EXT4 + [part], check=True, capture_output=True)
             loops.mount(part, tmp / "mnt")
+        if head == "loop-part-of-backing":  # a loop device over the whole disk, at p1's start
+            upper = subprocess.run(["losetup", "-f", "--show", "-o", str(2048 * 512), dev],
+                                   check=True, capture_output=True, text=True).stdout.strip()
+            loops.devices.append(upper)
+            st = os.stat(upper)
+            subst["{upperdevno}"] = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+            st = os.stat(dev)
+            subst["{devno}"] = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
         st = os.stat(part)
         subst.update({"{loop}": dev, "{part}": part,
                       "{partdevno}": f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"})
@@ -249,6 +258,12 @@ def loop_fixture(row, tmp, loops):
             if r.returncode != 0:
                 pytest.skip(f"swapon {dev} failed here: {r.stderr.strip()}")
             loops.swaps.append(dev)
+        elif kind == "twin":  # a second loop device over the same file
+            twin = subprocess.run(["losetup", "-f", "--show", str(tmp / "l.img")], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+            loops.devices.append(twin)
+            st = os.stat(twin)
+            subst["{twindevno}"] = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
         elif kind == "backing":  # the backing device of another loop device
             upper = subprocess.run(["losetup", "-f", "--show", dev], check=True,
                                    capture_output=True, text=True).stdout.strip()
