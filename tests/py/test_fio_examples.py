@@ -368,6 +368,12 @@ def run_fio_bounded(job: Path, args=(), timeout=60) -> FioResult:
 
 def run_example(engine, tmp_path, name, stack, thread):
     (tmp_path / "stack.toml").write_text(stack)
+    # The member files exist before the run, as the devices an example is
+    # written for do: some set allow_file_create=0, under which the engine
+    # creates no member file.
+    for path, size in re.findall(r'path = "(m\d+\.img)"\nsize = "(\d+)m"', stack):
+        with open(tmp_path / path, "wb") as f:
+            f.truncate(int(size) << 20)
     job = tmp_path / name
     job.write_text(rewrite_example((EXAMPLES / name).read_text(), engine, thread,
                                    OVERRIDES.get(name)))
