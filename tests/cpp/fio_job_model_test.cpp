@@ -9,24 +9,15 @@
 
 #include "config/config_loader.h"
 #include "core/trace/trace_event.h"
+#include "ram_nvme_stack.h"
 
 namespace mdsplit {
 namespace {
 
-constexpr const char* kRamStack = R"(
-[device]
-kind = "passthrough"
-[[members]]
-path = "m0"
-size = "8m"
-backend = "ram"
-model = "nvme"
-)";
-
 // Opens each stack of a run on the test's clock, recording every trace event.
 struct JobRunner {
     VirtualClock clock;
-    StackConfig config = load_stack_text(kRamStack, ".", "<test>");
+    StackConfig config = load_stack_text(kRamNvmeStack, ".", "<test>");
     std::vector<std::unique_ptr<Stack>> stacks;
     TraceRecorder recorder;
     static Stack* open(void* ctx, size_t) {

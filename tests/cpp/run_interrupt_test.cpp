@@ -4,24 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "config/config_loader.h"
+#include "ram_nvme_stack.h"
 #include "sim/workload.h"
 
 namespace mdsplit {
 namespace {
 
-constexpr const char* kRamStack = R"(
-[device]
-kind = "passthrough"
-[[members]]
-path = "m0"
-size = "8m"
-backend = "ram"
-model = "nvme"
-)";
-
 struct RamStack {
     VirtualClock clock;
-    StackConfig config = load_stack_text(kRamStack, ".", "<test>");
+    StackConfig config = load_stack_text(kRamNvmeStack, ".", "<test>");
     Stack stack{config, clock, StackOptions{}};
 };
 

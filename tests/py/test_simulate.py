@@ -561,23 +561,29 @@ def test_values_fio_refuses_whatever_rw_is(tmp_path, mdsplit_module, body, messa
     assert (p.returncode, p.stderr.strip()) == (2, message)
 
 
-def test_ctrl_c_ends_a_long_simulate(tmp_path, mdsplit_module):
-    """SIGINT ends a run inside the C++ loop: its I/O drains, one line, exit
-    130 (it was ignored until the run ended: minutes or never)."""
+def interrupt_simulate(job):
+    """harness simulate of `job`, sent SIGINT once inside its run: (exit
+    status, stderr); fails the test when the run goes on after it."""
     import signal
     import time
-    write_stack(tmp_path)
-    (tmp_path / "l.fio").write_text(job_text("[j]\nrw=randread\nsize=1m\nloops=1000000000\n"))
-    p = subprocess.Popen([sys.executable, "-m", "harness", "simulate", str(tmp_path / "l.fio")],
+    p = subprocess.Popen([sys.executable, "-m", "harness", "simulate", str(job)],
                          cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(3)  # past Python's start-up, inside the run
     p.send_signal(signal.SIGINT)
     try:
-        p.wait(timeout=10)
+        p.wait(timeout=30)
     except subprocess.TimeoutExpired:
         p.kill()
         pytest.fail("simulate went on after SIGINT")
-    assert (p.returncode, p.stderr.read().decode().strip()) == (130, "simulate: interrupted")
+    return p.returncode, p.stderr.read().decode().strip()
+
+
+def test_ctrl_c_ends_a_long_simulate(tmp_path, mdsplit_module):
+    """SIGINT ends a run inside the C++ loop: its I/O drains, one line, exit
+    130 (it was ignored until the run ended: minutes or never)."""
+    write_stack(tmp_path)
+    (tmp_path / "l.fio").write_text(job_text("[j]\nrw=randread\nsize=1m\nloops=1000000000\n"))
+    assert interrupt_simulate(tmp_path / "l.fio") == (130, "simulate: interrupted")
 
 
 def test_ctrl_c_leaves_raid5_member_files_consistent(tmp_path, mdsplit_module):
@@ -585,8 +591,6 @@ def test_ctrl_c_leaves_raid5_member_files_consistent(tmp_path, mdsplit_module):
     flight complete, so every stripe's parity matches its data (a process
     killed at once could leave a stripe half written); no report or sidecar
     of the cut run is written."""
-    import signal
-    import time
     from harness.parity_check import check_parity
     text = '[device]\nkind = "raid5"\nchunk = "64k"\n'
     for i in range(4):
@@ -596,16 +600,7 @@ def test_ctrl_c_leaves_raid5_member_files_consistent(tmp_path, mdsplit_module):
         "[global]\nioengine=external:/usr/local/lib/mdsplit/libmdsplit.so\n"
         "mdsplit_config=r5.toml\nmdsplit_stats=stats.json\nfilename=md0\ndirect=1\n"
         "[j]\nrw=randwrite\nbsrange=4k-256k\niodepth=16\nsize=48m\nloops=1000000000\n")
-    p = subprocess.Popen([sys.executable, "-m", "harness", "simulate", str(tmp_path / "w.fio")],
-                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(3)  # past Python's start-up, inside the run
-    p.send_signal(signal.SIGINT)
-    try:
-        p.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        pytest.fail("simulate went on after SIGINT")
-    assert (p.returncode, p.stderr.read().decode().strip()) == (130, "simulate: interrupted")
+    assert interrupt_simulate(tmp_path / "w.fio") == (130, "simulate: interrupted")
     members = [tmp_path / f"m{i}.img" for i in range(4)]
     assert check_parity(members, 64 * 1024, "left-symmetric") == []
     assert not (tmp_path / "stats.json").exists()
