@@ -402,12 +402,13 @@ PYBIND11_MODULE(mdsplit, m) {
           "Reads a blktrace file written by the engine into a list of event dicts.");
     m.def(
         "load_stack_text",
-        [](const std::string& text, const std::string& base_dir) {
-            load_stack_text(text, base_dir, "<text>");
+        [](const std::string& text, const std::string& base_dir, const std::string& source) {
+            load_stack_text(text, base_dir, source);
             return true;
         },
-        py::arg("text"), py::arg("base_dir") = ".",
-        "Validates a stack description; raises ConfigError with the one-line message.");
+        py::arg("text"), py::arg("base_dir") = ".", py::arg("source") = "<text>",
+        "Validates a stack description; raises ConfigError with the one-line message, which "
+        "starts with `source` (the file's name, as the engine prints it).");
     m.def(
         "file_in_use",
         [](const std::string& path) {

@@ -264,12 +264,14 @@ void drop_member_data(StackConfig& config) {
     }
 }
 
-// stacks: [{"config": PATH, "label": "md0", "trace_dir": "", "writable": True}, ...]
+// stacks: [{"config": PATH, "label": "md0", "trace_dir": "", "writable": True,
+//           "allow_mounted_write": False, "create_members": True}, ...]
 py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data) {
     SimulatedStacks sim;
     for (size_t i = 0; i < stacks.size(); i++) {
         Args a(stacks[i], "run_fio_jobs: stacks[" + std::to_string(i) + "]");
-        a.allow({"config", "label", "trace_dir", "writable", "allow_mounted_write"});
+        a.allow(
+            {"config", "label", "trace_dir", "writable", "allow_mounted_write", "create_members"});
         std::string config = a.required_string("config");
         StackOptions so;
         so.label = a.string("label", "md0");
@@ -279,6 +281,8 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
         // the engine would, and the Stack checks and claims them as it opens
         // them. Without data no member is opened; only their overlap is checked.
         so.allow_mounted_write = a.boolean("allow_mounted_write", false);
+        // fio's allow_file_create=0 on a job naming the stack: no member file made.
+        so.create_members = a.boolean("create_members", true);
         sim.configs.push_back(load_stack_file(config));
         if (!data) {
             DeviceSafetyOptions safety;

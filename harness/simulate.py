@@ -67,6 +67,7 @@ REPORTING_ONLY = {
     "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log", "log_avg_msec",
     "log_hist_msec", "log_hist_coarseness", "log_max_value", "log_offset", "log_compression",
     "log_store_compressed", "log_unix_epoch", "log_alternate_epoch", "per_job_logs",
+    "log_prio", "log_entries", "log_compression_cpus", "log_alternate_epoch_clock_id",
     "group_reporting", "percentile_list", "clat_percentiles", "lat_percentiles",
     "slat_percentiles", "disable_lat", "disable_clat", "disable_slat", "disable_bw_measurement",
     "stats", "unit_base", "significant_figures", "disk_util", "verify_fatal", "verify_dump",
@@ -204,7 +205,7 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
     stack_names = []  # per stack: its mdsplit_trace option and the job that opened it
     phase = -1
     all_configs = {}
-    job_order, run_writes, allow_mounted = [], {}, {}
+    job_order, run_writes, run_creates, allow_mounted = [], {}, {}, {}
     jobs_info = []  # per job: what the engine's checks across jobs look at
     _check_thread_cgroups(jf.jobs)
     for index, job in enumerate(jf.jobs):
@@ -294,6 +295,10 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
         # As the engine: a stack opens read-write when any job of the run
         # naming its stack file may write (set on every stack below).
         run_writes[config_path] = run_writes.get(config_path, False) or writes
+        # As the engine (StackUse::create): a job's allow_file_create=0 means
+        # no member file of its stack file is made.
+        run_creates[config_path] = run_creates.get(config_path, True) and \
+            parse_bool("allow_file_create", o.get("allow_file_create", "1"))
         # As the engine (StackUse::writers_allow_mounted): the override holds
         # when every job that may write the stack sets it.
         if writes:
@@ -415,6 +420,7 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
         st["allow_mounted_write"] = allow_mounted.get(st["config"], False)
+        st["create_members"] = run_creates[st["config"]]
     # mdsplit_setup: a raid5 or bfq device named by several forked jobs
     # that may run at the same time (no stonewall between them) needs one owner.
     mdsplit = paths.import_mdsplit()
@@ -468,10 +474,14 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
                     "own page cache, so one would read stale data: add thread=1 so they share "
                     "one page cache in one process, or stonewall so they run one after another",
                     1)
+    # The loader's line names the stack file as the job does (the engine's
+    # mdsplit_config=), not as "<text>".
+    config_option = {info["config"]: info["config_option"] for info in jobs_info}
     for st in stacks:
         try:
             mdsplit.load_stack_text(read_input_text(st["config"], "stack file"),
-                                    base_dir=str(Path(st["config"]).parent))
+                                    base_dir=str(Path(st["config"]).parent),
+                                    source=config_option.get(st["config"], st["config"]))
         except JobFileError as e:
             raise SimulateError(str(e), 1) from None
         except mdsplit.ConfigError as e:

@@ -695,6 +695,13 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
     member.queue_depth =
         uint32_t(reader.integer(table, "queue_depth", path, 1, 4096).value_or(member.queue_depth));
     member.failed = reader.boolean(table, "failed", path).value_or(member.failed);
+    // What opening a file decides; ram and null members open none (a path
+    // given to them is only measured).
+    if (member.backend != BackendKind::IoUring)
+        for (const char* key : {"direct", "grow", "force"})
+            if (table.contains(key))
+                reader.fail(key_path(path, key), "is read by io_uring members only",
+                            std::string("backend = \"io_uring\" with it, or no ") + key);
     member.direct = reader.boolean(table, "direct", path).value_or(member.direct);
     member.grow = reader.boolean(table, "grow", path).value_or(member.grow);
     member.force = reader.boolean(table, "force", path).value_or(member.force);

@@ -27,7 +27,7 @@ class IoUringBackend;
 struct StackOptions {
     std::string label = "md0";  // the virtual device's name (fio's filename)
     std::string trace_dir;      // blktrace files; empty = no tracing
-    bool open_direct = true;    // O_DIRECT on io_uring members (fio's direct=1)
+    bool open_direct = true;    // O_DIRECT on io_uring members whose direct = true
     // Read-write members. Every Stack first checks its block-device members
     // (check_device_safety, writes = writable) and, when writable, claims
     // every member it may write for its lifetime (MemberClaim) unless

@@ -197,7 +197,6 @@ max_sectors = "128KiB"
 queue_depth = 32
 logical_block_size = 4096
 failed = true
-direct = false
 
 [[members]]
 path = "m1.img"
@@ -207,6 +206,7 @@ backend = "null"
 [[members]]
 path = "m2.img"
 size = "1G"
+direct = false
 
 [bio]
 policy = "align"
@@ -242,7 +242,8 @@ variant = "pre-c8d317aa"
     EXPECT_EQ(first.queue_depth, 32u);
     EXPECT_EQ(first.logical_block_size, 4096u);
     EXPECT_TRUE(first.failed);
-    EXPECT_FALSE(first.direct);
+    EXPECT_TRUE(first.direct);
+    EXPECT_FALSE(config.members[2].direct);
     EXPECT_EQ(config.members[1].size, 1ull << 30);
     EXPECT_EQ(config.members[1].backend, BackendKind::Null);
     EXPECT_EQ(config.bio.policy, BioPolicy::Align);

@@ -183,17 +183,20 @@ def test_reporting_options_are_accepted(tmp_path, mdsplit_module):
     assert r["jobs"][0]["read"]["io_bytes"] == 1 << 20
 
 
-def test_bad_config_gives_the_loaders_error_line(tmp_path, mdsplit_module):
-    """A bad mdsplit_config: the loader's one line (as the engine prints it), exit 1."""
+def test_bad_config_gives_the_loaders_error_line(tmp_path, mdsplit_module, engine):
+    """A bad mdsplit_config: the engine's own line, the stack file named as the
+    job names it (it was "<text>"), exit 1."""
     write_stack(tmp_path, extra='bogus_key = 1\n')
-    (tmp_path / "b.fio").write_text(job_text("[j]\nrw=read\n"))
-    with pytest.raises(mdsplit_module.ConfigError) as e:
-        mdsplit_module.load_stack_text((tmp_path / "null.toml").read_text(), str(tmp_path))
+    text = job_text("[j]\nrw=read\n")
+    (tmp_path / "b.fio").write_text(text)
+    (tmp_path / "e.fio").write_text(text.replace("/usr/local/lib/mdsplit/libmdsplit.so",
+                                                 str(engine)))
+    fio = subprocess.run(["fio", "e.fio"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)
+    [engine_line] = [l for l in fio.stderr.splitlines() if l.startswith("mdsplit: ")]
+    assert engine_line.startswith("mdsplit: null.toml: ")
     p = run_cli([str(tmp_path / "b.fio")])
-    assert p.returncode == 1
-    line = p.stderr.strip()
-    assert "\n" not in line and line.startswith("mdsplit:")
-    assert str(e.value).removeprefix("mdsplit: ") in line
+    assert (p.returncode, p.stderr.strip()) == (1, engine_line)
 
 
 def test_numjobs_subjobs_get_offset_increment_and_numbered_sidecars(tmp_path, mdsplit_module):
@@ -604,3 +607,24 @@ def test_ctrl_c_leaves_raid5_member_files_consistent(tmp_path, mdsplit_module):
     members = [tmp_path / f"m{i}.img" for i in range(4)]
     assert check_parity(members, 64 * 1024, "left-symmetric") == []
     assert not (tmp_path / "stats.json").exists()
+
+
+def test_allow_file_create_0_creates_no_member_file(tmp_path, mdsplit_module):
+    """allow_file_create=0: a missing member file is refused with the engine's
+    reason and not made (simulate made it, as the engine did before)."""
+    (tmp_path / "null.toml").write_text('[[members]]\npath = "new/m.img"\nsize = "8m"\n')
+    (tmp_path / "j.fio").write_text(job_text("[j]\nrw=read\nsize=1m\nallow_file_create=0\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert p.returncode == 1
+    assert "does not exist, and this run creates no files (fio's --readonly or " \
+           "allow_file_create=0)" in p.stderr
+    assert not (tmp_path / "new").exists()
+
+
+def test_fio_log_options_are_reporting_only(tmp_path, mdsplit_module):
+    """fio 3.33's log_prio, log_entries, log_compression_cpus are accepted as
+    the other log_* options (they were refused as unknown)."""
+    write_stack(tmp_path)
+    (tmp_path / "l.fio").write_text(job_text(
+        "[j]\nrw=read\nsize=1m\nlog_prio=1\nlog_entries=1024\nlog_compression_cpus=0\n"))
+    assert run_cli([str(tmp_path / "l.fio")]).returncode == 0
