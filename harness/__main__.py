@@ -210,6 +210,13 @@ def cmd_reference(args) -> int:
         return 2
     if not _need_fio("reference"):
         return 1
+    if not args.no_history:             # a bad --db is refused before the kernel run
+        from harness.history import History, HistoryError
+        try:
+            History(args.db).close()
+        except HistoryError as e:
+            print(f"reference {args.what}: history database: {e}", file=sys.stderr)
+            return 2
     t0 = time.monotonic()
     progress = (lambda text: print(text, file=sys.stderr)) if not args.quiet else None
     try:
@@ -388,9 +395,17 @@ def cmd_compare(args) -> int:
     return 0
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors on one line, "<prog>: <message>", exit 2 (the
+    usage it printed before is what -h shows); subcommands' parsers too."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python3 -m harness",
-                                description="mdsplit harness: reproductions, history, checks")
+    p = OneLineParser(prog="python3 -m harness",
+                      description="mdsplit harness: reproductions, history, checks")
     sub = p.add_subparsers(dest="cmd", required=True)
     db_help = "history database (default $MDSPLIT_HISTORY or reports/history.sqlite)"
 

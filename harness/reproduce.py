@@ -487,10 +487,10 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
     if record:
         try:
             history = History(db)
-        except Exception as e:
+        except Exception as e:             # a bad --db is a bad argument: exit 2
             print(f"reproduce: history database: {e}", file=err)
             release_report_dir(made)
-            return 1
+            return 2 if isinstance(e, HistoryError) else 1
     machine = machine_info()
     runnable = [n for n in names if modules[n]]
     labels = []

@@ -150,3 +150,29 @@ def test_recording_refuses_a_foreign_sqlite_db(tmp_path):
     with pytest.raises(H.HistoryError, match="not a history database"):
         H.History(db)
     assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["garbage", "foreign"])
+def test_reproduce_refuses_a_db_that_is_no_history_with_exit_2(tmp_path, capsys, kind):
+    """reproduce --db on a file that is no history: one line, exit 2 (it was 1),
+    before any experiment runs, the file unchanged."""
+    db = bad_files(tmp_path)[kind]
+    before = db.read_bytes()
+    line = one_line_error(capsys, cli(["reproduce", "passthrough", "--report-dir",
+                                       str(tmp_path / "r"), "--db", str(db)]), "reproduce")
+    assert "history database" in line and "not a history database" in line
+    assert db.read_bytes() == before and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["check", "--k", "abc"], "argument --k: invalid float value: 'abc'"),
+    (["check", "--last", "1.5"], "argument --last: invalid int value: '1.5'"),
+    (["history", "--limit", "x"], "argument --limit: invalid int value: 'x'"),
+])
+def test_a_value_argparse_cannot_read_is_one_line(capsys, argv, message):
+    """A value of the wrong type: one line naming the option, exit 2 (argparse's
+    usage block made it six)."""
+    with pytest.raises(SystemExit) as e:
+        cli(argv)
+    err = capsys.readouterr().err
+    assert (e.value.code, err) == (2, f"python3 -m harness {argv[0]}: {message}\n")
