@@ -17,6 +17,7 @@ import pytest
 from harness import fio_runner as R
 from harness import hosts as H
 from harness import kernel_fixtures as K
+from process_checks import left_running, running
 
 FAKE_FIO = """#!/bin/sh
 # Records its pid and arguments, then runs until killed (a fio that takes long).
@@ -47,26 +48,9 @@ def _fake_fio(tmp_path, text=FAKE_FIO) -> Path:
     return fio
 
 
-def _running(pid: int) -> bool:
-    """The process exists and is no zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 def _child_gone(tmp_path, wait_s=5.0) -> bool:
-    """The forking fake fio and its job process are gone (they may take a
-    moment to die after SIGKILL); what is left is killed."""
-    pids = [int((tmp_path / n).read_text()) for n in ("child", "pid")]
-    deadline = time.monotonic() + wait_s
-    while any(map(_running, pids)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    alive = [p for p in pids if _running(p)]
-    for p in alive:
-        os.kill(p, signal.SIGKILL)
-    return not alive
+    """The forking fake fio and its job process are gone; what is left is killed."""
+    return not left_running([int((tmp_path / n).read_text()) for n in ("child", "pid")], wait_s)
 
 
 def _job(tmp_path) -> Path:
@@ -231,7 +215,7 @@ def test_run_fio_timeout_leaves_no_real_fio_job_process(tmp_path):
             cmdline = Path(f"/proc/{d}/cmdline").read_bytes()
         except OSError:
             continue
-        if d.isdigit() and str(job).encode() in cmdline and _running(int(d)):
+        if d.isdigit() and str(job).encode() in cmdline and running(int(d)):
             left.append(int(d))
             os.kill(int(d), signal.SIGKILL)
     assert left == []

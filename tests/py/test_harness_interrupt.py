@@ -8,11 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from harness.paths import ROOT
+from process_checks import left_running
 
 # The engine's part in reproduce passthrough: the member image (1 GiB sparse,
 # where passthrough.toml puts it) and a job process in a session of its own
@@ -27,25 +27,10 @@ wait
 """
 
 
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 def _left_running(tmp_path, wait_s=5.0) -> list:
     """The fake fio's processes still running after wait_s (killed now)."""
-    pids = [int((tmp_path / n).read_text()) for n in ("pid", "child")
-            if (tmp_path / n).exists()]
-    deadline = time.monotonic() + wait_s
-    while any(map(_running, pids)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [p for p in pids if _running(p)]
-    for p in left:
-        os.kill(p, signal.SIGKILL)
-    return left
+    return left_running([int((tmp_path / n).read_text()) for n in ("pid", "child")
+                         if (tmp_path / n).exists()], wait_s)
 
 
 def _signal_while_fio_runs(tmp_path, argv, signum):

@@ -2,6 +2,7 @@
 fio servers on this machine, in two network namespaces joined by a veth pair
 where `ip netns` is permitted, and on 127.0.0.1 with distinct ports; a small
 passthrough job on both; both hosts' results and sidecars come back."""
+import contextlib
 import json
 import shutil
 import subprocess
@@ -109,14 +110,25 @@ def _job(tmp_path) -> Path:
     return job
 
 
+@contextlib.contextmanager
 def _servers(mode):
+    """Two local fio servers for the block; the test skips (with the reason)
+    where they cannot start here."""
     if not shutil.which("fio"):
         pytest.skip("fio is not installed")
     if mode == "netns":
         reason = S.netns_reason()
         if reason:
             pytest.skip(f"network namespaces: {reason}")
-    return S.local_servers(2, mode=mode)     # HostsUnavailable comes on entering it
+    cm = S.local_servers(2, mode=mode)
+    try:
+        ls = cm.__enter__()                  # HostsUnavailable comes on entering it
+    except S.HostsUnavailable as e:
+        pytest.skip(f"fio servers cannot start: {e}")
+    try:
+        yield ls
+    finally:
+        cm.__exit__(None, None, None)
 
 
 def _check_both_hosts(result, hosts):
@@ -142,12 +154,7 @@ def _check_both_hosts(result, hosts):
 def test_two_hosts(mode, tmp_path):
     _engine()
     job = _job(tmp_path)
-    cm = _servers(mode)
-    try:
-        ls = cm.__enter__()
-    except S.HostsUnavailable as e:
-        pytest.skip(f"fio servers cannot start: {e}")
-    try:
+    with _servers(mode) as ls:
         assert ls.mode == mode
         if mode == "netns":
             assert all(s.spec.host.startswith("10.231.") for s in ls.servers)
@@ -155,8 +162,6 @@ def test_two_hosts(mode, tmp_path):
         _check_both_hosts(result, ls.hosts)
         summary = H.summary(result)
         assert set(summary["hosts"]) == set(ls.hosts) and summary["total"][0]["hosts"] == 2
-    finally:
-        cm.__exit__(None, None, None)
     for s in ls.servers:
         assert not s.alive() or S._zombie(s.pid), f"fio server {s.pid} still runs"
 
@@ -164,12 +169,7 @@ def test_two_hosts(mode, tmp_path):
 def test_cli_run_hosts(tmp_path):
     _engine()
     job = _job(tmp_path)
-    cm = _servers("loopback")
-    try:
-        ls = cm.__enter__()
-    except S.HostsUnavailable as e:
-        pytest.skip(f"fio servers cannot start: {e}")
-    try:
+    with _servers("loopback") as ls:
         r = subprocess.run(["/usr/bin/python3", "-m", "harness", "run", str(job), "--hosts",
                             *ls.hosts, "--results-dir", str(tmp_path / "shared"), "--timeout", "60"],
                            cwd=paths.ROOT, capture_output=True, text=True, timeout=90)
@@ -181,8 +181,6 @@ def test_cli_run_hosts(tmp_path):
             H.run_hosts(bad, ls.hosts, timeout=60)
         assert "mdsplit:" in str(e.value) and "missing.toml" in str(e.value)
         assert "\n" not in str(e.value)
-    finally:
-        cm.__exit__(None, None, None)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert set(out["hosts"]) == set(ls.hosts)
@@ -198,17 +196,10 @@ def test_cli_run_hosts_section_runs_only_that_job(tmp_path):
     """run JOB --hosts H1 H2 --section a: each host runs job a only (fio's --section, per --client)."""
     job = tmp_path / "two.fio"
     job.write_text("[global]\nioengine=null\nrw=read\nsize=1m\n[a]\n[b]\n")
-    cm = _servers("loopback")
-    try:
-        ls = cm.__enter__()
-    except S.HostsUnavailable as e:
-        pytest.skip(f"fio servers cannot start: {e}")
-    try:
+    with _servers("loopback") as ls:
         r = subprocess.run(["/usr/bin/python3", "-m", "harness", "run", str(job), "--hosts",
                             *ls.hosts, "--section", "a", "--timeout", "60"],
                            cwd=paths.ROOT, capture_output=True, text=True, timeout=90)
-    finally:
-        cm.__exit__(None, None, None)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert {h: [j["name"] for j in out["hosts"][h]["jobs"]] for h in ls.hosts} == \
