@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,21 @@ FioClock registry_clock;
 std::mutex registry_mutex;
 std::map<std::string, std::weak_ptr<SharedStack>> registry;
 
+// resolved_path() of a path some job of the run names (its stack file, its
+// sidecar, its trace directory), worked out once for the run. Each job's
+// setup compares its own against every other job's: resolved anew, a run of
+// N jobs paid N * N walks of the file system (a thousand jobs took minutes).
+// fio does not change its working directory while it runs, and nothing the
+// engine creates is a symbolic link, so a path resolves alike all run long.
+std::string run_path(const std::string& path) {
+    static std::mutex mutex;
+    static std::map<std::string, std::string> resolved;
+    std::lock_guard<std::mutex> l(mutex);
+    auto it = resolved.find(path);
+    if (it == resolved.end()) it = resolved.emplace(path, resolved_path(path)).first;
+    return it->second;
+}
+
 // A job's name for messages (fio's [section]), "?" when it has none.
 std::string job_name(thread_data* td) { return td->o.name ? td->o.name : "?"; }
 
@@ -225,7 +241,7 @@ StackUse stack_use(thread_data* self, const std::string& config, const char* lab
         // (TSan: heap-use-after-free with ioengine= in [global]).
         if (!td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || resolved_path(o->config) != config) continue;
+        if (!o->config || run_path(o->config) != config) continue;
         if (label && std::strcmp(td->o.filename ? td->o.filename : "", label) != 0) continue;
         std::string name = job_name(td);
         bool forked = !td->o.use_thread;
@@ -304,7 +320,7 @@ bool shares_stack(thread_data* a, thread_data* b) {
     auto* ob = static_cast<EngineOptions*>(b->eo);
     auto label = [](thread_data* t) { return std::string(t->o.filename ? t->o.filename : ""); };
     return a->o.use_thread && b->o.use_thread && oa->config && ob->config &&
-           resolved_path(oa->config) == resolved_path(ob->config) && label(a) == label(b);
+           run_path(oa->config) == run_path(ob->config) && label(a) == label(b);
 }
 
 // Another job of the run that would write the output file or directory
@@ -314,13 +330,13 @@ bool shares_stack(thread_data* a, thread_data* b) {
 // mdsplit_setup's key). "" when there is none.
 std::string output_rival(thread_data* self, const std::string& path,
                          std::string (*path_of)(thread_data*)) {
-    std::string target = resolved_path(path);
+    std::string target = run_path(path);
     thread_data* td;
     int i;
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops || shares_stack(self, td)) continue;
         std::string other = path_of(td);
-        if (!other.empty() && resolved_path(other) == target) return job_name(td);
+        if (!other.empty() && run_path(other) == target) return job_name(td);
     }
     return "";
 }
@@ -407,7 +423,7 @@ thread_data* group_weight_rival(thread_data* self, const std::string& config_pat
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || group_of(td) != group || stack_key(td, resolved_path(o->config)) != key)
+        if (!o->config || group_of(td) != group || stack_key(td, run_path(o->config)) != key)
             continue;
         if (o->group_weight != mine->group_weight) return td;
     }
@@ -428,7 +444,7 @@ std::pair<thread_data*, thread_data*> separate_writer_and_reader(thread_data* se
     for_each_td(td, i) {
         if (!td->eo || td->io_ops != self->io_ops || !separate(td)) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || resolved_path(o->config) != config) continue;
+        if (!o->config || run_path(o->config) != config) continue;
         if (td->o.verify_only || !may_write(td)) {
             if (!reader) reader = td;
         } else if (!writer) {
@@ -465,33 +481,53 @@ std::string file_identity(const std::string& path) {
 // A member's identity (file_identity() of its path).
 std::string member_identity(const MemberConfig& m) { return file_identity(m.path); }
 
-// The stack file another job of the run names, loaded; nullopt when it names
-// none or it does not load (that job reports its own stack file).
-std::optional<StackConfig> stack_of(thread_data* td) {
-    auto* o = static_cast<EngineOptions*>(td->eo);
-    if (!o->config) return std::nullopt;
-    try {
-        return load_stack_file(o->config);
-    } catch (const std::exception&) {
-        return std::nullopt;
+// The stack files of the run's jobs, each loaded at most once for one job's
+// setup, whose checks look at every other job's stack (a thousand jobs
+// naming two stack files load two). Loaded anew by each setup: a stack file
+// may change between one job and the next.
+class RunStacks {
+public:
+    /**
+     * of() - the stack file a job of the run names, loaded
+     * @td: a job of this engine
+     *
+     * nullopt when it names none or it does not load (that job reports its
+     * own stack file).
+     */
+    const std::optional<StackConfig>& of(thread_data* td) {
+        auto* o = static_cast<EngineOptions*>(td->eo);
+        if (!o->config) return none_;
+        auto [it, added] = loaded_.try_emplace(run_path(o->config));
+        if (added) {
+            try {
+                it->second = load_stack_file(o->config);
+            } catch (const std::exception&) {
+            }
+        }
+        return it->second;
     }
-}
+
+private:
+    std::map<std::string, std::optional<StackConfig>> loaded_;  // by run_path()
+    const std::optional<StackConfig> none_;
+};
 
 // The run's inputs, which no output of the engine (a sidecar, a trace) may
 // replace: every job's stack file and the file members of its stack, by
 // file_identity(), as "the stack file s.toml" or "members[1] of s.toml" (the
 // first job that names it). Loaded once for all of a job's output checks.
 using RunInputs = std::map<std::string, std::string>;
-RunInputs run_inputs(thread_data* self) {
+RunInputs run_inputs(thread_data* self, RunStacks& stacks) {
     RunInputs inputs;
+    std::set<std::string> seen;  // run_path() of the stack files taken
     thread_data* td;
     int i;
     for_each_td(td, i) {
         if (!td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config) continue;
+        if (!o->config || !seen.insert(run_path(o->config)).second) continue;
         inputs.emplace(file_identity(o->config), std::string("the stack file ") + o->config);
-        std::optional<StackConfig> config = stack_of(td);
+        const std::optional<StackConfig>& config = stacks.of(td);
         for (size_t k = 0; config && k < config->members.size(); k++)
             if (config->members[k].backend == BackendKind::IoUring)
                 inputs.emplace(member_identity(config->members[k]),
@@ -511,28 +547,38 @@ std::string input_at(const RunInputs& inputs, const std::string& path) {
 // every stack) or may run at the same time, when either device is a raid5
 // and either job may write: two stripe caches and parities over the same
 // member corrupt the array. "job (member path)", or "".
-std::string member_rival(thread_data* self, const StackConfig& config, const std::string& key) {
+std::string member_rival(thread_data* self, const StackConfig& config, const std::string& key,
+                         RunStacks& stacks) {
     std::set<std::string> ours;
     for (const MemberConfig& m : config.members)
         if (m.backend == BackendKind::IoUring) ours.insert(member_identity(m));
+    // By run_path() of a stack file: the path of its first member that is
+    // one of ours ("" for none), so each stack file is looked at once.
+    std::map<std::string, std::string> shared_member;
     thread_data* td;
     int i;
     for_each_td(td, i) {
         if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
         auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || stack_key(td, resolved_path(o->config)) == key) continue;
+        if (!o->config || stack_key(td, run_path(o->config)) == key) continue;
         if (!may_write(self) && !may_write(td)) continue;
         bool coexist = (self->o.use_thread && td->o.use_thread) ||
                        (td->thread_number < self->thread_number ? may_overlap(td, self)
                                                                 : may_overlap(self, td));
         if (!coexist) continue;
-        std::optional<StackConfig> other = stack_of(td);
-        if (!other ||
-            (config.device.kind != DeviceKind::Raid5 && other->device.kind != DeviceKind::Raid5))
-            continue;
-        for (const MemberConfig& m : other->members)
-            if (m.backend == BackendKind::IoUring && ours.count(member_identity(m)))
-                return job_name(td) + " (" + m.path + ")";
+        auto [shared, added] = shared_member.try_emplace(run_path(o->config));
+        if (added) {
+            const std::optional<StackConfig>& other = stacks.of(td);
+            if (!other || (config.device.kind != DeviceKind::Raid5 &&
+                           other->device.kind != DeviceKind::Raid5))
+                continue;
+            for (const MemberConfig& m : other->members)
+                if (m.backend == BackendKind::IoUring && ours.count(member_identity(m))) {
+                    shared->second = m.path;
+                    break;
+                }
+        }
+        if (!shared->second.empty()) return job_name(td) + " (" + shared->second + ")";
     }
     return "";
 }
@@ -550,7 +596,7 @@ std::string trace_dir_of(thread_data* td) {
 
 // The trace file of some job of the run (mdsplit_trace) that `path` names,
 // as "md0.blktrace.0 of job j", or "".
-std::string trace_file_at(thread_data* self, const std::string& path) {
+std::string trace_file_at(thread_data* self, const std::string& path, RunStacks& stacks) {
     std::string id = file_identity(path);
     thread_data* td;
     int i;
@@ -558,7 +604,7 @@ std::string trace_file_at(thread_data* self, const std::string& path) {
         if (!td->eo || td->io_ops != self->io_ops) continue;
         std::string dir = trace_dir_of(td);
         if (dir.empty() || !td->o.filename) continue;
-        std::optional<StackConfig> config = stack_of(td);
+        const std::optional<StackConfig>& config = stacks.of(td);
         std::vector<std::string> traces;
         try {
             if (config) traces = Stack::trace_paths(*config, dir, td->o.filename);
@@ -581,8 +627,7 @@ thread_data* trace_disagreement(thread_data* self, const std::string& dir) {
         if (td == self || !td->eo || td->io_ops != self->io_ops || !shares_stack(self, td))
             continue;
         std::string other = trace_dir_of(td);
-        if (other.empty() != dir.empty() ||
-            (!dir.empty() && resolved_path(other) != resolved_path(dir)))
+        if (other.empty() != dir.empty() || (!dir.empty() && run_path(other) != run_path(dir)))
             return td;
     }
     return nullptr;
@@ -774,7 +819,8 @@ int mdsplit_setup(thread_data* td) {
                 " without mdsplit_group: the weight is a group's, and the root group has "
                 "none; allowed: mdsplit_group=NAME (or fio's cgroup=NAME) beside it (with "
                 "device.scheduler = \"bfq\")");
-        std::string config_path = resolved_path(o->config);
+        std::string config_path = run_path(o->config);
+        RunStacks stacks;  // the other jobs' stack files, for the checks below
         if (thread_data* other = group_weight_rival(td, config_path))
             throw std::runtime_error(
                 "mdsplit: mdsplit_group_weight: jobs " + job_name(td) + " (" +
@@ -840,7 +886,7 @@ int mdsplit_setup(thread_data* td) {
                     "when an earlier job's may be gone with its memory; allowed: "
                     "create_serialize=1 (the default), or members on files");
         }
-        if (std::string rival = member_rival(td, config, stack_key(td, config_path));
+        if (std::string rival = member_rival(td, config, stack_key(td, config_path), stacks);
             !rival.empty())
             throw std::runtime_error(
                 "mdsplit: job " + job_name(td) + " and job " + rival +
@@ -884,7 +930,7 @@ int mdsplit_setup(thread_data* td) {
                     "one set of traces)");
         }
         // Its files are truncated as the device opens: never over an input.
-        const RunInputs inputs = run_inputs(td);
+        const RunInputs inputs = run_inputs(td, stacks);
         for (const std::string& path :
              so.trace_dir.empty() ? std::vector<std::string>{}
                                   : Stack::trace_paths(config, so.trace_dir, f->file_name)) {
@@ -935,7 +981,7 @@ int mdsplit_setup(thread_data* td) {
                                      "loop device or swap area uses");
         if (std::string trace = data->stats_path.empty() || sidecar_is_stream(data->stats_path)
                                     ? ""
-                                    : trace_file_at(td, data->stats_path);
+                                    : trace_file_at(td, data->stats_path, stacks);
             !trace.empty())
             throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + trace +
                                      ": the sidecar would replace it; allowed: a file that is "
