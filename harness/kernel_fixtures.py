@@ -25,8 +25,12 @@ with a one-line reason. What a run sets up (loop device, its queue
 settings, backing file, tracefs instance, huge pages, cgroup) is undone in
 `finally` blocks, also on errors, ^C and SIGTERM; leftovers of a killed
 run (all named mdsplit-ref-<pid>-*) are removed by the next run once that
-pid is gone (cleanup_stale; a killed run's queue settings stay). tracefs
-itself, when a run had to mount it, stays mounted (see tracefs()).
+pid is gone (cleanup_stale). So are a killed run's kernel settings (queue
+attributes, nr_hugepages): each change is journalled before it is made
+(SettingsJournal, in mdsplit-ref-<pid>-settings in the temporary
+directory), and the next run writes back each one still as the killed run
+left it, before it detaches that run's loop devices. tracefs itself, when a
+run had to mount it, stays mounted (see tracefs()).
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import textwrap
@@ -51,6 +56,7 @@ TRACEFS_MOUNTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing")
 EVENTS = ("block_bio_queue", "block_split", "block_rq_issue")
 PREFIX = "mdsplit-ref-"           # backing directories, tracefs instances, cgroups
 SYS_BLOCK = Path("/sys/block")    # tests point it at a fake tree
+NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
 
 
 class ReferenceUnavailable(RuntimeError):
@@ -145,6 +151,139 @@ def tracefs() -> Path:
     raise ReferenceUnavailable(f"no tracefs: cannot mount it at {mnt}: {reason}")
 
 
+class SettingsJournal:
+    """The kernel settings this process has changed and not yet written
+    back, in a file a later run finds if this one is killed (SIGKILL, the
+    machine's OOM killer): journal.json in a private directory (mode 0700)
+    tempdir/mdsplit-ref-<pid>-settings, a list of {"path", "before", "set"}
+    in the order of the first changes. An entry is recorded before the
+    write it covers and forgotten once the value is back; `replay` writes
+    back a dead run's, of a directory this user owns only and of queue
+    attributes and nr_hugepages only (the temporary directory is everyone's)."""
+
+    _lock = threading.Lock()
+
+    @staticmethod
+    def directory(pid: int = None) -> Path:
+        return Path(tempfile.gettempdir()) / f"{PREFIX}{pid or os.getpid()}-settings"
+
+    @staticmethod
+    def _private(d: Path) -> bool:
+        """d is a directory (not a link) of this user that no one else may write."""
+        try:
+            st = d.lstat()
+        except OSError:
+            return False
+        return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+    @classmethod
+    def file(cls) -> Path:
+        d = cls.directory()
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        if not cls._private(d):
+            raise RuntimeError(f"{d} exists and is not a private directory of this user: "
+                               "the settings journal cannot be kept there; remove it")
+        return d / "journal.json"
+
+    @staticmethod
+    def _load(path: Path) -> list:
+        try:
+            entries = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return []
+        return entries if isinstance(entries, list) else []
+
+    @classmethod
+    def _store(cls, entries: list) -> None:
+        if not entries:    # nothing left to write back: no journal
+            if cls._private(cls.directory()):
+                shutil.rmtree(cls.directory(), ignore_errors=True)
+            return
+        path = cls.file()
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(entries))
+        os.replace(tmp, path)
+
+    @classmethod
+    def record(cls, setting: Path, before: str, value: str):
+        """Journals that `setting` (holding `before`) is about to hold
+        `value`; a setting already journalled keeps its first `before`.
+        Returns the value journalled until now, None when it was not."""
+        with cls._lock:
+            entries = cls._load(cls.file())
+            for e in entries:
+                if e.get("path") == str(setting):
+                    was, e["set"] = e.get("set"), value
+                    break
+            else:
+                was = None
+                entries.append({"path": str(setting), "before": before, "set": value})
+            cls._store(entries)
+            return was
+
+    @classmethod
+    def forget(cls, setting: Path) -> None:
+        """`setting` is back to its value before (or no longer ours)."""
+        with cls._lock:
+            if cls._private(cls.directory()):
+                entries = cls._load(cls.directory() / "journal.json")
+                cls._store([e for e in entries if e.get("path") != str(setting)])
+
+    @staticmethod
+    def _restorable(setting: Path) -> bool:
+        """A setting a journal may name: nr_hugepages, a block queue attribute."""
+        if setting == NR_HUGEPAGES:
+            return True
+        try:
+            parts = setting.relative_to(SYS_BLOCK).parts
+        except ValueError:
+            return False
+        return len(parts) >= 3 and parts[1] == "queue" and ".." not in parts
+
+    @classmethod
+    def replay(cls, directory: Path) -> list:
+        """Writes back, last change first, each setting of a dead run's
+        journal that still holds what that run set (one changed since by
+        someone else is theirs now); removes the journal. Returns
+        'setting=value' for each one written back."""
+        restored = []
+        if not cls._private(directory):
+            return restored
+        path = directory / "journal.json"
+        for e in reversed(cls._load(path)):
+            try:
+                setting, before, value = Path(e["path"]), str(e["before"]), str(e["set"])
+                if (cls._restorable(setting) and value != before
+                        and _selected(_read(setting)) == value):
+                    _write(setting, before)
+                    restored.append(f"{setting}={before}")
+            except (KeyError, TypeError, OSError):
+                continue
+        shutil.rmtree(directory, ignore_errors=True)
+        return restored
+
+
+def _set_setting(setting: Path, value) -> str:
+    """Writes a kernel setting (OSError when the kernel refuses it), journalled
+    for a killed run's successor; returns the value it held before."""
+    before = _selected(_read(setting))
+    was = SettingsJournal.record(setting, before, _selected(str(value)))
+    try:
+        _write(setting, value)
+    except OSError:
+        if was is None:
+            SettingsJournal.forget(setting)
+        else:
+            SettingsJournal.record(setting, before, was)
+        raise
+    if (now := _selected(_read(setting))) != _selected(str(value)):
+        SettingsJournal.record(setting, before, now)   # as the kernel took it
+    return before
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -162,6 +301,12 @@ def cleanup_stale() -> list:
     removed = []
     if os.geteuid() != 0:
         return removed
+    # Settings first: a killed run's queue attributes go back while its loop
+    # device is still attached (they outlive the detach).
+    for p in Path(tempfile.gettempdir()).glob(PREFIX + "*-settings"):
+        m = re.match(rf"{PREFIX}(\d+)-settings$", p.name)
+        if m and not _pid_alive(int(m.group(1))):
+            removed += SettingsJournal.replay(p)
     if shutil.which("losetup"):
         r = subprocess.run(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"],
                            capture_output=True, text=True)
@@ -242,8 +387,7 @@ class LoopDevice:
         first change of an attribute keeps its value before in
         `originals`, for restore_queue(). The only way the harness writes
         a queue attribute."""
-        before = _selected(self.queue(attr))
-        _write(SYS_BLOCK / self.name / "queue" / attr, value)
+        before = _set_setting(SYS_BLOCK / self.name / "queue" / attr, value)
         self.originals.setdefault(attr, before)
 
     def restore_queue(self) -> list:
@@ -252,11 +396,13 @@ class LoopDevice:
         'attr: reason' for each one that could not be, and forgets them all."""
         failed = []
         for attr, value in reversed(list(self.originals.items())):
+            setting = SYS_BLOCK / self.name / "queue" / attr
             try:
                 if _selected(self.queue(attr)) != value:
-                    _write(SYS_BLOCK / self.name / "queue" / attr, value)
+                    _write(setting, value)
             except OSError as e:
                 failed.append(f"{attr}: {e.strerror or e}")
+            SettingsJournal.forget(setting)
         self.originals.clear()
         return failed
 
@@ -542,7 +688,7 @@ def _meminfo(key: str) -> int:
 def hugepages(n: int):
     """Reserves n free huge pages (raising /proc/sys/vm/nr_hugepages), yields
     '' or the reason they could not be had; restores nr_hugepages after."""
-    path = Path("/proc/sys/vm/nr_hugepages")
+    path = NR_HUGEPAGES
     if os.geteuid() != 0 or not path.exists():
         yield "huge pages need root and /proc/sys/vm/nr_hugepages"
         return
@@ -552,7 +698,7 @@ def hugepages(n: int):
     try:
         if free < n:
             try:
-                _write(path, orig + (n - free))
+                _set_setting(path, orig + (n - free))
                 changed = True
             except OSError as e:
                 yield f"cannot raise nr_hugepages: {e}"
@@ -563,6 +709,7 @@ def hugepages(n: int):
         if changed:
             try:
                 _write(path, orig)
+                SettingsJournal.forget(path)
             except OSError:
                 pass
 

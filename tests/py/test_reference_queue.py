@@ -4,13 +4,19 @@ require_bfq's scheduler, the bfq reference's rotational and iosched/*)
 are written back before the device is detached: they outlive
 `losetup --detach`. On a fake /sys/block with a fake losetup everywhere;
 on a real loop device where root and losetup are available."""
+import json
 import os
 import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from harness import kernel_fixtures as K
+
+ROOT = Path(__file__).resolve().parents[2]
 
 QUEUE = {"max_sectors_kb": "1280", "read_ahead_kb": "128", "rotational": "1",
          "scheduler": "none [mq-deadline] kyber", "iosched/slice_idle": "8"}
@@ -153,6 +159,106 @@ def test_an_attribute_that_cannot_be_written_back_is_an_error_after_the_detach(f
     assert len(detached) == 1 and detached[0]["max_sectors_kb"] == "1280"
 
 
+# --- a killed run: the settings journal ---------------------------------------------
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """The temporary directory where journals go, private to the test."""
+    d = tmp_path / "tmp"
+    d.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(d))
+    return d
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def _journal_of(pid: int, entries: list, mode: int = 0o700) -> Path:
+    d = K.SettingsJournal.directory(pid)
+    d.mkdir(mode=mode)
+    os.chmod(d, mode)
+    (d / "journal.json").write_text(json.dumps(entries))
+    return d
+
+
+def test_each_change_is_journalled_before_it_is_made(fake_sys, private_tmp, tmp_path, monkeypatch):
+    """When a queue attribute is written, the journal already holds its value before."""
+    queue, _ = fake_sys
+    seen = []
+    write = K._write
+    journal = K.SettingsJournal.directory() / "journal.json"
+    monkeypatch.setattr(K, "_write", lambda path, value: (
+        seen.append(json.loads(journal.read_text()) if journal.exists() else None),
+        write(path, value)))
+    with K.loop_device(tmp_path / "b.img", 1 << 20) as dev:
+        dev.set_queue("scheduler", "kyber")
+        assert seen == [[{"path": str(queue / "scheduler"), "before": "mq-deadline",
+                          "set": "kyber"}]]
+    assert not K.SettingsJournal.directory().exists(), "the journal outlived the write-back"
+
+
+def test_a_killed_runs_queue_settings_are_written_back_by_the_next(fake_sys, private_tmp):
+    """A journal of a dead pid: each setting still as that run left it goes back."""
+    queue, _ = fake_sys
+    (queue / "scheduler").write_text("none mq-deadline [kyber]\n")
+    (queue / "max_sectors_kb").write_text("512\n")
+    d = _journal_of(_dead_pid(), [
+        {"path": str(queue / "scheduler"), "before": "mq-deadline", "set": "kyber"},
+        {"path": str(queue / "max_sectors_kb"), "before": "1280", "set": "512"}])
+    restored = K.SettingsJournal.replay(d)
+    assert (queue / "scheduler").read_text() == "mq-deadline"
+    assert (queue / "max_sectors_kb").read_text() == "1280"
+    assert len(restored) == 2 and not d.exists()
+
+
+def test_a_setting_changed_since_by_someone_else_is_left_alone(fake_sys, private_tmp):
+    """The killed run set 512; someone has set 256 since: 256 stays."""
+    queue, _ = fake_sys
+    (queue / "max_sectors_kb").write_text("256\n")
+    d = _journal_of(_dead_pid(), [
+        {"path": str(queue / "max_sectors_kb"), "before": "1280", "set": "512"}])
+    assert K.SettingsJournal.replay(d) == []
+    assert (queue / "max_sectors_kb").read_text() == "256\n"
+
+
+def test_a_journal_others_can_write_is_not_replayed(fake_sys, private_tmp):
+    """A journal directory of mode 0777 (anyone could have planted it) writes nothing back."""
+    queue, _ = fake_sys
+    (queue / "max_sectors_kb").write_text("512\n")
+    d = _journal_of(_dead_pid(), [
+        {"path": str(queue / "max_sectors_kb"), "before": "1280", "set": "512"}], mode=0o777)
+    assert K.SettingsJournal.replay(d) == []
+    assert (queue / "max_sectors_kb").read_text() == "512\n"
+
+
+def test_a_journal_naming_another_file_is_not_replayed(fake_sys, private_tmp, tmp_path):
+    """Only queue attributes and nr_hugepages are written back, never another file."""
+    victim = tmp_path / "victim"
+    victim.write_text("planted")
+    d = _journal_of(_dead_pid(), [{"path": str(victim), "before": "gone", "set": "planted"}])
+    assert K.SettingsJournal.replay(d) == []
+    assert victim.read_text() == "planted"
+
+
+def test_a_refused_second_change_keeps_the_first_in_the_journal(fake_sys, private_tmp, tmp_path,
+                                                                monkeypatch):
+    """512 was set, 256 refused: the journal still says 1280 -> 512."""
+    queue, _ = fake_sys
+    with K.loop_device(tmp_path / "b.img", 1 << 20, max_sectors_kb=512) as dev:
+        def refuse(path, value):
+            raise PermissionError(13, "Permission denied")
+        write = K._write
+        monkeypatch.setattr(K, "_write", refuse)
+        with pytest.raises(PermissionError):
+            dev.set_queue("max_sectors_kb", 256)
+        journal = json.loads((K.SettingsJournal.directory() / "journal.json").read_text())
+        assert journal == [{"path": str(queue / "max_sectors_kb"), "before": "1280", "set": "512"}]
+        monkeypatch.setattr(K, "_write", write)
+
+
 # --- on a real loop device ---------------------------------------------------------
 
 REAL = ("max_sectors_kb", "read_ahead_kb", "rotational", "scheduler")
@@ -215,4 +321,37 @@ def test_real_loop_device_gets_its_queue_back_after_a_normal_run(real_loop, tmp_
         name = dev.name
         assert dev.queue("max_sectors_kb") == "512"
     assert name in before, "a loop device created while attaching (another user?)"
+    assert _real_queues()[name] == before[name]
+
+
+KILLED_REFERENCE = """
+import os, signal, sys
+from harness import kernel_fixtures as K
+with K.workdir() as d, K.loop_device(d / "b.img", 16 << 20) as dev:
+    line = dev.queue("scheduler")
+    others = [c for c in line.replace("[", " ").replace("]", " ").split()
+              if c != K._selected(line)]
+    if others:
+        dev.set_queue("scheduler", others[0])
+    dev.set_queue("rotational", 1 - int(dev.queue("rotational")))
+    dev.set_queue("max_sectors_kb", 256 if dev.queue("max_sectors_kb") == "512" else 512)
+    dev.set_queue("read_ahead_kb", 64 if dev.queue("read_ahead_kb") == "0" else 0)
+    print(dev.name, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_real_loop_device_gets_its_queue_back_after_sigkill(real_loop):
+    """A reference killed by SIGKILL: the next run's cleanup_stale writes its queue back, then detaches."""
+    before = _real_queues()
+    r = subprocess.run([sys.executable, "-c", KILLED_REFERENCE], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    name = r.stdout.strip()
+    assert name in before, "a loop device created while attaching (another user?)"
+    changed = _real_queues()[name]
+    assert changed != before[name], "the killed run changed nothing"
+    removed = K.cleanup_stale()
+    assert f"/dev/{name}" in removed
+    assert not (Path("/sys/block") / name / "loop" / "backing_file").exists(), "still attached"
     assert _real_queues()[name] == before[name]
