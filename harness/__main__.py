@@ -156,12 +156,43 @@ def _parse_size(text: str) -> int:
 EMULATOR_WORDS = {"bio-size": ("run", "none"), "bfq": ("run", "none"), "buffered": ("none",)}
 
 
+# reference's options that belong to some experiments only: dest -> (the
+# option, its experiments, its default). Given to another, one is refused:
+# it would have no effect.
+REFERENCE_OPTIONS = {
+    "no_hugepages": ("--no-hugepages", ("bio-size",), False),
+    "depths": ("--depths", ("buffered",), [1, 2, 4, 8, 16, 32, 64, 128]),
+    "runtime": ("--runtime", ("buffered", "bfq"), None),
+    "delay_scale": ("--delay-scale", ("bfq",), 1.0),
+    "rounds": ("--rounds", ("bfq",), 3),
+    "no_warmup": ("--no-warmup", ("bfq",), False),
+    "size_text": ("--size", ("buffered",), "4g"),
+    "target": ("--target", ("buffered",), "auto"),
+}
+
+
+def _reference_option_error(args) -> str:
+    """An option given that does nothing for args.what ('' when none); the
+    others get their defaults."""
+    for dest, (option, experiments, default) in REFERENCE_OPTIONS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+        elif args.what not in experiments:
+            allowed = sorted(o for o, e, _ in REFERENCE_OPTIONS.values() if args.what in e)
+            return (f"{option} applies to {' and '.join(experiments)} only; allowed for "
+                    f"{args.what}: {', '.join(allowed) or 'none of these'} (and --emulator, "
+                    "--keep, --quiet, --no-history, --db)")
+    return ""
+
+
 def _reference_args_error(args) -> str:
     """What is wrong with reference's arguments ('' when nothing), checked
     before anything runs: one line naming the option and what is allowed
     (they used to end in a ValueError traceback, or in `skipped: ...` with
     exit 0 after fio had failed on them)."""
     import math
+    if bad := _reference_option_error(args):
+        return bad
     bad = [d for d in args.depths if d < 1]
     if bad:
         return f"--depths {' '.join(map(str, args.depths))}: allowed: iodepths >= 1 (e.g. 1 2 4 32)"
@@ -441,7 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
                                           "(root, loop device, tracefs; bfq: cgroups)")
     kp.add_argument("what", choices=reference_experiments())
     kp.add_argument("--keep", metavar="DIR", help="keep job files, fio JSON and traces in DIR")
-    kp.add_argument("--no-hugepages", action="store_true", help="bio-size: skip the mem=mmaphuge rows")
+    # The experiment-specific options default to None: _reference_option_error
+    # refuses them for another experiment, then fills in REFERENCE_OPTIONS' defaults.
+    kp.add_argument("--no-hugepages", action="store_true", default=None,
+                    help="bio-size: skip the mem=mmaphuge rows")
     kp.add_argument("--emulator", metavar="REPORT",
                     help="bio-size: the emulator's distributions from this report, 'run' "
                          "(the virtual-clock run now) or 'none' (default "
@@ -450,20 +484,20 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default reports/latest/bfq, else the newest bfq run in the history, "
                          "else run); buffered: the emulator's forced-ra columns from this "
                          "report or 'none' (default reports/latest/buffered)")
-    kp.add_argument("--depths", type=int, nargs="+", default=list((1, 2, 4, 8, 16, 32, 64, 128)),
+    kp.add_argument("--depths", type=int, nargs="+", default=None,
                     help="buffered: iodepths (default 1 2 4 ... 128)")
     kp.add_argument("--runtime", type=float, default=None,
                     help="buffered: seconds per iodepth (3); bfq: each writer's runtime "
                          "(default the job file's)")
-    kp.add_argument("--delay-scale", type=float, default=1.0,
+    kp.add_argument("--delay-scale", type=float, default=None,
                     help="bfq: multiply the job file's startdelays (1)")
-    kp.add_argument("--rounds", type=int, default=3,
+    kp.add_argument("--rounds", type=int, default=None,
                     help="bfq: root/non-root alternations, medians reported (3)")
-    kp.add_argument("--no-warmup", action="store_true",
+    kp.add_argument("--no-warmup", action="store_true", default=None,
                     help="bfq: no unmeasured first run (allocating the sparse file's blocks)")
-    kp.add_argument("--size", dest="size_text", default="4g",
+    kp.add_argument("--size", dest="size_text", default=None,
                     help="buffered: device size, a multiple of 4k (4g)")
-    kp.add_argument("--target", choices=["auto", "loop", "file"], default="auto",
+    kp.add_argument("--target", choices=["auto", "loop", "file"], default=None,
                     help="buffered: loop device (setra 0) or file (fadvise_hint=random)")
     kp.add_argument("--quiet", action="store_true", help="no progress lines")
     kp.add_argument("--no-history", action="store_true", help="do not record the run")

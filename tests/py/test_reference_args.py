@@ -20,6 +20,17 @@ BAD = [
     (["buffered", "--size", "6k"], "--size 6k: allowed: a multiple of 4k, at least 4k"),
     (["buffered", "--size", "lots"], "--size lots: allowed: a multiple of 4k, at least 4k"),
     (["bfq", "--delay-scale", "-0.5"], "--delay-scale -0.5: allowed: a number >= 0"),
+    # An option of another experiment would do nothing: refused by name.
+    (["bfq", "--depths", "1", "2"], "--depths applies to buffered only; allowed for bfq: "
+                                    "--delay-scale, --no-warmup, --rounds, --runtime"),
+    (["bio-size", "--size", "1g"], "--size applies to buffered only; allowed for bio-size: "
+                                   "--no-hugepages"),
+    (["buffered", "--rounds", "2"], "--rounds applies to bfq only"),
+    (["buffered", "--no-warmup"], "--no-warmup applies to bfq only"),
+    (["bfq", "--no-hugepages"], "--no-hugepages applies to bio-size only"),
+    (["bio-size", "--runtime", "1"], "--runtime applies to buffered and bfq only"),
+    (["bio-size", "--target", "file"], "--target applies to buffered only"),
+    (["buffered", "--delay-scale", "1"], "--delay-scale applies to bfq only"),
 ]
 
 
