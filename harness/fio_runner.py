@@ -138,7 +138,7 @@ def json_output_file():
 RUN_TOKEN = "MDSPLIT_FIO_RUN"
 
 
-def launch_fio(cmd, cwd=None, timeout=None) -> subprocess.CompletedProcess:
+def launch_fio(cmd, cwd=None, timeout=None, quit_grace=0.0) -> subprocess.CompletedProcess:
     """The fio process itself, for every caller (run_fio above, the
     client/server mode of harness/hosts.py, one-off probes): captured
     output, fio_environment(). On a timeout (subprocess.TimeoutExpired),
@@ -146,7 +146,12 @@ def launch_fio(cmd, cwd=None, timeout=None) -> subprocess.CompletedProcess:
     runs, in the main thread) fio and every process it forked are killed
     (kill_fio) before the exception goes on: no job process is left
     running or writing. fio runs in a session of its own, so a terminal's
-    ^C reaches the harness only, which then does that."""
+    ^C reaches the harness only, which then does that.
+
+    quit_grace: seconds fio gets to end on its own first, after a SIGINT
+    (a client's sig_int() sends each server FIO_NET_CMD_QUIT, which stops
+    the jobs running there: killing the client alone would leave them
+    running to their end). A second ^C meanwhile kills at once."""
     token = uuid.uuid4().hex
     env = fio_environment()
     env[RUN_TOKEN] = token
@@ -158,6 +163,12 @@ def launch_fio(cmd, cwd=None, timeout=None) -> subprocess.CompletedProcess:
                                     start_new_session=True)
             out, err = proc.communicate(timeout=timeout)
         except BaseException:
+            try:
+                if proc is not None and quit_grace > 0 and proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
+                    proc.communicate(timeout=quit_grace)
+            except BaseException:
+                pass                    # no end in time, or a second ^C: killed below
             kill_fio(proc, token)       # also when the signal came before Popen returned
             raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

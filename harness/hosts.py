@@ -36,6 +36,9 @@ from harness.fio_runner import FioError, FioResult, json_output_file, launch_fio
 from harness.sidecar import load_sidecar
 
 DEFAULT_PORT = 8765
+# Seconds the fio client gets, after ^C or a timeout, to stop the servers'
+# jobs (its SIGINT handler sends each FIO_NET_CMD_QUIT) before it is killed.
+QUIT_GRACE = 15.0
 # Options of fio's front end (the client itself), kept on its command line.
 LOCAL_OPTIONS = {"eta", "eta-newline", "eta-interval", "status-interval", "debug", "terse-version",
                  "append-terse", "minimal", "bandwidth-log", "parse-only", "warnings-fatal",
@@ -287,7 +290,9 @@ def run_hosts(job_file, hosts, args=(), cwd=None, results_dir=None, timeout=None
         for s in specs:
             cmd += [f"--client={s.raw}", *section_args, str(host_jobs[s.raw])]
         try:
-            proc = launch_fio(cmd, cwd, timeout)
+            # On ^C or a timeout the client asks the servers to stop their
+            # jobs (QUIT_GRACE), which killing it alone would leave running.
+            proc = launch_fio(cmd, cwd, timeout, quit_grace=QUIT_GRACE)
         except subprocess.TimeoutExpired:
             raise FioError(f"fio {job_file.name} on {', '.join(map(str, specs))}: no result "
                            f"after {timeout:g} s", -1, "") from None

@@ -5,12 +5,15 @@ passthrough job on both; both hosts' results and sidecars come back."""
 import contextlib
 import json
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 import fio_servers as S
+from process_checks import left_running
 from harness import hosts as H
 from harness import paths
 from harness.fio_runner import FioError
@@ -204,3 +207,41 @@ def test_cli_run_hosts_section_runs_only_that_job(tmp_path):
     out = json.loads(r.stdout)
     assert {h: [j["name"] for j in out["hosts"][h]["jobs"]] for h in ls.hosts} == \
         {h: ["a"] for h in ls.hosts}
+
+
+def _descendants(pid: int) -> list:
+    out, todo = [], [pid]
+    while todo:
+        kids = S._children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def test_cli_run_hosts_interrupted_stops_the_servers_jobs(tmp_path):
+    """^C on `run --hosts`: the jobs on the servers stop too, not only the local fio client."""
+    _engine()
+    job = _job(tmp_path)
+    job.write_text(job.read_text().replace("runtime=1", "runtime=120"))
+    with _servers("loopback") as ls:
+        p = subprocess.Popen(["/usr/bin/python3", "-m", "harness", "run", str(job), "--hosts",
+                              *ls.hosts, "--results-dir", str(tmp_path / "shared"),
+                              "--timeout", "300"],
+                             cwd=paths.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            # Each server forks a connection handler, it a backend, it the job.
+            deadline = time.monotonic() + 60
+            while not all(len(_descendants(s.pid)) >= 3 for s in ls.servers):
+                assert p.poll() is None, p.communicate()
+                assert time.monotonic() < deadline, "the servers never ran the job"
+                time.sleep(0.1)
+            time.sleep(1)
+            jobs = [d for s in ls.servers for d in _descendants(s.pid)]
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        assert p.returncode == 130, err
+        assert left_running(jobs, wait_s=20) == [], "the servers' jobs ran on"
