@@ -264,15 +264,18 @@ void drop_member_data(StackConfig& config) {
     }
 }
 
-// stacks: [{"config": PATH, "label": "md0", "trace_dir": "", "writable": True,
+// stacks: [{"config": PATH, "source": PATH as the job names it (messages; default
+//           PATH), "label": "md0", "trace_dir": "", "writable": True,
 //           "allow_mounted_write": False, "create_members": True}, ...]
 py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data) {
     SimulatedStacks sim;
     for (size_t i = 0; i < stacks.size(); i++) {
         Args a(stacks[i], "run_fio_jobs: stacks[" + std::to_string(i) + "]");
-        a.allow(
-            {"config", "label", "trace_dir", "writable", "allow_mounted_write", "create_members"});
+        a.allow({"config", "source", "label", "trace_dir", "writable", "allow_mounted_write",
+                 "create_members"});
         std::string config = a.required_string("config");
+        // The stack file as the job names it (mdsplit_config=), for messages.
+        std::string source = a.string("source", config);
         StackOptions so;
         so.label = a.string("label", "md0");
         so.trace_dir = a.string("trace_dir", "");
@@ -284,6 +287,7 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
         // fio's allow_file_create=0 on a job naming the stack: no member file made.
         so.create_members = a.boolean("create_members", true);
         sim.configs.push_back(load_stack_file(config));
+        sim.configs.back().source = source;
         if (!data) {
             DeviceSafetyOptions safety;
             safety.writes = false;

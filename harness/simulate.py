@@ -479,9 +479,10 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
     config_option = {info["config"]: info["config_option"] for info in jobs_info}
     for st in stacks:
         try:
+            st["source"] = config_option.get(st["config"], st["config"])
             mdsplit.load_stack_text(read_input_text(st["config"], "stack file"),
                                     base_dir=str(Path(st["config"]).parent),
-                                    source=config_option.get(st["config"], st["config"]))
+                                    source=st["source"])
         except JobFileError as e:
             raise SimulateError(str(e), 1) from None
         except mdsplit.ConfigError as e:

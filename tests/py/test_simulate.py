@@ -621,6 +621,18 @@ def test_allow_file_create_0_creates_no_member_file(tmp_path, mdsplit_module):
     assert not (tmp_path / "new").exists()
 
 
+def test_a_stack_that_cannot_open_is_named_as_the_job_names_it(tmp_path, mdsplit_module):
+    """An error as the stack opens names mdsplit_config= as written (sub/s.toml), as the
+    engine does, not the path simulate resolved it to."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "s.toml").write_text('[[members]]\npath = "new/m.img"\nsize = "8m"\n')
+    (tmp_path / "j.fio").write_text(job_text("[j]\nrw=read\nsize=1m\nallow_file_create=0\n")
+                                    .replace("null.toml", "sub/s.toml"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert p.returncode == 1
+    assert p.stderr.startswith('mdsplit: sub/s.toml: members[0].path: "'), p.stderr
+
+
 def test_fio_log_options_are_reporting_only(tmp_path, mdsplit_module):
     """fio 3.33's log_prio, log_entries, log_compression_cpus are accepted as
     the other log_* options (they were refused as unknown)."""
