@@ -44,6 +44,7 @@ inline void set_closed_loop(ClosedLoopSpec& spec, const std::string& where, cons
                             bool discard, uint64_t bs, uint64_t iodepth, uint64_t size,
                             uint64_t total, uint64_t offset, uint64_t batch, uint64_t seed) {
     set_rw(spec, where, rw, discard);
+    spec.where = where;  // the engine's messages (workload_region) name it so
     spec.block_size = bs;
     spec.iodepth =
         uint32_t(py_args::checked(iodepth, where + ": iodepth", 1, py_args::kMaxIodepth));

@@ -22,7 +22,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
                                              InterruptPoll interrupt) {
     // Buffered I/O needs no alignment: any block size goes through the page cache.
     WorkloadRegion region =
-        workload_region(stack.size_bytes(), spec.offset, spec.size, spec.block_size, 1);
+        workload_region(stack.size_bytes(), spec.offset, spec.size, spec.block_size, 1, spec.where);
     uint64_t total = spec.total_bytes ? spec.total_bytes : region.bytes();
     uint32_t depth = spec.iodepth ? spec.iodepth : 1;
     uint32_t batch = spec.batch ? spec.batch : 1;
@@ -31,7 +31,7 @@ BufferedWorkloadResult run_buffered_workload(Stack& stack, const BufferedWorkloa
     bio.set_iodepth(depth);
     EventLoop& loop = stack.loop();
 
-    IoSlots slots(depth, spec.block_size);
+    IoSlots slots(slots_needed(depth, total, spec.block_size), spec.block_size);
     std::vector<bool> busy(depth, false);
 
     std::mt19937_64 rng(spec.seed);

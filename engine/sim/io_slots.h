@@ -6,12 +6,14 @@
 // not in these.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "base/units.h"
@@ -31,6 +33,9 @@ struct ClosedLoopSpec {
     uint32_t batch = 1;  // I/Os queued per commit (fio's iodepth_batch)
     uint64_t seed = 1;
     uint32_t pid = 1;
+    // What messages about the spec's arguments name it by, as its caller
+    // took them ("run_workload", "run_workloads: tasks[2]").
+    std::string where = "workload";
 };
 
 // The blocks a workload reads or writes: `blocks` of `block_size` bytes
@@ -47,28 +52,67 @@ struct WorkloadRegion {
 /**
  * workload_region - the region a workload spec names on a device
  * @device_bytes: the device's size
- * @offset: start of the region
- * @size: its size (0 = to the end of the device; clipped to the device)
+ * @offset: start of the region (a multiple of @alignment)
+ * @size: its size (0 = to the end of the device; never past it)
  * @block_size: each I/O's size
- * @alignment: what block_size must be a multiple of (the logical block size
- *             for direct I/O, 1 for buffered I/O)
+ * @alignment: what block_size and offset must be multiples of (the logical
+ *             block size for direct I/O, 1 for buffered I/O)
+ * @where: what the messages name the arguments by
  *
- * Throws std::invalid_argument, naming what is wrong, when the block size is
- * 0 or unaligned, the offset is past the end, or no whole block fits.
+ * Throws std::invalid_argument, one line "<where>: <arg>: <value> <what is
+ * wrong>; allowed: <what is>", when the block size is 0 or unaligned, the
+ * offset unaligned or past the end, the size past the end (it was clipped
+ * to the device unsaid), or no whole block fits. A misaligned offset was
+ * taken, and every direct I/O of the run then failed (EINVAL).
  */
 inline WorkloadRegion workload_region(uint64_t device_bytes, uint64_t offset, uint64_t size,
-                                      uint64_t block_size, uint64_t alignment) {
+                                      uint64_t block_size, uint64_t alignment,
+                                      const std::string& where = "workload") {
+    auto refuse = [&](const char* arg, const std::string& problem, const std::string& allowed) {
+        throw std::invalid_argument(where + ": " + arg + ": " + problem + "; allowed: " + allowed);
+    };
+    const std::string lbs = std::to_string(alignment) + " (the logical block size)";
+    const std::string dev = " (" + std::to_string(device_bytes) + " bytes)";
     if (block_size == 0 || block_size % alignment)
-        throw std::invalid_argument(
-            alignment > 1 ? "workload: bs must be a positive multiple of the logical block size"
-                          : "workload: bs must be positive");
+        refuse("bs",
+               std::to_string(block_size) + (block_size
+                                                 ? " is not a multiple of the logical block size"
+                                                 : " is not a block size"),
+               alignment > 1 ? "a multiple of " + lbs + ", > 0" : "an int > 0");
     if (offset >= device_bytes)
-        throw std::invalid_argument("workload: offset is past the end of the device");
+        refuse("offset", std::to_string(offset) + " is past the end of the device" + dev,
+               "0.." + std::to_string(device_bytes - 1) +
+                   (alignment > 1 ? ", a multiple of " + lbs : ""));
+    if (offset % alignment)
+        refuse("offset", std::to_string(offset) + " is not a multiple of the logical block size",
+               "a multiple of " + lbs + " below " + std::to_string(device_bytes));
+    if (size > device_bytes - offset)
+        refuse("size",
+               std::to_string(size) + " bytes from offset " + std::to_string(offset) +
+                   " pass the end of the device" + dev,
+               "0 (to the end of the device) or at most " + std::to_string(device_bytes - offset));
     uint64_t region = size ? size : device_bytes - offset;
-    if (region > device_bytes - offset) region = device_bytes - offset;
     WorkloadRegion r{offset, block_size, region / block_size};
-    if (!r.blocks) throw std::invalid_argument("workload: region is smaller than one block");
+    if (!r.blocks)
+        refuse("bs",
+               std::to_string(block_size) + " is larger than the region (" +
+                   std::to_string(region) + " bytes from offset " + std::to_string(offset) + ")",
+               "at most the region's size (size, offset)");
     return r;
+}
+
+/**
+ * slots_needed - how many of @iodepth slots a run can have in flight at once
+ * @total_bytes: what the run issues in all (0 = no bound: a time limit)
+ *
+ * Each slot's buffer is allocated up front: a depth of 1024 for one 16 MiB
+ * I/O allocated 16 GiB. No more I/Os than the run issues can be in flight.
+ */
+inline uint32_t slots_needed(uint32_t iodepth, uint64_t total_bytes, uint64_t block_size) {
+    uint32_t depth = iodepth ? iodepth : 1;
+    if (!total_bytes || !block_size) return depth;
+    uint64_t ios = total_bytes / block_size + (total_bytes % block_size != 0);
+    return uint32_t(std::max<uint64_t>(1, std::min<uint64_t>(depth, ios)));
 }
 
 // `depth` I/O slots of `block_size` bytes each (page-aligned buffers, each

@@ -15,11 +15,12 @@
 namespace mdsplit {
 
 WorkloadResult run_workload(Stack& stack, const WorkloadSpec& spec, InterruptPoll interrupt) {
-    WorkloadRegion region = workload_region(stack.size_bytes(), spec.offset, spec.size,
-                                            spec.block_size, stack.logical_block_size());
+    WorkloadRegion region =
+        workload_region(stack.size_bytes(), spec.offset, spec.size, spec.block_size,
+                        stack.logical_block_size(), spec.where);
     uint64_t total = spec.total_bytes ? spec.total_bytes : region.bytes();
     uint32_t batch = spec.batch ? spec.batch : 1;
-    IoSlots slots(spec.iodepth ? spec.iodepth : 1, spec.block_size);
+    IoSlots slots(slots_needed(spec.iodepth, total, spec.block_size), spec.block_size);
 
     std::mt19937_64 rng(spec.seed);
     TaskContext task;
@@ -115,11 +116,11 @@ std::vector<WorkloadResult> run_workloads(Stack& stack, const std::vector<Worklo
         auto t = std::make_unique<TaskRun>();
         t->spec = &spec;
         t->region = workload_region(stack.size_bytes(), spec.offset, spec.size, spec.block_size,
-                                    stack.logical_block_size());
+                                    stack.logical_block_size(), spec.where);
         t->total = spec.total_bytes  ? spec.total_bytes
                    : spec.runtime_ns ? std::numeric_limits<uint64_t>::max()
                                      : t->region.bytes();
-        uint32_t depth = spec.iodepth ? spec.iodepth : 1;
+        uint32_t depth = slots_needed(spec.iodepth, t->total, spec.block_size);
         t->batch = spec.batch ? spec.batch : 1;
         t->slots = std::make_unique<IoSlots>(depth, spec.block_size);
         t->ready_at.assign(depth, 0);

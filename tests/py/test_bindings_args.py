@@ -1,0 +1,115 @@
+"""Arguments at the Python boundary, continued (test_bindings_input.py has the
+first part): wrong types and unknown keywords as one line naming the argument,
+allocations bounded by what can be in flight and by the device's end, the
+engine's refusals (groups, alignment, the device's end) made up front.
+
+What could exhaust memory runs in a child process with its address space
+limited (outcome(limit=...)), so that a regression fails its test instead of
+taking the machine's memory."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RAM = '[[members]]\nbackend = "ram"\nsize = "1m"\n'
+RAM16 = '[[members]]\nbackend = "ram"\nsize = "16m"\n'
+BFQ = '[device]\nscheduler = "bfq"\n' + RAM
+
+
+def outcome(code: str, limit: int = 0, timeout: float = 120) -> str:
+    """Runs `code` in a child (`m` is the module, RAM and RAM16 stacks), its
+    address space limited to `limit` bytes more than it has (0: none); what
+    happened: "OK" (or "OK <repr>" of `result`) or "<ErrorType>: <message>"."""
+    script = (f"import sys, resource; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from harness import paths; m = paths.import_mdsplit()\n"
+              f"RAM = {RAM!r}; RAM16 = {RAM16!r}\n"
+              f"if {limit}:\n"
+              "    vm = int(next(l for l in open('/proc/self/status') if l.startswith('VmSize'))"
+              ".split()[1]) << 10\n"
+              f"    resource.setrlimit(resource.RLIMIT_AS, (vm + {limit}, vm + {limit}))\n"
+              "result = None\n"
+              "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + "\n"
+              "    print('OK' if result is None else f'OK {result!r}')\n"
+              "except Exception as e:\n"
+              "    print(f'{type(e).__name__}: {e}')\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=timeout, env=os.environ.copy())
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if r.returncode < 0:
+        return f"signal {-r.returncode}"
+    lines = r.stdout.strip().splitlines()
+    return lines[-1] if lines else r.stderr.strip()[-500:]
+
+
+@pytest.fixture
+def stack_file(tmp_path):
+    """A function writing a stack file (RAM unless given) and returning its path."""
+    def make(text=RAM, name="stack.toml"):
+        p = tmp_path / name
+        p.write_text(text)
+        return str(p)
+    return make
+
+
+def one_line_error(f, *args, **kwargs) -> str:
+    """`ErrorType: message` of what f(*args, **kwargs) raised (a ValueError:
+    fails otherwise), checked to be one line."""
+    with pytest.raises(ValueError) as e:
+        f(*args, **kwargs)
+    text = str(e.value)
+    assert "\n" not in text
+    return f"{type(e.value).__name__}: {text}"
+
+
+# --- Allocations: what can be in flight, what the device holds --------------------
+
+@pytest.mark.parametrize("call", [
+    "m.Simulation(RAM16).run_workload('read', 16 << 20, iodepth=1024, total=16 << 20)",
+    "m.Simulation(RAM16).run_workloads([dict(rw='read', bs=16 << 20, iodepth=1024, "
+    "total=16 << 20)])",
+    "m.BufferedSimulation(RAM16).run_workload('read', 16 << 20, iodepth=1024, total=16 << 20)",
+])
+def test_workload_buffers_are_bounded_by_the_ios_it_issues(call):
+    """One 16 MiB I/O at iodepth 1024 allocates one buffer, not 16 GiB (MemoryError before)."""
+    r = outcome(f"r = {call}\nresult = (r[0] if isinstance(r, list) else r)['ios']",
+                limit=1 << 30)
+    assert r == "OK 1"
+
+
+# --- Messages: the argument, its value, what is allowed --------------------------------
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"bs": 513}, "run_workload: bs: 513 is not a multiple of the logical block size; allowed: "
+                  "a multiple of 512 (the logical block size), > 0"),
+    ({"bs": 4096, "offset": 1 << 20}, "run_workload: offset: 1048576 is past the end of the "
+                                      "device (1048576 bytes); allowed: 0..1048575, a multiple "
+                                      "of 512 (the logical block size)"),
+])
+def test_run_workload_region_errors_name_the_argument(mdsplit_module, kwargs, message):
+    """bs and offset errors name run_workload's argument, its value and what is allowed."""
+    sim = mdsplit_module.Simulation(RAM)
+    assert one_line_error(sim.run_workload, "read", **kwargs) == "ValueError: " + message
+
+
+# --- Refused up front instead of run wrong -------------------------------------------
+
+def test_run_workload_refuses_a_misaligned_offset(mdsplit_module):
+    """offset=1 is refused up front (every I/O failed: {'ios': 0, 'errors': 16})."""
+    sim = mdsplit_module.Simulation(RAM)
+    assert one_line_error(sim.run_workload, "read", 4096, offset=1, total=65536) == (
+        "ValueError: run_workload: offset: 1 is not a multiple of the logical block size; "
+        "allowed: a multiple of 512 (the logical block size) below 1048576")
+
+
+def test_run_workload_refuses_a_size_past_the_end(mdsplit_module):
+    """size=2**40 on a 1 MiB device is refused (it was clipped to the device, unsaid)."""
+    sim = mdsplit_module.Simulation(RAM)
+    assert one_line_error(sim.run_workload, "read", 4096, size=1 << 40, total=8192) == (
+        "ValueError: run_workload: size: 1099511627776 bytes from offset 0 pass the end of the "
+        "device (1048576 bytes); allowed: 0 (to the end of the device) or at most 1048576")
