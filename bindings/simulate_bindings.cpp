@@ -207,6 +207,7 @@ FioJobSpec job_spec(const Args& a, size_t index, size_t nr_stacks, size_t nr_job
              "time_based"});
     FioJobSpec s;
     s.name = a.string("name", "job" + std::to_string(index));
+    s.where = a.where();  // the model's messages name "run_fio_jobs: jobs[i]", as these do
     if (!nr_stacks) py_args::fail(a.where(), "a job without a stack", "one stack dict or more");
     s.stack = a.integer("stack", 0, 0, nr_stacks - 1);
     s.phase = a.integer("phase", 0, 0, nr_jobs - 1, "a stonewall count: one more at most per job");

@@ -886,6 +886,11 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True, report=Non
         raw = mdsplit.run_fio_jobs(stacks, specs, data=data)
     except (mdsplit.ConfigError, RuntimeError, ValueError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        # run_fio_jobs names a job by its index in the list; simulate by
+        # its name in the job file, as fio does.
+        m = re.match(r"run_fio_jobs: jobs\[(\d+)\]", msg)
+        if m and int(m[1]) < len(specs):
+            msg = f"simulate: job {specs[int(m[1])]['name']}" + msg[m.end():]
         if not msg.startswith(("mdsplit:", "simulate:")):
             msg = "mdsplit: " + msg
         raise SimulateError(msg, 1) from None

@@ -153,6 +153,10 @@ bool issues(const FioJobSpec& s, int d) {
     }
 }
 
+std::string job_where(const FioJobSpec& s) {
+    return s.where.empty() ? "simulate: job " + s.name : s.where;
+}
+
 // What fio's setup does before the job's first I/O (setup_files, init_io_u).
 void start_job(JobRun& j, Stack& stack, uint64_t now) {
     const FioJobSpec& s = *j.spec;
@@ -163,9 +167,9 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     j.task.fadvise = s.fadvise;
     uint64_t dev = stack.size_bytes();
     if (s.offset >= dev)
-        throw std::invalid_argument("simulate: job " + s.name + ": offset " +
-                                    std::to_string(s.offset) + " is past the end of the device (" +
-                                    std::to_string(dev) + " bytes)");
+        throw std::invalid_argument(job_where(s) + ": offset: " + std::to_string(s.offset) +
+                                    " is past the end of the device (" + std::to_string(dev) +
+                                    " bytes); allowed: 0.." + std::to_string(dev - 1));
     j.region_off = s.offset;
     j.region_len = s.size ? std::min(s.size, dev - s.offset) : dev - s.offset;
     uint64_t smallest = kNever, largest = 0;
@@ -177,8 +181,12 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     }
     if (smallest == kNever) smallest = largest = 4096;
     if (j.region_len < largest)
-        throw std::invalid_argument("simulate: job " + s.name +
-                                    ": the region (size/offset) is smaller than one block");
+        throw std::invalid_argument(job_where(s) + ": size: the region (" +
+                                    std::to_string(j.region_len) + " bytes from offset " +
+                                    std::to_string(s.offset) + ") is smaller than one block (" +
+                                    std::to_string(largest) +
+                                    " bytes); allowed: a region (size, offset) of one block "
+                                    "or more");
     j.unit = smallest;
     j.units = j.region_len / smallest;
     if (s.random && !s.norandommap) j.map.assign((j.units + 63) / 64, 0);
@@ -745,7 +753,7 @@ std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
     for (auto& rp : runs)
         if (rp->time_stuck)
             throw std::invalid_argument(zero_time_message(
-                "simulate: job " + rp->spec->name, "time_based",
+                job_where(*rp->spec), "time_based",
                 "time_based=False, or fio_submit_ns, fio_complete_ns or think_ns > 0, or a "
                 "stack with a timing model"));
     if (clock.now_ns() >= kTimeHorizonNs) throw std::invalid_argument(horizon_message("simulate"));

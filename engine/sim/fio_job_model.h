@@ -55,6 +55,9 @@ enum FioErrorType : uint32_t {
 
 struct FioJobSpec {
     std::string name;
+    // What messages about the job name it by: its caller's name for it
+    // (run_fio_jobs: "run_fio_jobs: jobs[2]"), "" = "simulate: job <name>".
+    std::string where;
     size_t stack = 0;  // index into the stacks given to run_fio_jobs()
     size_t phase = 0;  // stonewall phase: starts when every job of earlier phases is done
     uint32_t pid = 0;

@@ -97,6 +97,14 @@ def test_run_workload_region_errors_name_the_argument(mdsplit_module, kwargs, me
     assert one_line_error(sim.run_workload, "read", **kwargs) == "ValueError: " + message
 
 
+def test_run_fio_jobs_model_errors_name_the_job_index(mdsplit_module, stack_file):
+    """An offset past the end names jobs[0], as run_fio_jobs' other errors (not "simulate: job")."""
+    assert one_line_error(mdsplit_module.run_fio_jobs, [{"config": stack_file()}],
+                          [{"offset": 2 << 20}]) == (
+        "ValueError: run_fio_jobs: jobs[0]: offset: 2097152 is past the end of the device "
+        "(1048576 bytes); allowed: 0..1048575")
+
+
 # --- Refused up front instead of run wrong -------------------------------------------
 
 def test_run_workload_refuses_a_misaligned_offset(mdsplit_module):

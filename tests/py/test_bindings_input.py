@@ -164,7 +164,7 @@ def test_run_fio_jobs_refuses_time_based_without_virtual_time(stack_file):
     """A time_based job on a stack where no time passes is a ValueError (it never returned)."""
     job = {"time_based": True, "runtime_ns": 1000, "fio_submit_ns": 0, "fio_complete_ns": 0}
     r = outcome(fio(stack_file(), job), timeout=30)
-    assert r.startswith("ValueError: simulate: job job0: time_based: no virtual time passes")
+    assert r.startswith("ValueError: run_fio_jobs: jobs[0]: time_based: no virtual time passes")
 
 
 def test_run_fio_jobs_bounds_ramp(stack_file):

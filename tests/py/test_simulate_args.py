@@ -1,0 +1,43 @@
+"""The harness's Python entry points checked as its command line checks them:
+run_fio() refuses a job file `run` refuses, run_simulated() takes one section
+as a str, and simulate names a job by its name where run_fio_jobs names it by
+its index."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = ROOT / "jobs"
+
+STACK = '[[members]]\nbackend = "ram"\nsize = "1m"\n'
+
+
+def child(code: str, timeout: float = 30) -> str:
+    """Runs `code` in a child Python (the repository on its path); its last
+    line of output, "<ErrorType>: <message>" of what it raised, or "timeout"."""
+    script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+              "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + "\n"
+              "except Exception as e:\n"
+              "    print(f'{type(e).__name__}: {e}')\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=timeout, env=os.environ.copy())
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    lines = r.stdout.strip().splitlines()
+    return lines[-1] if lines else r.stderr.strip()[-500:]
+
+
+def test_simulate_names_a_job_by_its_name(tmp_path, mdsplit_module):
+    """simulate's message for a job's offset past the end names the job, in the one-line form."""
+    (tmp_path / "s.toml").write_text(STACK)
+    (tmp_path / "j.fio").write_text("[global]\nmdsplit_config=s.toml\nfilename=md0\n"
+                                    "ioengine=external:/usr/local/lib/mdsplit/libmdsplit.so\n"
+                                    "direct=1\n[far]\nrw=read\noffset=2m\n")
+    p = subprocess.run([sys.executable, "-m", "harness", "simulate", str(tmp_path / "j.fio")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert (p.returncode, p.stderr.strip()) == (
+        1, "simulate: job far: offset: 2097152 is past the end of the device (1048576 bytes); "
+           "allowed: 0..1048575")
