@@ -89,7 +89,11 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
     kernel reference's cgroup wrapper). With hosts, fio's client/server mode
     (--client=HOST each, harness/hosts.py builds the per-host job copies).
     A failed fio (check) or a timeout raises FioError with fio's first
-    error line."""
+    error line. The job file is checked first as `run` checks it (a device
+    such as /dev/zero, a FIFO, a file that is not UTF-8 or is over 1 MiB:
+    fio would read one forever or block): JobFileError, one line."""
+    from harness.jobfile import read_input_text
+    read_input_text(job_file, prog="run")
     if hosts:
         from harness.hosts import run_hosts
         return run_hosts(job_file, hosts, args=args, cwd=cwd, timeout=timeout, fio=fio,

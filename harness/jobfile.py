@@ -135,7 +135,11 @@ def _read_lines(path: Path, env, nested=False):
 
 def parse_job_file(path, sections=None, env=None) -> JobFile:
     """The jobs of a job file, in order, with [global] options merged in.
-    sections: only these sections run (fio's --section), still in file order."""
+    sections: only these sections run (fio's --section), still in file order;
+    a str is one section (it was iterated: sections="fixed" asked for "f",
+    "i", ...)."""
+    if isinstance(sections, str):
+        sections = [sections]
     env = dict(os.environ) if env is None else env
     path = Path(path)
     lines = _read_lines(path, env)
