@@ -183,17 +183,12 @@ public:
             py_args::Args a(tasks[i], "run_workloads: tasks[" + std::to_string(i) + "]");
             specs.push_back(task_spec(a, i));
             names.push_back(a.string("name", "task" + std::to_string(i)));
-            // As the engine's mdsplit_group: a group is bfq's (blkcg), and
-            // its weight belongs to a group.
-            if (a.has("group_weight") && !a.has("group"))
-                py_args::fail(a.where("group_weight"),
-                              "is the weight of a group, and none is named",
-                              "\"group\" with it, or no group_weight");
-            if (a.has("group") && config_.device.scheduler != SchedulerKind::Bfq)
-                py_args::fail(a.where("group"),
-                              "groups are scheduled by bfq, which this stack "
-                              "does not run",
-                              "device.scheduler = \"bfq\" in the stack, or no group");
+            // As the engine's mdsplit_setup: a group is bfq's (blkcg), its
+            // weight belongs to a group, and a group has one weight.
+            py_args::check_group(a, specs[i].sched, config_.device.scheduler == SchedulerKind::Bfq);
+            for (size_t k = 0; k < i; k++)
+                py_args::check_group_weight(a, specs[i].sched, specs[k].sched,
+                                            "tasks[" + std::to_string(k) + "]");
         }
         std::vector<WorkloadResult> results = interruptible(
             [&] { return mdsplit::run_workloads(*stack_, specs, python_interrupt()); });

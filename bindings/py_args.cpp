@@ -161,6 +161,26 @@ SchedIdentity sched_identity(const Args& args) {
     return s;
 }
 
+void check_group(const Args& args, const SchedIdentity& s, bool bfq) {
+    if (args.has("group_weight") && s.group.empty())
+        fail(args.where("group_weight"), "is the weight of a group, and none is named",
+             "\"group\" (a name, not \"\") beside it, or no group_weight");
+    if (!s.group.empty() && !bfq)
+        fail(args.where("group"), "groups are scheduled by bfq, which this stack does not run",
+             "device.scheduler = \"bfq\" in the stack, or no group (or \"\")");
+}
+
+void check_group_weight(const Args& args, const SchedIdentity& mine, const SchedIdentity& other,
+                        const std::string& other_where) {
+    if (mine.group.empty() || mine.group != other.group || mine.group_weight == other.group_weight)
+        return;
+    fail(args.where("group_weight"),
+         std::to_string(mine.group_weight) + (args.has("group_weight") ? "" : " (the default)") +
+             " for group \"" + mine.group + "\", which " + other_where + " gives " +
+             std::to_string(other.group_weight) + ", and a group has one weight",
+         "the same group_weight on every task of a group (on one device)");
+}
+
 Fadvise fadvise_from(const std::string& where, const std::string& name) {
     static const std::pair<const char*, Fadvise> kAdvice[] = {{"none", Fadvise::None},
                                                               {"normal", Fadvise::Normal},

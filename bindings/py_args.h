@@ -98,6 +98,15 @@ private:
 // take them; absent keys keep SchedIdentity's defaults.
 SchedIdentity sched_identity(const Args& args);
 
+// As the engine's mdsplit_setup: a task's group (not "") only on a stack
+// whose scheduler is bfq (`bfq`), its "group_weight" only beside a group.
+void check_group(const Args& args, const SchedIdentity& s, bool bfq);
+// As the engine's group_weight_rival(): two tasks of one group on one
+// device agree on its weight (a group has one); `other_where` names the
+// other ("tasks[0]").
+void check_group_weight(const Args& args, const SchedIdentity& mine, const SchedIdentity& other,
+                        const std::string& other_where);
+
 // posix_fadvise() advice by name ("none" | "normal" | "random" |
 // "sequential"); ValueError naming `where` otherwise.
 Fadvise fadvise_from(const std::string& where, const std::string& name);

@@ -302,9 +302,19 @@ py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data
     sim.stats.resize(sim.configs.size());
     // Every job is read and checked before any stack opens.
     std::vector<FioJobSpec> specs;
-    for (size_t i = 0; i < jobs.size(); i++)
-        specs.push_back(job_spec(Args(jobs[i], "run_fio_jobs: jobs[" + std::to_string(i) + "]"), i,
-                                 stacks.size(), jobs.size()));
+    for (size_t i = 0; i < jobs.size(); i++) {
+        Args a(jobs[i], "run_fio_jobs: jobs[" + std::to_string(i) + "]");
+        specs.push_back(job_spec(a, i, stacks.size(), jobs.size()));
+        // As the engine's mdsplit_setup (and run_workloads): a group on a
+        // bfq stack only, a weight beside a group, one weight a group.
+        const FioJobSpec& s = specs.back();
+        py_args::check_group(a, s.sched,
+                             sim.configs[s.stack].device.scheduler == SchedulerKind::Bfq);
+        for (size_t k = 0; k < i; k++)
+            if (specs[k].stack == s.stack)
+                py_args::check_group_weight(a, s.sched, specs[k].sched,
+                                            "jobs[" + std::to_string(k) + "] on that stack");
+    }
     FioRunHooks hooks;
     hooks.open_stack = &SimulatedStacks::open;
     hooks.stack_done = &SimulatedStacks::done;

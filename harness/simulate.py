@@ -352,10 +352,14 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
             "runtime_ns": time_us["runtime"] * 1000,
             "ramp_ns": time_us["ramp_time"] * 1000,
             "time_based": parse_bool("time_based", o.get("time_based", "0")),
-            "prio": prio, "prioclass": pclass, "group_weight": gw,
+            "prio": prio, "prioclass": pclass,
         }
-        if group:
+        # The job's group as the engine's task has it, for bfq to schedule:
+        # run_fio_jobs refuses a group on another scheduler (fio's cgroup=
+        # there names a group nothing schedules) and a weight without one.
+        if group and scheduler == "bfq":
             spec["group"] = group
+            spec["group_weight"] = gw
         if spec["time_based"] and not spec["runtime_ns"]:
             raise SimulateError("simulate: time_based needs a runtime")
         specs.append(spec)

@@ -82,6 +82,56 @@ def test_workload_buffers_are_bounded_by_the_ios_it_issues(call):
     assert r == "OK 1"
 
 
+# --- Groups: as the engine refuses them ----------------------------------------------
+
+def test_run_workloads_refuses_a_weight_for_the_empty_group(mdsplit_module):
+    """group "" (the root group) with a group_weight is refused: the weight was ignored."""
+    sim = mdsplit_module.Simulation(BFQ)
+    assert one_line_error(sim.run_workloads, [{"rw": "read", "total": 4096, "group": "",
+                                               "group_weight": 300}]) == (
+        'ValueError: run_workloads: tasks[0]: group_weight: is the weight of a group, and none '
+        'is named; allowed: "group" (a name, not "") beside it, or no group_weight')
+
+
+def test_run_workloads_takes_the_empty_group_without_bfq(mdsplit_module):
+    """group "" is the root group, as the engine's empty mdsplit_group: taken on any stack."""
+    sim = mdsplit_module.Simulation(RAM)
+    assert sim.run_workloads([{"rw": "read", "total": 4096, "group": ""}])[0]["ios"] == 1
+
+
+def test_run_workloads_refuses_two_weights_for_one_group(mdsplit_module):
+    """Two tasks of one group with different weights are refused, as the engine refuses them."""
+    sim = mdsplit_module.Simulation(BFQ)
+    task = {"rw": "read", "total": 4096, "group": "g"}
+    assert one_line_error(sim.run_workloads, [dict(task, group_weight=300), task]) == (
+        'ValueError: run_workloads: tasks[1]: group_weight: 100 (the default) for group "g", '
+        'which tasks[0] gives 300, and a group has one weight; allowed: the same group_weight '
+        'on every task of a group (on one device)')
+
+
+@pytest.mark.parametrize("job, message", [
+    ({"group": "g"}, "jobs[0]: group: groups are scheduled by bfq, which this stack does not "
+                     'run; allowed: device.scheduler = "bfq" in the stack, or no group (or "")'),
+    ({"group_weight": 300}, 'jobs[0]: group_weight: is the weight of a group, and none is '
+                            'named; allowed: "group" (a name, not "") beside it, or no '
+                            'group_weight'),
+])
+def test_run_fio_jobs_refuses_group_settings_as_run_workloads(mdsplit_module, stack_file, job,
+                                                               message):
+    """A group without bfq, or a weight without a group, is refused by run_fio_jobs too."""
+    assert one_line_error(mdsplit_module.run_fio_jobs, [{"config": stack_file()}],
+                          [dict(job, size=65536)]) == "ValueError: run_fio_jobs: " + message
+
+
+def test_run_fio_jobs_refuses_two_weights_for_one_group(mdsplit_module, stack_file):
+    """Two jobs of one group on one stack with different weights are refused."""
+    jobs = [{"size": 65536, "group": "g", "group_weight": w} for w in (300, 200)]
+    assert one_line_error(mdsplit_module.run_fio_jobs, [{"config": stack_file(BFQ)}], jobs) == (
+        'ValueError: run_fio_jobs: jobs[1]: group_weight: 200 for group "g", which jobs[0] on '
+        'that stack gives 300, and a group has one weight; allowed: the same group_weight on '
+        'every task of a group (on one device)')
+
+
 # --- Messages: the argument, its value, what is allowed --------------------------------
 
 @pytest.mark.parametrize("kwargs, message", [
