@@ -50,13 +50,17 @@ Buffer aligned(uint64_t length) {
     return Buffer(static_cast<uint8_t*>(p));
 }
 
+const char* const kVariants = "\"pre-c8d317aa\" | \"c8d317aa\" | \"forced-ra\", or None";
+
 BufferedVariant parse_variant(const std::string& v) {
     if (v == "pre-c8d317aa") return BufferedVariant::PreC8d317aa;
     if (v == "c8d317aa") return BufferedVariant::C8d317aa;
     if (v == "forced-ra") return BufferedVariant::ForcedRa;
-    throw py::value_error("variant: \"" + v +
-                          "\"; allowed: \"pre-c8d317aa\" | \"c8d317aa\" | \"forced-ra\"");
+    throw py::value_error("variant: \"" + v + "\"; allowed: " + kVariants);
 }
+
+const char* const kBatchAllowed = "a list of (op, offset, length) tuples";
+const char* const kOps = "\"read\" | \"write\" | \"fsync\"";
 
 py::dict path_to_dict(const BufferedPath& p) {
     py::dict d;
@@ -163,8 +167,10 @@ public:
 
     BufferedSimulation(const std::string& toml, const std::string& base_dir, bool is_file,
                        const std::string& label, const std::string& trace_dir,
-                       std::optional<std::string> variant, py::handle rasync_arg, py::handle ra_kb,
+                       py::handle variant_arg, py::handle rasync_arg, py::handle ra_kb,
                        py::handle cache_size, py::handle record_paths) {
+        std::optional<std::string> variant =
+            py_args::optional_text(variant_arg, "variant", kVariants);
         std::optional<bool> rasync = py_args::optional_boolean(rasync_arg, "rasync");
         config_ = is_file ? load_stack_file(toml) : load_stack_text(toml, base_dir, "<text>");
         if (variant) config_.page_cache.variant = parse_variant(*variant);
@@ -186,7 +192,9 @@ public:
     uint64_t size() const { return stack_->size_bytes(); }
     uint64_t now_ns() const { return clock_.now_ns(); }
 
-    uint64_t submit(const std::string& op, py::handle offset, py::handle length, py::object data) {
+    uint64_t submit(py::handle op, py::handle offset, py::handle length, py::object data,
+                    const py::kwargs& kwargs) {
+        py_args::no_other_keywords(kwargs, "submit", "op, offset, length, data");
         std::vector<Request> one;
         one.push_back(prepare(op, u64(offset, "submit: offset"), u64(length, "submit: length"),
                               data, "submit"));
@@ -194,20 +202,21 @@ public:
     }
 
     // Every I/O is checked (and its buffer made) before any is queued.
-    py::list submit_batch(const std::vector<std::tuple<std::string, py::object, py::object>>& ios) {
+    py::list submit_batch(py::handle ios_arg) {
         std::vector<Request> requests;
+        py::sequence ios = py_args::list_or_tuple(ios_arg, "submit_batch: ios", kBatchAllowed);
         for (size_t i = 0; i < ios.size(); i++) {
-            auto& [op, offset, length] = ios[i];
             std::string where = "submit_batch: ios[" + std::to_string(i) + "]";
-            requests.push_back(prepare(op, u64(offset, where + ": offset"),
-                                       u64(length, where + ": length"), py::none(), where));
+            py::sequence io = py_args::fixed_tuple(ios[i], 3, where, kBatchAllowed);
+            requests.push_back(prepare(io[0], u64(io[1], where + ": offset"),
+                                       u64(io[2], where + ": length"), py::none(), where));
         }
         py::list cookies;
         for (uint64_t cookie : queue_all(requests)) cookies.append(cookie);
         return cookies;
     }
 
-    uint64_t fsync() { return submit("fsync", py::int_(0), py::int_(0), py::none()); }
+    uint64_t fsync() { return submit(py::str("fsync"), py::int_(0), py::int_(0), py::none(), {}); }
 
     // Runs until nothing is pending; returns the completions since last time,
     // each with the data read and the path it took.
@@ -240,9 +249,9 @@ public:
         return read_in(u64(offset, "read: offset"), u64(length, "read: length"), true);
     }
 
-    void write(py::handle offset_arg, py::bytes data) {
+    void write(py::handle offset_arg, py::handle data) {
         uint64_t offset = u64(offset_arg, "write: offset");
-        std::string s = data;
+        std::string s = py_args::bytes_like(data, "write: data");
         auto buf = aligned(s.size());
         memcpy(buf.get(), s.data(), s.size());
         sync_io(Op::Write, offset, s.size(), buf.get(), true);
@@ -267,9 +276,9 @@ public:
                          length - std::min(length, c.resid));
     }
 
-    void direct_write(py::handle offset_arg, py::bytes data) {
+    void direct_write(py::handle offset_arg, py::handle data) {
         uint64_t offset = u64(offset_arg, "direct_write: offset");
-        std::string s = data;
+        std::string s = py_args::bytes_like(data, "direct_write: data");
         auto buf = aligned(s.size());
         memcpy(buf.get(), s.data(), s.size());
         sync_io(Op::Write, offset, s.size(), buf.get(), false);
@@ -278,14 +287,17 @@ public:
     void sync() { stack_->sync_buffered(); }
     void invalidate() { stack_->invalidate(); }
 
-    py::dict run_workload(const std::string& rw, py::handle bs, py::handle iodepth, py::handle size,
+    py::dict run_workload(py::handle rw, py::handle bs, py::handle iodepth, py::handle size,
                           py::handle total, py::handle offset, py::handle batch, py::handle seed,
-                          py::handle end_fsync) {
+                          py::handle end_fsync, const py::kwargs& kwargs) {
         BufferedWorkloadSpec spec;
         const std::string w = "run_workload: ";
-        set_closed_loop(spec, "run_workload", rw, /*discard=*/false, u64(bs, w + "bs"),
-                        u64(iodepth, w + "iodepth"), u64(size, w + "size"), u64(total, w + "total"),
-                        u64(offset, w + "offset"), u64(batch, w + "batch"), u64(seed, w + "seed"));
+        py_args::no_other_keywords(kwargs, "run_workload",
+                                   "rw, bs, iodepth, size, total, offset, batch, seed, end_fsync");
+        set_closed_loop(spec, "run_workload", rw_arg(rw, w + "rw", false), /*discard=*/false,
+                        u64(bs, w + "bs"), u64(iodepth, w + "iodepth"), u64(size, w + "size"),
+                        u64(total, w + "total"), u64(offset, w + "offset"), u64(batch, w + "batch"),
+                        u64(seed, w + "seed"));
         spec.end_fsync = py_args::boolean(end_fsync, w + "end_fsync");
         BufferedWorkloadResult r = interruptible([&] {
             py::gil_scoped_release release;
@@ -315,8 +327,10 @@ public:
     uint32_t max_workers() { return io().max_workers(); }
     // posix_fadvise() on the simulation's file before its first read
     // (fio's fadvise_hint): "none", "normal", "random" or "sequential".
-    void set_fadvise(const std::string& advice) {
-        task_.fadvise = py_args::fadvise_from("set_fadvise", advice);
+    void set_fadvise(py::handle advice) {
+        const std::string allowed = "\"none\" | \"normal\" | \"random\" | \"sequential\"";
+        task_.fadvise = py_args::fadvise_from(
+            "set_fadvise", py_args::text(advice, "set_fadvise: advice", allowed));
     }
     void set_record_paths(py::handle on) {
         io().set_record_paths(py_args::boolean(on, "set_record_paths: on"));
@@ -354,10 +368,7 @@ private:
     static std::string write_data(const std::string& op, uint64_t length, py::handle data,
                                   const std::string& where) {
         if (op != "write") py_args::fail(where + ": data", "given for " + op, "None");
-        if (!py::isinstance<py::bytes>(data))
-            py_args::fail(where + ": data", "expected bytes, got " + py_args::type_name(data),
-                          "bytes");
-        std::string s = data.cast<std::string>();
+        std::string s = py_args::bytes_like(data, where + ": data");
         if (s.size() != length)
             py_args::fail(
                 where + ": data",
@@ -366,14 +377,15 @@ private:
         return s;
     }
 
-    static Request prepare(const std::string& op, uint64_t offset, uint64_t length, py::object data,
-                           const std::string& where) {
+    Request prepare(py::handle op_arg, uint64_t offset, uint64_t length, py::object data,
+                    const std::string& where) const {
         Request r;
         r.offset = offset;
         r.length = length;
+        std::string op = py_args::text(op_arg, where + ": op", kOps);
         r.fsync = op == "fsync";
         if (!r.fsync && op != "read" && op != "write")
-            py_args::fail(where + ": op", "\"" + op + "\"", "\"read\" | \"write\" | \"fsync\"");
+            py_args::fail(where + ": op", "\"" + op + "\"", kOps);
         r.op = op == "write" ? Op::Write : Op::Read;
         r.has_data = !data.is_none();
         std::string bytes = r.has_data ? write_data(op, length, data, where) : "";
@@ -437,13 +449,20 @@ void register_buffered(py::module_& m) {
     py::class_<BufferedSimulation>(m, "BufferedSimulation",
                                    "A stack with its page cache (buffered I/O, io_uring's buffered "
                                    "read paths), on a virtual clock.")
-        .def(py::init([](const std::string& toml, const std::string& base_dir,
-                         const std::string& label, const std::string& trace_dir,
-                         std::optional<std::string> variant, py::handle rasync, py::handle ra_kb,
-                         py::handle cache_size, py::handle record_paths) {
-                 return std::make_unique<BufferedSimulation>(toml, base_dir, false, label,
-                                                             trace_dir, variant, rasync, ra_kb,
-                                                             cache_size, record_paths);
+        .def(py::init([](py::handle toml, py::handle base_dir, py::handle label,
+                         py::handle trace_dir, py::handle variant, py::handle rasync,
+                         py::handle ra_kb, py::handle cache_size, py::handle record_paths,
+                         const py::kwargs& kw) {
+                 py_args::no_other_keywords(kw, "BufferedSimulation",
+                                            "toml, base_dir, label, trace_dir, variant, rasync, "
+                                            "ra_kb, cache_size, record_paths");
+                 const std::string w = "BufferedSimulation: ";
+                 return std::make_unique<BufferedSimulation>(
+                     py_args::text(toml, w + "toml", "the stack's TOML text (a str)"),
+                     py_args::text(base_dir, w + "base_dir", "a directory (a str)"), false,
+                     py_args::text(label, w + "label", "a device name (a str)"),
+                     py_args::text(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
+                     variant, rasync, ra_kb, cache_size, record_paths);
              }),
              py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0",
              py::arg("trace_dir") = "", py::arg("variant") = py::none(),
@@ -455,12 +474,18 @@ void register_buffered(py::module_& m) {
              "run_workload, which releases the GIL) raises RuntimeError.")
         .def_static(
             "from_file",
-            [](const std::string& path, const std::string& label, const std::string& trace_dir,
-               std::optional<std::string> variant, py::handle rasync, py::handle ra_kb,
-               py::handle cache_size, py::handle record_paths) {
-                return std::make_unique<BufferedSimulation>(path, "", true, label, trace_dir,
-                                                            variant, rasync, ra_kb, cache_size,
-                                                            record_paths);
+            [](py::handle path, py::handle label, py::handle trace_dir, py::handle variant,
+               py::handle rasync, py::handle ra_kb, py::handle cache_size, py::handle record_paths,
+               const py::kwargs& kw) {
+                py_args::no_other_keywords(kw, "BufferedSimulation.from_file",
+                                           "path, label, trace_dir, variant, rasync, ra_kb, "
+                                           "cache_size, record_paths");
+                const std::string w = "BufferedSimulation.from_file: ";
+                return std::make_unique<BufferedSimulation>(
+                    py_args::text(path, w + "path", "a stack file's path (a str)"), "", true,
+                    py_args::text(label, w + "label", "a device name (a str)"),
+                    py_args::text(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
+                    variant, rasync, ra_kb, cache_size, record_paths);
             },
             py::arg("path"), py::arg("label") = "md0", py::arg("trace_dir") = "",
             py::arg("variant") = py::none(), py::arg("rasync") = py::none(),
@@ -521,7 +546,10 @@ void register_buffered(py::module_& m) {
         "table.");
     m.def(
         "measure_buffered_costs",
-        [](const std::string& scratch_dir, uint64_t reads, uint64_t wakeups) {
+        [](py::handle scratch_dir_arg, py::handle reads, py::handle wakeups, const py::kwargs& kw) {
+            py_args::no_other_keywords(kw, "measure_buffered_costs", "scratch_dir, reads, wakeups");
+            std::string scratch_dir = py_args::text(
+                scratch_dir_arg, "measure_buffered_costs: scratch_dir", "an existing directory");
             BufferedCostProbeOptions o;
             // The scratch file goes where the caller says, and only there: an
             // existing directory (an empty string was "/", a relative one

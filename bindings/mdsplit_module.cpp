@@ -28,12 +28,16 @@ namespace {
 
 using py_args::u64;
 
-Op parse_op(const std::string& op, const std::string& where) {
+Op parse_op(py::handle op_arg, const std::string& where) {
+    const std::string allowed = "\"read\" | \"write\" | \"discard\"";
+    std::string op = py_args::text(op_arg, where, allowed);
     if (op == "read") return Op::Read;
     if (op == "write") return Op::Write;
     if (op == "discard") return Op::Discard;
-    py_args::fail(where, "\"" + op + "\"", "\"read\" | \"write\" | \"discard\"");
+    py_args::fail(where, "\"" + op + "\"", allowed);
 }
+
+const char* const kBatchAllowed = "a list of (op, offset, length) tuples";
 
 py::object json_loads(const std::string& text) {
     return py::module_::import("json").attr("loads")(text);
@@ -57,6 +61,9 @@ py::dict event_to_dict(const TraceEvent& e) {
     d["depth"] = e.depth;
     return d;
 }
+
+// run_workload()'s arguments by name.
+const char* const kWorkloadKeywords = "rw, bs, iodepth, size, total, offset, batch, seed";
 
 // run_workloads()'s task keys, its spec from one task dict.
 WorkloadSpec task_spec(const py_args::Args& a, size_t index) {
@@ -102,20 +109,21 @@ public:
     // or wait() completes it.
     // Integers are checked here, one line naming the argument (pybind's own
     // conversion error is several lines and takes a bool for an int).
-    uint64_t submit(const std::string& op, py::handle offset, py::handle length) {
+    uint64_t submit(py::handle op, py::handle offset, py::handle length) {
         return queue_all({Request{parse_op(op, "submit: op"), u64(offset, "submit: offset"),
                                   u64(length, "submit: length")}})[0];
     }
 
     // Several I/Os in one plug (one fio batch): [(op, offset, length), ...].
-    py::list submit_batch(const std::vector<std::tuple<std::string, py::object, py::object>>& ios) {
+    py::list submit_batch(py::handle ios_arg) {
         std::vector<Request> requests;
+        py::sequence ios = py_args::list_or_tuple(ios_arg, "submit_batch: ios", kBatchAllowed);
         for (size_t i = 0; i < ios.size(); i++) {
-            auto& [op, offset, length] = ios[i];
             std::string where = "submit_batch: ios[" + std::to_string(i) + "]";
-            requests.push_back(Request{parse_op(op, where + ": op"),
-                                       u64(offset, where + ": offset"),
-                                       u64(length, where + ": length")});
+            py::sequence io = py_args::fixed_tuple(ios[i], 3, where, kBatchAllowed);
+            requests.push_back(Request{parse_op(io[0], where + ": op"),
+                                       u64(io[1], where + ": offset"),
+                                       u64(io[2], where + ": length")});
         }
         py::list cookies;
         for (uint64_t cookie : queue_all(requests)) cookies.append(cookie);
@@ -138,8 +146,8 @@ public:
         return out;
     }
 
-    void write(py::handle offset_arg, py::bytes data) {
-        std::string s = data;
+    void write(py::handle offset_arg, py::handle data) {
+        std::string s = py_args::bytes_like(data, "write: data");
         uint64_t offset = u64(offset_arg, "write: offset");
         check_block_aligned("write", offset, s.size());
         auto buf = aligned(s.size());
@@ -158,13 +166,16 @@ public:
                          length - std::min(length, c.resid));
     }
 
-    py::dict run_workload(const std::string& rw, py::handle bs, py::handle iodepth, py::handle size,
-                          py::handle total, py::handle offset, py::handle batch, py::handle seed) {
+    py::dict run_workload(py::handle rw, py::handle bs, py::handle iodepth, py::handle size,
+                          py::handle total, py::handle offset, py::handle batch, py::handle seed,
+                          const py::kwargs& kwargs) {
         WorkloadSpec spec;
         const std::string w = "run_workload: ";
-        set_closed_loop(spec, "run_workload", rw, /*discard=*/true, u64(bs, w + "bs"),
-                        u64(iodepth, w + "iodepth"), u64(size, w + "size"), u64(total, w + "total"),
-                        u64(offset, w + "offset"), u64(batch, w + "batch"), u64(seed, w + "seed"));
+        py_args::no_other_keywords(kwargs, "run_workload", kWorkloadKeywords);
+        set_closed_loop(spec, "run_workload", rw_arg(rw, w + "rw", true), /*discard=*/true,
+                        u64(bs, w + "bs"), u64(iodepth, w + "iodepth"), u64(size, w + "size"),
+                        u64(total, w + "total"), u64(offset, w + "offset"), u64(batch, w + "batch"),
+                        u64(seed, w + "seed"));
         WorkloadResult r =
             interruptible([&] { return mdsplit::run_workload(*stack_, spec, python_interrupt()); });
         return io_tally_dict(r);
@@ -176,9 +187,11 @@ public:
     //   "runtime_ns": 0, "size": 0, "offset": 0, "total": 0, ...}, ...]
     // -> one result dict per task, in order. Every task is read and checked
     // before any runs.
-    py::list run_workloads(const py::list& tasks) {
+    py::list run_workloads(py::handle tasks_arg) {
         std::vector<WorkloadSpec> specs;
         std::vector<std::string> names;
+        py::sequence tasks =
+            py_args::list_or_tuple(tasks_arg, "run_workloads: tasks", "a list of task dicts");
         for (size_t i = 0; i < tasks.size(); i++) {
             py_args::Args a(tasks[i], "run_workloads: tasks[" + std::to_string(i) + "]");
             specs.push_back(task_spec(a, i));
@@ -208,7 +221,13 @@ public:
 
     py::object stats() const { return json_loads(stack_->stats_json()); }
 
-    py::list events(const std::string& device, const std::string& actions) const {
+    py::list events(py::handle device_arg, py::handle actions_arg, const py::kwargs& kwargs) const {
+        py_args::no_other_keywords(kwargs, "events", "device, actions");
+        std::string device = py_args::text(device_arg, "events: device",
+                                           "a device name of the stack, or \"\" for all");
+        std::string actions = py_args::text(actions_arg, "events: actions",
+                                            "letters of \"" + std::string(kTraceActionLetters) +
+                                                "\" (blkparse's action column), or \"\" for all");
         // A filter that can match nothing is a mistake, not an empty answer.
         if (size_t bad = actions.find_first_not_of(kTraceActionLetters); bad != std::string::npos)
             py_args::fail("events: actions",
@@ -325,7 +344,8 @@ private:
     uint64_t next_cookie_ = 1;
 };
 
-py::list read_blktrace(const std::string& path) {
+py::list read_blktrace(py::handle path_arg) {
+    std::string path = py_args::text(path_arg, "read_blktrace: path", "a path (a str)");
     py::list out;
     for (const TraceEvent& e : read_blktrace_file(path)) out.append(event_to_dict(e));
     return out;
@@ -343,12 +363,17 @@ PYBIND11_MODULE(mdsplit, m) {
     py_args::register_errors(m);
 
     py::class_<Simulation>(m, "Simulation")
-        .def(py::init([](const std::string& toml, const std::string& base_dir,
-                         const std::string& label, const std::string& trace_dir,
-                         py::handle record_events) {
+        .def(py::init([](py::handle toml, py::handle base_dir, py::handle label,
+                         py::handle trace_dir, py::handle record_events, const py::kwargs& kw) {
+                 const std::string w = "Simulation: ";
+                 py_args::no_other_keywords(kw, "Simulation",
+                                            "toml, base_dir, label, trace_dir, record_events");
                  return std::make_unique<Simulation>(
-                     toml, base_dir, false, label, trace_dir,
-                     py_args::boolean(record_events, "Simulation: record_events"));
+                     py_args::text(toml, w + "toml", "the stack's TOML text (a str)"),
+                     py_args::text(base_dir, w + "base_dir", "a directory (a str)"), false,
+                     py_args::text(label, w + "label", "a device name (a str)"),
+                     py_args::text(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
+                     py_args::boolean(record_events, w + "record_events"));
              }),
              py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0",
              py::arg("trace_dir") = "", py::arg("record_events") = true,
@@ -356,11 +381,16 @@ PYBIND11_MODULE(mdsplit, m) {
              "a call from another thread while one runs raises RuntimeError.")
         .def_static(
             "from_file",
-            [](const std::string& path, const std::string& label, const std::string& trace_dir,
-               py::handle record_events) {
+            [](py::handle path, py::handle label, py::handle trace_dir, py::handle record_events,
+               const py::kwargs& kw) {
+                const std::string w = "Simulation.from_file: ";
+                py_args::no_other_keywords(kw, "Simulation.from_file",
+                                           "path, label, trace_dir, record_events");
                 return std::make_unique<Simulation>(
-                    path, "", true, label, trace_dir,
-                    py_args::boolean(record_events, "Simulation.from_file: record_events"));
+                    py_args::text(path, w + "path", "a stack file's path (a str)"), "", true,
+                    py_args::text(label, w + "label", "a device name (a str)"),
+                    py_args::text(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
+                    py_args::boolean(record_events, w + "record_events"));
             },
             py::arg("path"), py::arg("label") = "md0", py::arg("trace_dir") = "",
             py::arg("record_events") = true)
@@ -397,8 +427,12 @@ PYBIND11_MODULE(mdsplit, m) {
           "Reads a blktrace file written by the engine into a list of event dicts.");
     m.def(
         "load_stack_text",
-        [](const std::string& text, const std::string& base_dir, const std::string& source) {
-            load_stack_text(text, base_dir, source);
+        [](py::handle text, py::handle base_dir, py::handle source, const py::kwargs& kw) {
+            const std::string w = "load_stack_text: ";
+            py_args::no_other_keywords(kw, "load_stack_text", "text, base_dir, source");
+            load_stack_text(py_args::text(text, w + "text", "the stack's TOML text (a str)"),
+                            py_args::text(base_dir, w + "base_dir", "a directory (a str)"),
+                            py_args::text(source, w + "source", "a file name (a str)"));
             return true;
         },
         py::arg("text"), py::arg("base_dir") = ".", py::arg("source") = "<text>",
@@ -406,7 +440,8 @@ PYBIND11_MODULE(mdsplit, m) {
         "starts with `source` (the file's name, as the engine prints it).");
     m.def(
         "file_in_use",
-        [](const std::string& path) {
+        [](py::handle path_arg) {
+            std::string path = py_args::text(path_arg, "file_in_use: path", "a path (a str)");
             if (path.find('\0') != std::string::npos)
                 py_args::fail("file_in_use: path", "contains a NUL byte", "a path");
             return find_file_use(path);

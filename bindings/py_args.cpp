@@ -29,13 +29,62 @@ void register_errors(py::module_& m) {
 }
 
 [[noreturn]] void fail_unknown_key(const std::string& where, const std::string& key,
-                                   const std::string& allowed) {
-    std::string message = where + ": unknown key \"" + key + "\"; allowed: " + allowed;
+                                   const std::string& allowed, const std::string& what) {
+    std::string message = where + ": unknown " + what + " \"" + key + "\"; allowed: " + allowed;
     PyErr_SetString(unknown_key_error ? unknown_key_error : PyExc_ValueError, message.c_str());
     throw py::error_already_set();
 }
 
+void no_other_keywords(const py::kwargs& kwargs, const std::string& where,
+                       const std::string& allowed) {
+    for (const auto& kv : kwargs)
+        fail_unknown_key(where, std::string(py::str(kv.first)), allowed, "keyword argument");
+}
+
 std::string type_name(py::handle value) { return Py_TYPE(value.ptr())->tp_name; }
+
+std::string text(py::handle value, const std::string& where, const std::string& allowed) {
+    if (!py::isinstance<py::str>(value))
+        fail(where, "expected a str, got " + type_name(value), allowed);
+    return value.cast<std::string>();
+}
+
+std::optional<std::string> optional_text(py::handle value, const std::string& where,
+                                         const std::string& allowed) {
+    if (value.is_none()) return std::nullopt;
+    return text(value, where, allowed);
+}
+
+py::sequence list_or_tuple(py::handle value, const std::string& where, const std::string& allowed) {
+    if (!py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value))
+        fail(where, "expected a list, got " + type_name(value), allowed);
+    return py::reinterpret_borrow<py::sequence>(value);
+}
+
+py::sequence fixed_tuple(py::handle value, size_t n, const std::string& where,
+                         const std::string& allowed) {
+    if (!(py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) ||
+        py::len(value) != n)
+        fail(where,
+             "expected a tuple of " + std::to_string(n) + ", got " + type_name(value) +
+                 (py::hasattr(value, "__len__") ? " of " + std::to_string(py::len(value)) : ""),
+             allowed);
+    return py::reinterpret_borrow<py::sequence>(value);
+}
+
+std::string bytes_like(py::handle value, const std::string& where) {
+    const std::string allowed = "bytes, bytearray or another contiguous bytes-like object";
+    // A str has no buffer: its bytes would depend on an encoding.
+    Py_buffer view;
+    if (!PyObject_CheckBuffer(value.ptr()) ||
+        PyObject_GetBuffer(value.ptr(), &view, PyBUF_SIMPLE) != 0) {
+        PyErr_Clear();
+        fail(where, "expected bytes, got " + type_name(value), allowed);
+    }
+    std::string out(static_cast<const char*>(view.buf), size_t(view.len));
+    PyBuffer_Release(&view);
+    return out;
+}
 
 namespace {
 std::string range_text(uint64_t lo, uint64_t hi, const std::string& note) {

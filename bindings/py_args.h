@@ -44,7 +44,13 @@ bool boolean(py::handle value, const std::string& where);
 // mdsplit.UnknownKeyError (ValueError, KeyError): "<where>: unknown key "k"; allowed: ...".
 void register_errors(py::module_& m);
 [[noreturn]] void fail_unknown_key(const std::string& where, const std::string& key,
-                                   const std::string& allowed);
+                                   const std::string& allowed, const std::string& what = "key");
+// The keywords pybind did not bind to a named argument (a function's
+// trailing py::kwargs): none is allowed. UnknownKeyError, one line:
+// "<where>: unknown keyword argument "k"; allowed: <allowed>" (pybind's own
+// error for an unknown keyword is several lines naming no argument).
+void no_other_keywords(const py::kwargs& kwargs, const std::string& where,
+                       const std::string& allowed);
 
 // The one integer rule of the bindings: lo <= value <= hi; `note` says
 // why, after the range, in the message.
@@ -60,6 +66,22 @@ uint64_t u64(py::handle value, const std::string& where);
 std::optional<bool> optional_boolean(py::handle value, const std::string& where);
 std::optional<uint64_t> optional_checked(py::handle value, const std::string& where, uint64_t lo,
                                          uint64_t hi, const std::string& note = "");
+
+// A str, else one line naming `where` and `allowed` (pybind's own error for
+// a wrong type is several lines naming no argument).
+std::string text(py::handle value, const std::string& where, const std::string& allowed = "a str");
+// None, or what text() takes.
+std::optional<std::string> optional_text(py::handle value, const std::string& where,
+                                         const std::string& allowed);
+// A list or a tuple of exactly `n` items (one I/O of a batch), else one line.
+py::sequence fixed_tuple(py::handle value, size_t n, const std::string& where,
+                         const std::string& allowed);
+// A list or a tuple (not any iterable: a generator would be consumed, an
+// endless one never end), else one line naming `where` and `allowed`.
+py::sequence list_or_tuple(py::handle value, const std::string& where, const std::string& allowed);
+// The bytes of any bytes-like object (bytes, bytearray, a contiguous
+// memoryview, ...), else one line naming `where`.
+std::string bytes_like(py::handle value, const std::string& where);
 
 // "<type name>" of a Python object, for "expected a dict, got int".
 std::string type_name(py::handle value);

@@ -268,7 +268,14 @@ void drop_member_data(StackConfig& config) {
 // stacks: [{"config": PATH, "source": PATH as the job names it (messages; default
 //           PATH), "label": "md0", "trace_dir": "", "writable": True,
 //           "allow_mounted_write": False, "create_members": True}, ...]
-py::dict run_fio_jobs_py(const py::list& stacks, const py::list& jobs, bool data) {
+py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle data_arg,
+                         const py::kwargs& kwargs) {
+    py_args::no_other_keywords(kwargs, "run_fio_jobs", "stacks, jobs, data");
+    py::sequence stacks =
+        py_args::list_or_tuple(stacks_arg, "run_fio_jobs: stacks", "a list of stack dicts");
+    py::sequence jobs =
+        py_args::list_or_tuple(jobs_arg, "run_fio_jobs: jobs", "a list of job dicts");
+    bool data = py_args::boolean(data_arg, "run_fio_jobs: data");
     SimulatedStacks sim;
     for (size_t i = 0; i < stacks.size(); i++) {
         Args a(stacks[i], "run_fio_jobs: stacks[" + std::to_string(i) + "]");

@@ -19,6 +19,16 @@ namespace mdsplit {
  *
  * Throws ValueError naming @where's rw and the allowed values otherwise.
  */
+inline std::string rw_allowed(bool discard) {
+    return std::string("read, write, randread, randwrite") +
+           (discard ? ", trim, randtrim, discard, randdiscard" : "");
+}
+
+// An rw argument given apart from a dict: a str, else one line naming @where.
+inline std::string rw_arg(pybind11::handle rw, const std::string& where, bool discard) {
+    return py_args::text(rw, where, rw_allowed(discard));
+}
+
 inline void set_rw(ClosedLoopSpec& spec, const std::string& where, const std::string& rw,
                    bool discard) {
     spec.random = rw.rfind("rand", 0) == 0;
@@ -30,9 +40,7 @@ inline void set_rw(ClosedLoopSpec& spec, const std::string& where, const std::st
     } else if (discard && (op == "trim" || op == "discard")) {
         spec.op = Op::Discard;
     } else {
-        py_args::fail(where + ": rw", "\"" + rw + "\"",
-                      std::string("read, write, randread, randwrite") +
-                          (discard ? ", trim, randtrim, discard, randdiscard" : ""));
+        py_args::fail(where + ": rw", "\"" + rw + "\"", rw_allowed(discard));
     }
 }
 

@@ -82,6 +82,123 @@ def test_workload_buffers_are_bounded_by_the_ios_it_issues(call):
     assert r == "OK 1"
 
 
+# --- Types and keywords: one line naming the argument ------------------------------
+
+S = "m.Simulation(RAM)"
+B = "m.BufferedSimulation(RAM)"
+
+
+@pytest.mark.parametrize("call, message", [
+    ("m.Simulation(None)",
+     "Simulation: toml: expected a str, got NoneType; allowed: the stack's TOML text (a str)"),
+    (f"{S}.submit(None, 0, 4096)",
+     'submit: op: expected a str, got NoneType; allowed: "read" | "write" | "discard"'),
+    (f"{S}.submit_batch(None)", "submit_batch: ios: expected a list, got NoneType; "
+                                "allowed: a list of (op, offset, length) tuples"),
+    (f"{S}.submit_batch(x for x in [('read', 0, 4096)])",
+     "submit_batch: ios: expected a list, got generator; allowed: a list of (op, offset, "
+     "length) tuples"),
+    (f"{S}.submit_batch([('read', 0)])", "submit_batch: ios[0]: expected a tuple of 3, got "
+                                         "tuple of 2; allowed: a list of (op, offset, length) "
+                                         "tuples"),
+    (f"{B}.submit_batch([('read', 0)])", "submit_batch: ios[0]: expected a tuple of 3, got "
+                                         "tuple of 2; allowed: a list of (op, offset, length) "
+                                         "tuples"),
+    (f"{S}.write(0, 'text')", "write: data: expected bytes, got str; allowed: bytes, bytearray "
+                              "or another contiguous bytes-like object"),
+    (f"{S}.run_workload(None, 4096)",
+     "run_workload: rw: expected a str, got NoneType; allowed: read, write, randread, "
+     "randwrite, trim, randtrim, discard, randdiscard"),
+    (f"{S}.run_workloads(None)",
+     "run_workloads: tasks: expected a list, got NoneType; allowed: a list of task dicts"),
+    (f"{S}.events(device=None)", 'events: device: expected a str, got NoneType; allowed: a '
+                                 'device name of the stack, or "" for all'),
+    ("m.read_blktrace(None)", "read_blktrace: path: expected a str, got NoneType; allowed: a "
+                              "path (a str)"),
+    ("m.load_stack_text(None)", "load_stack_text: text: expected a str, got NoneType; allowed: "
+                                "the stack's TOML text (a str)"),
+    ("m.BufferedSimulation(RAM, variant=5)", 'variant: expected a str, got int; allowed: '
+                                             '"pre-c8d317aa" | "c8d317aa" | "forced-ra", or None'),
+    (f"{B}.set_fadvise(None)", 'set_fadvise: advice: expected a str, got NoneType; allowed: '
+                               '"none" | "normal" | "random" | "sequential"'),
+    ("m.run_fio_jobs((), None)",
+     "run_fio_jobs: jobs: expected a list, got NoneType; allowed: a list of job dicts"),
+    ("m.measure_buffered_costs(reads=-1)",
+     "measure_buffered_costs: reads: -1 is out of range; allowed: 1..100000"),
+    ("m.measure_buffered_costs(reads=1.5)",
+     "measure_buffered_costs: reads: expected an int, got float; allowed: 1..100000"),
+    ("m.measure_buffered_costs(reads=None)",
+     "measure_buffered_costs: reads: expected an int, got NoneType; allowed: 1..100000"),
+])
+def test_a_wrong_type_is_one_line_naming_the_argument(mdsplit_module, call, message):
+    """A wrong type is one ValueError line naming the argument (pybind's TypeError was several)."""
+    def run():
+        eval(call, {"m": mdsplit_module, "RAM": RAM})
+    assert one_line_error(run) == "ValueError: " + message
+
+
+@pytest.mark.parametrize("call, message", [
+    ("m.Simulation(RAM, foo=1)", 'Simulation: unknown keyword argument "foo"; allowed: toml, '
+                                 'base_dir, label, trace_dir, record_events'),
+    (f"{S}.run_workload('read', 4096, runtime=1)",
+     'run_workload: unknown keyword argument "runtime"; allowed: rw, bs, iodepth, size, total, '
+     'offset, batch, seed'),
+    (f"{B}.run_workload('read', runtime=1)",
+     'run_workload: unknown keyword argument "runtime"; allowed: rw, bs, iodepth, size, total, '
+     'offset, batch, seed, end_fsync'),
+    ("m.BufferedSimulation(RAM, cache=4096)",
+     'BufferedSimulation: unknown keyword argument "cache"; allowed: toml, base_dir, label, '
+     'trace_dir, variant, rasync, ra_kb, cache_size, record_paths'),
+    (f"{S}.events(action='Q')",
+     'events: unknown keyword argument "action"; allowed: device, actions'),
+    ("m.run_fio_jobs([], [], dat=False)",
+     'run_fio_jobs: unknown keyword argument "dat"; allowed: stacks, jobs, data'),
+])
+def test_an_unknown_keyword_is_one_line_naming_it(mdsplit_module, call, message):
+    """An unknown keyword is one UnknownKeyError line listing the allowed ones."""
+    def run():
+        eval(call, {"m": mdsplit_module, "RAM": RAM})
+    assert one_line_error(run) == "UnknownKeyError: " + message
+
+
+@pytest.mark.parametrize("cls", ["Simulation", "BufferedSimulation"])
+def test_write_takes_any_bytes_like_data(mdsplit_module, cls):
+    """write() takes a bytearray or a memoryview as bytes (it was a TypeError)."""
+    sim = getattr(mdsplit_module, cls)(RAM)
+    sim.write(0, bytearray(b"\x01" * 4096))
+    sim.write(4096, memoryview(b"\x02" * 4096))
+    assert sim.read(0, 8192) == b"\x01" * 4096 + b"\x02" * 4096
+
+
+def test_run_workloads_takes_a_tuple_of_tasks(mdsplit_module):
+    """run_workloads((task,)) runs as run_workloads([task]) (it was a TypeError)."""
+    sim = mdsplit_module.Simulation(RAM)
+    assert sim.run_workloads(({"rw": "read", "total": 8192},))[0]["ios"] == 2
+
+
+def test_run_fio_jobs_takes_tuples(mdsplit_module, stack_file):
+    """run_fio_jobs takes tuples of stacks and jobs as lists (it was a TypeError)."""
+    r = mdsplit_module.run_fio_jobs(({"config": stack_file()},), ({"size": 65536},))
+    assert r["jobs"][0]["read"]["ios"] == 16
+
+
+# --- Flags and counts: a bool is a bool, an int not a bool ------------------------
+
+@pytest.mark.parametrize("data, got", [(None, "NoneType"), (1, "int")])
+def test_run_fio_jobs_data_is_a_checked_bool(mdsplit_module, stack_file, data, got):
+    """run_fio_jobs(data=None) or data=1 is refused (None ran without data, silently)."""
+    assert one_line_error(mdsplit_module.run_fio_jobs, [{"config": stack_file()}],
+                          [{"size": 65536}], data=data) == (
+        f"ValueError: run_fio_jobs: data: expected a bool, got {got}; allowed: True | False")
+
+
+def test_measure_buffered_costs_refuses_a_bool_count(mdsplit_module):
+    """measure_buffered_costs(reads=True) is refused, not taken as 1 read."""
+    assert one_line_error(mdsplit_module.measure_buffered_costs, reads=True) == (
+        "ValueError: measure_buffered_costs: reads: expected an int, got bool; allowed: "
+        "1..100000")
+
+
 # --- Groups: as the engine refuses them ----------------------------------------------
 
 def test_run_workloads_refuses_a_weight_for_the_empty_group(mdsplit_module):
