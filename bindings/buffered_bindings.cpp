@@ -252,6 +252,7 @@ public:
     void write(py::handle offset_arg, py::handle data) {
         uint64_t offset = u64(offset_arg, "write: offset");
         std::string s = py_args::bytes_like(data, "write: data");
+        check_write_fits("write", offset, s.size());
         auto buf = aligned(s.size());
         memcpy(buf.get(), s.data(), s.size());
         sync_io(Op::Write, offset, s.size(), buf.get(), true);
@@ -260,8 +261,9 @@ public:
     // Direct I/O (what the members hold), bypassing the page cache.
     // The bytes read, as read(): fewer than `length` past the end of the device.
     py::bytes direct_read(py::handle offset, py::handle length) {
-        return read_in(u64(offset, "direct_read: offset"), u64(length, "direct_read: length"),
-                       false);
+        uint64_t at = u64(offset, "direct_read: offset"), len = u64(length, "direct_read: length");
+        py_args::direct_io_aligned("direct_read", at, len, stack_->logical_block_size());
+        return read_in(at, len, false);
     }
 
     // A read, cut at the device's end before its buffer is allocated (a
@@ -279,6 +281,8 @@ public:
     void direct_write(py::handle offset_arg, py::handle data) {
         uint64_t offset = u64(offset_arg, "direct_write: offset");
         std::string s = py_args::bytes_like(data, "direct_write: data");
+        py_args::direct_io_aligned("direct_write", offset, s.size(), stack_->logical_block_size());
+        check_write_fits("direct_write", offset, s.size());
         auto buf = aligned(s.size());
         memcpy(buf.get(), s.data(), s.size());
         sync_io(Op::Write, offset, s.size(), buf.get(), false);
@@ -361,6 +365,7 @@ private:
         Op op = Op::Read;
         uint64_t offset = 0, length = 0;
         Buffer buffer;
+        uint64_t buffer_bytes = 0;  // what the device can hold of it (no data: the pattern)
         bool has_data = false;
     };
 
@@ -386,13 +391,29 @@ private:
         r.fsync = op == "fsync";
         if (!r.fsync && op != "read" && op != "write")
             py_args::fail(where + ": op", "\"" + op + "\"", kOps);
+        // fsync(2) syncs the whole file: a range given with it was ignored.
+        if (r.fsync && (offset || length))
+            py_args::fail(where + ": " + (offset ? "offset" : "length"),
+                          std::to_string(offset ? offset : length) +
+                              " given for fsync, which syncs the whole device",
+                          "0 (the default)");
         r.op = op == "write" ? Op::Write : Op::Read;
         r.has_data = !data.is_none();
         std::string bytes = r.has_data ? write_data(op, length, data, where) : "";
         if (r.fsync) return r;
-        r.buffer = aligned(length);
+        // The device holds no byte past its end: a read there is cut short
+        // and a write fails (ENOSPC), so the buffer stops at the end too
+        // (a 1 GiB read of a 16 MiB device allocated 1 GiB, a 64 GiB write
+        // was std::bad_alloc). The caller's data is copied whole.
+        uint64_t end = stack_->size_bytes();
+        r.buffer_bytes = offset >= end ? 0 : std::min(length, end - offset);
+        r.buffer = aligned(std::max<uint64_t>(r.buffer_bytes, bytes.size()));
         memcpy(r.buffer.get(), bytes.data(), bytes.size());
         return r;
+    }
+
+    void check_write_fits(const std::string& call, uint64_t offset, uint64_t length) const {
+        py_args::write_fits(call, offset, length, stack_->size_bytes());
     }
 
     // Queues checked requests in one plug: nothing left to fail with it open.
@@ -408,7 +429,7 @@ private:
             }
             uint8_t* p = r.buffer.get();
             if (r.op == Op::Write && !r.has_data)
-                for (uint64_t i = 0; i < r.length; i++) p[i] = uint8_t(cookie + i);
+                for (uint64_t i = 0; i < r.buffer_bytes; i++) p[i] = uint8_t(cookie + i);
             pending_[cookie] = Pending{r.op, r.length, std::move(r.buffer)};
             stack_->queue_buffered(task_, r.op, r.offset, r.length, p, cookie);
         }

@@ -150,6 +150,7 @@ public:
         std::string s = py_args::bytes_like(data, "write: data");
         uint64_t offset = u64(offset_arg, "write: offset");
         check_block_aligned("write", offset, s.size());
+        py_args::write_fits("write", offset, s.size(), size());
         auto buf = aligned(s.size());
         memcpy(buf.get(), s.data(), s.size());
         sync_io(Op::Write, offset, s.size(), buf.get());
@@ -309,13 +310,7 @@ private:
     // A synchronous direct I/O the device would refuse (blkdev_dio_invalid:
     // EINVAL) is refused here with the reason, not "I/O failed".
     void check_block_aligned(const char* call, uint64_t offset, uint64_t length) const {
-        uint64_t lbs = stack_->logical_block_size();
-        if (length == 0 || offset % lbs || length % lbs)
-            py_args::fail(std::string(call) + ": offset " + std::to_string(offset) + ", length " +
-                              std::to_string(length),
-                          "not a direct I/O the device takes (blkdev_dio_invalid)",
-                          "offset and length multiples of the logical block size, " +
-                              std::to_string(lbs) + " bytes, length > 0");
+        py_args::direct_io_aligned(call, offset, length, stack_->logical_block_size());
     }
 
     IoCompletion sync_io(Op op, uint64_t offset, uint64_t length, uint8_t* buf) {

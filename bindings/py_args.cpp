@@ -230,6 +230,23 @@ void check_group_weight(const Args& args, const SchedIdentity& mine, const Sched
          "the same group_weight on every task of a group (on one device)");
 }
 
+void direct_io_aligned(const std::string& call, uint64_t offset, uint64_t length, uint64_t lbs) {
+    if (length == 0 || offset % lbs || length % lbs)
+        fail(call + ": offset " + std::to_string(offset) + ", length " + std::to_string(length),
+             "not a direct I/O the device takes (blkdev_dio_invalid)",
+             "offset and length multiples of the logical block size, " + std::to_string(lbs) +
+                 " bytes, length > 0");
+}
+
+void write_fits(const std::string& call, uint64_t offset, uint64_t length, uint64_t device_bytes) {
+    if (offset <= device_bytes && length <= device_bytes - offset) return;
+    fail(call + ": data",
+         std::to_string(length) + " bytes at offset " + std::to_string(offset) +
+             " pass the end of the device (" + std::to_string(device_bytes) + " bytes)",
+         "at most " + std::to_string(offset > device_bytes ? 0 : device_bytes - offset) +
+             " bytes at that offset");
+}
+
 Fadvise fadvise_from(const std::string& where, const std::string& name) {
     static const std::pair<const char*, Fadvise> kAdvice[] = {{"none", Fadvise::None},
                                                               {"normal", Fadvise::Normal},

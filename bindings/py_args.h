@@ -129,6 +129,16 @@ void check_group(const Args& args, const SchedIdentity& s, bool bfq);
 void check_group_weight(const Args& args, const SchedIdentity& mine, const SchedIdentity& other,
                         const std::string& other_where);
 
+// A direct I/O the device would refuse (blkdev_dio_invalid(): EINVAL) is
+// refused with the reason, naming `call`: offset and length multiples of
+// the logical block size `lbs`, length > 0.
+void direct_io_aligned(const std::string& call, uint64_t offset, uint64_t length, uint64_t lbs);
+
+// A synchronous write of `length` bytes at `offset` past the end of a
+// device of `device_bytes`, refused before the I/O, naming `call`'s data
+// (it failed as "mdsplit: I/O failed: No space left on device").
+void write_fits(const std::string& call, uint64_t offset, uint64_t length, uint64_t device_bytes);
+
 // posix_fadvise() advice by name ("none" | "normal" | "random" |
 // "sequential"); ValueError naming `where` otherwise.
 Fadvise fadvise_from(const std::string& where, const std::string& name);

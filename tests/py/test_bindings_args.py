@@ -82,6 +82,40 @@ def test_workload_buffers_are_bounded_by_the_ios_it_issues(call):
     assert r == "OK 1"
 
 
+def test_buffered_submit_read_buffer_stops_at_the_device_end():
+    """BufferedSimulation.submit of a 4 GiB read of a 16 MiB device allocates 16 MiB at most."""
+    r = outcome("""
+        b = m.BufferedSimulation(RAM16)
+        b.submit('read', 0, 1 << 32)
+        (c,) = b.run()
+        result = (c['error'], c['resid'], len(c['data']))
+        """, limit=1 << 30)
+    assert r == f"OK (0, {(1 << 32) - (16 << 20)}, {16 << 20})"
+
+
+def test_buffered_submit_write_past_the_end_fails_as_the_device_does():
+    """A 64 GiB write of a 16 MiB device completes with ENOSPC, as Simulation's (bad_alloc before)."""
+    r = outcome("""
+        b = m.BufferedSimulation(RAM16)
+        b.submit('write', 0, 1 << 36)
+        (c,) = b.run()
+        result = (c['error'], c['resid'])
+        """, limit=1 << 30)
+    assert r == f"OK (-28, {1 << 36})"
+
+
+@pytest.mark.parametrize("cls, call", [
+    ("Simulation", "write"), ("BufferedSimulation", "write"),
+    ("BufferedSimulation", "direct_write"),
+])
+def test_a_synchronous_write_past_the_end_is_refused_naming_data(mdsplit_module, cls, call):
+    """write() past the device's end is one ValueError line naming data (an "I/O failed" before)."""
+    sim = getattr(mdsplit_module, cls)(RAM)
+    assert one_line_error(getattr(sim, call), sim.size - 4096, b"x" * 8192) == (
+        f"ValueError: {call}: data: 8192 bytes at offset {sim.size - 4096} pass the end of the "
+        f"device ({sim.size} bytes); allowed: at most 4096 bytes at that offset")
+
+
 # --- Types and keywords: one line naming the argument ------------------------------
 
 S = "m.Simulation(RAM)"
@@ -272,6 +306,17 @@ def test_run_fio_jobs_model_errors_name_the_job_index(mdsplit_module, stack_file
         "(1048576 bytes); allowed: 0..1048575")
 
 
+@pytest.mark.parametrize("call, args", [("direct_read", (1, 100)),
+                                        ("direct_write", (1, b"x" * 100))])
+def test_buffered_direct_io_explains_alignment(mdsplit_module, call, args):
+    """direct_read/direct_write unaligned say what the device takes, as Simulation.read does."""
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    assert one_line_error(getattr(sim, call), *args) == (
+        f"ValueError: {call}: offset 1, length 100: not a direct I/O the device takes "
+        "(blkdev_dio_invalid); allowed: offset and length multiples of the logical block size, "
+        "512 bytes, length > 0")
+
+
 # --- Refused up front instead of run wrong -------------------------------------------
 
 def test_run_workload_refuses_a_misaligned_offset(mdsplit_module):
@@ -288,3 +333,14 @@ def test_run_workload_refuses_a_size_past_the_end(mdsplit_module):
     assert one_line_error(sim.run_workload, "read", 4096, size=1 << 40, total=8192) == (
         "ValueError: run_workload: size: 1099511627776 bytes from offset 0 pass the end of the "
         "device (1048576 bytes); allowed: 0 (to the end of the device) or at most 1048576")
+
+
+@pytest.mark.parametrize("args, message", [
+    ((5, 0), "offset: 5 given for fsync"),
+    ((0, 3), "length: 3 given for fsync"),
+])
+def test_fsync_refuses_a_range(mdsplit_module, args, message):
+    """submit('fsync', offset, length) with a range is refused (the range was ignored)."""
+    sim = mdsplit_module.BufferedSimulation(RAM)
+    assert one_line_error(sim.submit, "fsync", *args) == (
+        f"ValueError: submit: {message}, which syncs the whole device; allowed: 0 (the default)")
