@@ -12,6 +12,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -187,6 +188,26 @@ public:
         stack_->buffered().set_record_paths(py_args::boolean(record_paths, "record_paths"));
         task_.pid = 1;
     }
+
+    // Dropped: the I/O in flight completes (into buffers still there), and
+    // what the page cache holds dirty is written back, as the engine does at
+    // a job's end; a write-back that fails is said on stderr (a destructor
+    // cannot raise).
+    ~BufferedSimulation() {
+        try {
+            stack_->drain();
+            if (uint64_t lost = stack_->sync_buffered())
+                std::fprintf(stderr,
+                             "mdsplit: BufferedSimulation: the write-back of %llu pages failed "
+                             "as it was dropped: that data is not on the members\n",
+                             static_cast<unsigned long long>(lost));
+            stack_->drain();
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "mdsplit: BufferedSimulation: as it was dropped: %s\n", e.what());
+        }
+    }
+    BufferedSimulation(const BufferedSimulation&) = delete;
+    BufferedSimulation& operator=(const BufferedSimulation&) = delete;
 
     BufferedIo& io() { return stack_->buffered(); }
     uint64_t size() const { return stack_->size_bytes(); }
@@ -458,10 +479,11 @@ private:
 
     StackConfig config_;
     VirtualClock clock_;
-    std::unique_ptr<Stack> stack_;
     TaskContext task_;
     std::map<uint64_t, Pending> pending_;
     uint64_t next_cookie_ = 1;
+    // Last: destroyed first, before the buffers and task it uses.
+    std::unique_ptr<Stack> stack_;
 };
 
 }  // namespace

@@ -102,6 +102,18 @@ public:
         for (MemberQueue* m : stack_->members()) names_[m->devt()] = m->name();
     }
 
+    // Dropped with I/O in flight: it completes first, into buffers that are
+    // still there (the kernel would otherwise read or fill freed memory:
+    // garbage written to a member file, a corrupted heap).
+    ~Simulation() {
+        try {
+            stack_->drain();
+        } catch (const std::exception&) {
+        }
+    }
+    Simulation(const Simulation&) = delete;
+    Simulation& operator=(const Simulation&) = delete;
+
     uint64_t size() const { return stack_->size_bytes(); }
     uint64_t now_ns() const { return clock_.now_ns(); }
 
@@ -330,13 +342,14 @@ private:
 
     StackConfig config_;
     VirtualClock clock_;
-    std::unique_ptr<Stack> stack_;
     bool record_events_;
     TraceRecorder recorder_;
     TaskContext task_;
     std::map<uint64_t, Buffer> buffers_;
     std::map<uint32_t, std::string> names_;
     uint64_t next_cookie_ = 1;
+    // Last: destroyed first, before the buffers, task and recorder it uses.
+    std::unique_ptr<Stack> stack_;
 };
 
 py::list read_blktrace(py::handle path_arg) {
