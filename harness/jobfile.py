@@ -3,7 +3,9 @@ parse.c), for `harness simulate`: sections, [global], `include`, `${ENV}`,
 numjobs, stonewall/new_group, and fio's number syntax.
 
 - A line whose first non-blank character is `;` or `#` is a comment
-  (is_empty_or_comment); there are no trailing comments.
+  (is_empty_or_comment); elsewhere a line ends at its first `;` or `#`,
+  and trailing blanks go (parse.c strip_blank_end): `bs=4k ; why` is
+  bs=4k, and a value cannot hold either character.
 - `[global]` options apply to the jobs that follow it; a later `[global]`
   adds to them for the jobs after it.
 - `include FILE` (inside a section) reads FILE's options in place; FILE is
@@ -106,13 +108,21 @@ def read_input_text(path, what="job file", prog="simulate") -> str:
                            "a UTF-8 text file") from None
 
 
+def strip_blank_end(line: str) -> str:
+    """parse.c strip_blank_end(): the line up to its first `;`, then up to
+    its first `#`, without trailing blanks or control characters."""
+    line = line.split(";", 1)[0].split("#", 1)[0]
+    return line.rstrip("".join(chr(c) for c in range(33)) + "\x7f")
+
+
 def _read_lines(path: Path, env, nested=False):
     """(key, value) pairs and section headers of a file, includes expanded."""
     out = []
     text = read_input_text(path)
     for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in ";#":
+        # init.c __parse_jobs_ini: is_empty_or_comment(), then strip_blank_end().
+        line = strip_blank_end(raw.strip())
+        if not line:
             continue
         if line.startswith("["):
             if nested:

@@ -103,3 +103,13 @@ def test_trim_values_are_the_third_or_else_the_writes():
 def test_bad_size_names_the_option():
     with pytest.raises(JobFileError, match="bs=abc"):
         parse_size("bs", "abc")
+
+
+def test_trailing_comments_end_the_line_as_in_fio(tmp_path):
+    """A `;` or `#` anywhere ends the line, trailing blanks go (parse.c strip_blank_end)."""
+    p = write(tmp_path, "a.fio", "[j] ; the job\nmdsplit_config=pt.toml        ; stack\n"
+                                 "mdsplit_stats=x.json#c\nbs=4k \t# why\nname=a;b#c\n")
+    j = parse_job_file(p, env={}).jobs[0]
+    assert j.name == "j"
+    assert j.options == {"mdsplit_config": "pt.toml", "mdsplit_stats": "x.json", "bs": "4k",
+                         "name": "a"}
