@@ -211,10 +211,9 @@ def parse_size(key: str, value: str) -> int:
     if not m:
         raise JobFileError(f"simulate: {key}={value}: not a size (e.g. 4k, 64m, 2g)")
     n = int(m.group(1), 0)
-    # fio skips any further digits (e.g. the '5' of "1.5g" is not a digit: it stops there)
+    # get_mult_bytes() looks for the unit right after the digits: "1.5g" has
+    # none there ('.'), so fio reads it as 1 byte (no multiplier).
     rest = m.group(2).lower()
-    if rest.startswith("."):
-        raise JobFileError(f"simulate: {key}={value}: fractional sizes are not supported")
     rest = re.split(r"[:\-,/]", rest, maxsplit=1)[0]
     if not rest or not rest[0].isalpha() and rest[0] != "%":
         return n
@@ -255,26 +254,48 @@ def parse_time_us(key: str, value: str) -> int:
 
 
 def parse_int(key: str, value: str) -> int:
+    """An FIO_OPT_INT as parse.c __handle_option reads it: check_str_bytes(),
+    so a unit is allowed (iodepth=1k is 1024); no number is refused."""
     try:
         return int(value.strip(), 0)
     except ValueError:
-        raise JobFileError(f"simulate: {key}={value}: not an integer") from None
+        pass
+    if not re.match(r"^\s*(0[xX][0-9a-fA-F]+|[+-]?\d+)", value) or "%" in value:
+        raise JobFileError(f"simulate: {key}={value}: not an integer")
+    return parse_size(key, value)
+
+
+# fio's FIO_OPT_STR_SET options (options.c): any integer, non-zero is true.
+# The others simulate reads as flags are FIO_OPT_BOOL: 0 or 1 (option_init).
+STR_SET_OPTIONS = {"thread", "time_based", "norandommap", "stonewall", "wait_for_previous",
+                   "new_group", "group_reporting", "exitall"}
+
+
+def _check_int(value: str):
+    """parse.c check_int(): sscanf "%x" when the text holds "0x", else "%u"
+    (blanks, a sign, digits, anything after), as a C int; None if no number."""
+    hexa = "0x" in value or "0X" in value
+    m = re.match(r"\s*([+-]?)(?:0[xX])?([0-9a-fA-F]+)" if hexa else r"\s*([+-]?)(\d+)", value)
+    if not m:
+        return None
+    n = int(m.group(2), 16 if hexa else 10) * (-1 if m.group(1) == "-" else 1)
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
 
 
 def parse_bool(key: str, value: str) -> bool:
-    v = value.strip().lower()
-    if v in ("1", "true", "yes", "on"):
-        return True
-    if v in ("0", "false", "no", "off"):
-        return False
-    # fio's FIO_OPT_BOOL is an int of 0..1 (parse.c option_init): direct=2 is refused.
-    try:
-        n = int(v, 0)
-    except ValueError:
-        n = None
-    if n not in (0, 1):
+    """A flag as parse.c __handle_option (FIO_OPT_BOOL / FIO_OPT_STR_SET)
+    reads it: an integer (check_int; "yes" or "true" fail to parse); a
+    FIO_OPT_BOOL's maxval is 1 (option_init: direct=2 is refused), a
+    FIO_OPT_STR_SET has no bound (norandommap=2 is true)."""
+    n = _check_int(value)
+    if key in STR_SET_OPTIONS:
+        if n is None:
+            raise JobFileError(f"simulate: {key}={value}: not an integer")
+        return n != 0
+    if n is None or n > 1:
         raise JobFileError(f"simulate: {key}={value}: not a boolean (0 or 1)")
-    return n == 1
+    return n != 0
 
 
 def parse_size_per_direction(key: str, value: str):

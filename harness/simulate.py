@@ -196,6 +196,13 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
     """The stacks and job specs of a job file, and per job what the output
     needs (name, group, sidecar path). Raises SimulateError."""
     try:
+        return _build_run(job_file, sections, seed, env, report)
+    except JobFileError as e:  # a value parsed anywhere in the run: one line
+        raise SimulateError(str(e)) from None
+
+
+def _build_run(job_file, sections, seed, env, report):
+    try:
         jf = parse_job_file(job_file, sections=sections, env=env)
     except JobFileError as e:
         raise SimulateError(str(e)) from None
@@ -360,6 +367,12 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
         if group and scheduler == "bfq":
             spec["group"] = group
             spec["group_weight"] = gw
+        # init.c fixup_options(): a size below td_min_bs() (the smallest block
+        # size of the three directions) is refused.
+        min_bs = min(b for d in bs for b, _ in d)
+        if spec["size"] and spec["size"] < min_bs:
+            raise SimulateError(f"simulate: size={o['size']}: {spec['size']} bytes is less than "
+                                f"the minimum block size {min_bs} (fio: size too small)")
         if spec["time_based"] and not spec["runtime_ns"]:
             raise SimulateError("simulate: time_based needs a runtime")
         specs.append(spec)

@@ -113,3 +113,11 @@ def test_trailing_comments_end_the_line_as_in_fio(tmp_path):
     assert j.name == "j"
     assert j.options == {"mdsplit_config": "pt.toml", "mdsplit_stats": "x.json", "bs": "4k",
                          "name": "a"}
+
+
+def test_integer_options_take_units_as_fio():
+    """An FIO_OPT_INT is read by check_str_bytes(): iodepth=1k is 1024."""
+    from harness.jobfile import parse_int
+    assert parse_int("iodepth", "1k") == 1024
+    with pytest.raises(JobFileError, match="not an integer"):
+        parse_int("loops", "abc")

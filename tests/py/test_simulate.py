@@ -640,3 +640,41 @@ def test_fio_log_options_are_reporting_only(tmp_path, mdsplit_module):
     (tmp_path / "l.fio").write_text(job_text(
         "[j]\nrw=read\nsize=1m\nlog_prio=1\nlog_entries=1024\nlog_compression_cpus=0\n"))
     assert run_cli([str(tmp_path / "l.fio")]).returncode == 0
+
+
+@pytest.mark.parametrize("body, message", [
+    ("size=50%", "simulate: size=50%: percentages are not supported in virtual time"),
+    ("io_size=50%", "simulate: io_size=50%: percentages are not supported in virtual time"),
+    ("size=1.5g", "simulate: size=1.5g: 1 bytes is less than the minimum block size 4096 "
+                  "(fio: size too small)"),
+    ("loops=abc", "simulate: loops=abc: not an integer"),
+    ("iodepth=abc", "simulate: iodepth=abc: not an integer"),
+    ("allow_file_create=2", "simulate: allow_file_create=2: not a boolean (0 or 1)"),
+])
+def test_values_read_for_the_job_spec_are_one_line_refusals(tmp_path, mdsplit_module, body,
+                                                            message):
+    """Values read after the first checks (size, loops, iodepth, ...) gave a traceback."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{body}\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert (p.returncode, p.stderr.strip()) == (2, message)
+
+
+@pytest.mark.parametrize("body", ["direct=yes", "end_fsync=true", "randrepeat=on"])
+def test_boolean_words_are_refused_as_fio_refuses_them(tmp_path, mdsplit_module, body):
+    """fio's FIO_OPT_BOOL takes an integer only (parse.c check_int): yes/true/on fail."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{body}\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert (p.returncode, p.stderr.strip()) == (
+        2, f"simulate: {body}: not a boolean (0 or 1)")
+
+
+def test_str_set_flag_takes_any_integer_as_fio(tmp_path, mdsplit_module):
+    """norandommap=2 (an FIO_OPT_STR_SET, no maxval) is norandommap on in fio, not a refusal."""
+    write_stack(tmp_path)
+    for v in ("1", "2"):
+        (tmp_path / f"n{v}.fio").write_text(job_text(
+            f"[j]\nrw=randwrite\nsize=1m\nbsrange=4k-16k\nnorandommap={v}\n"))
+    one, two = (simulate_job(tmp_path / f"n{v}.fio")["jobs"][0]["write"] for v in "12")
+    assert one == two
