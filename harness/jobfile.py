@@ -18,6 +18,8 @@ numjobs, stonewall/new_group, and fio's number syntax.
 - Times (get_mult_time): us/usec, ms/msec, s, m (minutes), h, d; a bare
   number is seconds for runtime/startdelay/ramp_time (is_seconds options)
   and microseconds otherwise.
+- `filename=` adds to the files of the job (str_filename_cb): a second one,
+  in the section or in [global] before it, gives `a:b`, as fio's two files.
 - numjobs=N adds N-1 subjobs with the same options and group, stonewall
   and new_group cleared (init.c add_job); subjob i (1..N-1) writes its
   sidecar as FILE.i, as the engine does.
@@ -143,6 +145,14 @@ def _read_lines(path: Path, env, nested=False):
     return out
 
 
+def last_of(options: dict, *keys):
+    """Of options that set one field of fio's (direct and buffered write
+    o.odirect; options.c str_rwmix_read_cb / str_rwmix_write_cb set both
+    rwmix shares), the one set last, or None."""
+    present = [k for k in options if k in keys]
+    return present[-1] if present else None
+
+
 def parse_job_file(path, sections=None, env=None) -> JobFile:
     """The jobs of a job file, in order, with [global] options merged in.
     sections: only these sections run (fio's --section), still in file order;
@@ -168,6 +178,15 @@ def parse_job_file(path, sections=None, env=None) -> JobFile:
         if current is None:
             raise JobFileError(f"simulate: {path}: option {key!r} outside any section")
         key = ALIASES.get(key, key)
+        if key == "filename" and current.get("filename") and value:
+            # options.c str_filename_cb: each filename= adds its files to the
+            # job's (add_file), after those of [global] or an earlier line.
+            current[key] += ":" + value
+            continue
+        # Re-inserted so the dict's order is the order fio last set each
+        # option in: of linked options (direct/buffered, rwmixread/rwmixwrite)
+        # the later one wins (see last_of).
+        current.pop(key, None)
         current[key] = "1" if value is None else value
     if sections:
         names = {n for n, _ in raw_jobs}

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from harness import paths
-from harness.jobfile import (JobFileError, parse_bool, parse_bssplit, parse_int,
+from harness.jobfile import (JobFileError, last_of, parse_bool, parse_bssplit, parse_int,
                              parse_job_file, parse_range, parse_size, parse_size_per_direction,
                              parse_time_us, read_input_text)
 
@@ -140,9 +140,11 @@ def _pattern(o):
         if key in o and not 0 <= parse_int(key, o[key]) <= 100:
             raise SimulateError(f"simulate: {key}={o[key]}: allowed: 0 to 100")
     if read_pct is None:
-        if "rwmixread" in o:
+        # The one set last wins: str_rwmix_write_cb sets rwmix[READ] = 100 - val.
+        last = last_of(o, "rwmixread", "rwmixwrite")
+        if last == "rwmixread":
             read_pct = parse_int("rwmixread", o["rwmixread"])
-        elif "rwmixwrite" in o:
+        elif last == "rwmixwrite":
             read_pct = 100 - parse_int("rwmixwrite", o["rwmixwrite"])
         else:
             read_pct = 50
@@ -227,8 +229,13 @@ def _build_run(job_file, sections, seed, env, report):
             config_path = os.path.realpath(_resolve(base, config))
             label = o.get("filename", "")
             if not label or ":" in label:
+                # The engine counts fio's files (td->files_index): str_filename_cb
+                # adds one per ':'-separated name up to the first empty one.
+                names = label.split(":")
+                files = names.index("") if "" in names else len(names)
                 raise SimulateError("mdsplit: filename must name exactly one virtual device "
-                                    f"(e.g. md0); got {label or 'none'}", 1)
+                                    f"(e.g. md0); got {files if label else 'none'}"
+                                    f"{' files' if label else ''}", 1)
             thread = parse_bool("thread", o.get("thread", "0"))
             gw_text = o.get("mdsplit_group_weight", "100")
             gw = int(gw_text) if gw_text.lstrip("-").isdigit() else 0
@@ -266,9 +273,11 @@ def _build_run(job_file, sections, seed, env, report):
                     "fio's cgroup=NAME) beside it (with device.scheduler = \"bfq\")", 1)
             random, read_pct, trim = _pattern(o)
             bs, bs_max, align = _block_sizes(o)
+            # buffered (neg=1) and direct both set o.odirect: the later one wins.
             direct = parse_bool("direct", o.get("direct", "0"))
-            if "buffered" in o:
-                direct = not parse_bool("buffered", o["buffered"])
+            buffered = not parse_bool("buffered", o["buffered"]) if "buffered" in o else None
+            if last_of(o, "direct", "buffered") == "buffered":
+                direct = buffered
             if trim and not direct:
                 raise SimulateError(BUFFERED_TRIM, 1)
             verify = o.get("verify", "0") not in ("0", "null") and \

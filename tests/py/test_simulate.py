@@ -678,3 +678,37 @@ def test_str_set_flag_takes_any_integer_as_fio(tmp_path, mdsplit_module):
             f"[j]\nrw=randwrite\nsize=1m\nbsrange=4k-16k\nnorandommap={v}\n"))
     one, two = (simulate_job(tmp_path / f"n{v}.fio")["jobs"][0]["write"] for v in "12")
     assert one == two
+
+
+@pytest.mark.parametrize("second", ["md1", "md0"])
+def test_filename_in_global_and_section_adds_a_file_as_fio(tmp_path, mdsplit_module, second):
+    """fio adds a section's filename= to [global]'s (str_filename_cb), so the
+    engine refuses two files; simulate ran the section's one."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\nfilename={second}\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert (p.returncode, p.stderr.strip()) == (
+        1, "mdsplit: filename must name exactly one virtual device (e.g. md0); got 2 files")
+
+
+def test_of_linked_options_the_last_set_wins_as_in_fio(tmp_path, mdsplit_module):
+    """rwmixwrite after rwmixread sets the read share to 100 - it (str_rwmix_write_cb);
+    it was rwmixread's, whatever the order."""
+    write_stack(tmp_path)
+    (tmp_path / "a.fio").write_text(job_text("[j]\nrw=randrw\nsize=1m\nrwmixread=80\n"
+                                             "rwmixwrite=50\n"))
+    (tmp_path / "b.fio").write_text(job_text("[j]\nrw=randrw\nsize=1m\nrwmixread=50\n"))
+    a, b = (simulate_job(tmp_path / f"{n}.fio")["jobs"][0] for n in "ab")
+    assert (a["read"]["total_ios"], a["write"]["total_ios"]) == \
+        (b["read"]["total_ios"], b["write"]["total_ios"])
+
+
+def test_direct_after_buffered_wins_as_in_fio(tmp_path, mdsplit_module):
+    """buffered=0 then direct=0 is buffered I/O (both set o.odirect); it ran direct."""
+    write_stack(tmp_path)
+    (tmp_path / "a.fio").write_text(job_text("[j]\nrw=trim\nsize=1m\nbuffered=0\ndirect=0\n"))
+    p = run_cli([str(tmp_path / "a.fio")])
+    assert (p.returncode, p.stderr.strip()) == (1, "mdsplit: rw=trim/randtrim/trimwrite with "
+                                                   "direct=0: a buffered job's discard is not "
+                                                   "emulated; allowed: direct=1 for jobs that "
+                                                   "trim")
