@@ -78,10 +78,11 @@ def substitute_env(value: str, env) -> str:
 
 
 def _split_option(line: str):
+    # parse.c find_option() compares names with strcmp: RW= is not rw=.
     if "=" in line:
         key, value = line.split("=", 1)
-        return key.strip().lower(), value.strip()
-    return line.strip().lower(), None
+        return key.strip(), value.strip()
+    return line.strip(), None
 
 
 MAX_INPUT_BYTES = 1 << 20   # as the engine's stack files (config_loader.cpp)

@@ -78,7 +78,8 @@ REPORTING_ONLY = {
     "iodepth_batch_complete_min", "iodepth_batch_complete_max", "lat_percentiles",
     "steadystate_check_interval", "max_latency",
 }
-VERIFY_KINDS = {"0", "1", "md5", "crc64", "crc32c", "crc32c-intel", "crc32", "crc16", "crc7",
+# options.c verify's values: "0" but not "1" (fio refuses verify=1).
+VERIFY_KINDS = {"0", "md5", "crc64", "crc32c", "crc32c-intel", "crc32", "crc16", "crc7",
                 "xxhash", "sha512", "sha256", "sha1", "sha3-224", "sha3-256", "sha3-384",
                 "sha3-512", "meta", "pattern", "null"}
 
@@ -97,6 +98,10 @@ def _check_options(job):
     for key, value in job.options.items():
         if key in SUPPORTED or key in REPORTING_ONLY:
             continue
+        if key.lower() in SUPPORTED or key.lower() in REPORTING_ONLY:
+            # parse.c find_option(): strcmp, so fio says "Bad option <RW=...>".
+            raise SimulateError(f"simulate: option '{key}' is not an fio option (names are "
+                                f"case-sensitive); allowed: {key.lower()}")
         raise unsupported(key)
     o = job.options
     if o.get("kb_base", "1024") != "1024":
@@ -129,7 +134,8 @@ BUFFERED_TRIM = ("mdsplit: rw=trim/randtrim/trimwrite with direct=0: a buffered 
 
 
 def _pattern(o):
-    rw = o.get("rw", "read").split(":")[0].strip().lower()
+    # parse.c matches a FIO_OPT_STR value with strncmp: case counts (rw=RandWrite fails).
+    rw = o.get("rw", "read").split(":")[0].strip()
     if rw not in _RW:
         raise SimulateError(f"simulate: rw={rw}: allowed: " + ", ".join(_RW))
     if ":" in o.get("rw", ""):
@@ -178,11 +184,8 @@ def _block_sizes(o):
     return bs, bs_max, align
 
 
-_PRIOCLASS = {"0": 0, "none": 0, "1": 1, "rt": 1, "2": 2, "be": 2, "3": 3, "idle": 3}
-
-
 def _continue_on_error(o) -> int:
-    value = o.get("continue_on_error", "none").strip().lower()
+    value = o.get("continue_on_error", "none").strip()  # strncmp: case counts
     if value not in CONTINUE_ON_ERROR:
         raise SimulateError(f"simulate: continue_on_error={value}: allowed: "
                             + ", ".join(CONTINUE_ON_ERROR))
@@ -299,10 +302,10 @@ def _build_run(job_file, sections, seed, env, report):
             time_us = {k: parse_time_us(k, o[k]) if k in o else 0
                        for k in ("startdelay", "runtime", "ramp_time", "thinktime")}
             prio = parse_int("prio", o["prio"]) if "prio" in o else 4
-            pclass = _PRIOCLASS.get(o.get("prioclass", "2").lower())
-            if pclass is None or not 0 <= prio <= 7:
-                raise SimulateError("simulate: prio must be 0..7 and prioclass rt|be|idle|none "
-                                    "or 0..3")
+            # prioclass is an FIO_OPT_INT of 0..3 (options.c): fio refuses "idle".
+            pclass = parse_int("prioclass", o["prioclass"]) if "prioclass" in o else 2
+            if not 0 <= pclass <= 3 or not 0 <= prio <= 7:
+                raise SimulateError("simulate: prio must be 0..7 and prioclass 0..3")
         except JobFileError as e:
             raise SimulateError(str(e)) from None
         key = (config_path, label) if thread else (config_path, label, index)
@@ -569,7 +572,7 @@ def _file_identity(path):
 def _fadvise(value, random):
     """fio's fadvise_hint (options.c, td_io_open_file()): 0 none, 1 (the
     default) random for a random job and sequential otherwise, or named."""
-    advice = {"0": "none", "random": "random", "sequential": "sequential"}.get(value.lower())
+    advice = {"0": "none", "random": "random", "sequential": "sequential"}.get(value)
     if advice:
         return advice
     if value == "1":
@@ -734,9 +737,9 @@ def _overlap_pair(job_order, key, threads):
 def _sync_option(value):
     """fio's sync= (options.c): none/0, sync/1 (O_SYNC), dsync (O_DSYNC);
     True for either of the two, which make buffered writes synchronous."""
-    if value.lower() in ("none", "0"):
+    if value in ("none", "0"):  # strncmp: case counts
         return False
-    if value.lower() in ("sync", "1", "dsync"):
+    if value in ("sync", "1", "dsync"):
         return True
     raise SimulateError(f"simulate: sync={value}: allowed: none, 0, sync, 1, dsync")
 

@@ -712,3 +712,23 @@ def test_direct_after_buffered_wins_as_in_fio(tmp_path, mdsplit_module):
                                                    "direct=0: a buffered job's discard is not "
                                                    "emulated; allowed: direct=1 for jobs that "
                                                    "trim")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("RW=randwrite", "simulate: option 'RW' is not an fio option (names are case-sensitive); "
+                     "allowed: rw"),
+    ("rw=RandWrite", "simulate: rw=RandWrite: allowed: read, write, randread, randwrite, rw, "
+                     "readwrite, randrw, trim, randtrim, trimwrite, randtrimwrite"),
+    ("verify=1", "simulate: verify=1: unknown verify method"),
+    ("prioclass=idle", "simulate: prioclass=idle: not an integer"),
+    ("continue_on_error=IO", "simulate: continue_on_error=IO: allowed: none, 0, read, write, "
+                             "io, verify, all, 1"),
+])
+def test_names_and_values_fio_refuses_by_case_are_refused(tmp_path, mdsplit_module, body,
+                                                          message):
+    """fio compares option names and values case-sensitively (strcmp/strncmp), has no
+    verify=1, and prioclass is an integer; simulate ran all five."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=write\nsize=1m\n{body}\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert (p.returncode, p.stderr.strip()) == (2, message)
