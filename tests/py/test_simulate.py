@@ -732,3 +732,48 @@ def test_names_and_values_fio_refuses_by_case_are_refused(tmp_path, mdsplit_modu
     (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=write\nsize=1m\n{body}\n"))
     p = run_cli([str(tmp_path / "j.fio")])
     assert (p.returncode, p.stderr.strip()) == (2, message)
+
+
+@pytest.mark.parametrize("option", ["exitall", "max_latency=10ms"])
+def test_options_that_end_jobs_are_refused_by_name(tmp_path, mdsplit_module, option):
+    """exitall (ends the other jobs) and max_latency (fails the job) change the
+    I/O; they were accepted as reporting only."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{option}\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    name = option.split("=")[0]
+    assert (p.returncode, p.stderr.strip()) == (
+        2, f"simulate: option '{name}' is not supported in virtual time")
+
+
+def test_blockalign_turns_off_the_random_map_as_in_fio(tmp_path, mdsplit_module):
+    """A blockalign other than the smallest bs runs without the random map
+    (init.c fixup_options), as norandommap=1 does."""
+    write_stack(tmp_path)
+    base = "[j]\nrw=randwrite\nsize=1m\nbs=4k\nblockalign=8k\nmdsplit_stats=s{}.json\n"
+    (tmp_path / "a.fio").write_text(job_text(base.format("a")))
+    (tmp_path / "b.fio").write_text(job_text(base.format("b") + "norandommap=1\n"))
+    a, b = (simulate_job(tmp_path / f"{n}.fio")["jobs"][0]["write"] for n in "ab")
+    assert a == b
+    assert (tmp_path / "sa.json").read_text() == (tmp_path / "sb.json").read_text()
+
+
+def test_blockalign_of_a_sequential_job_is_ignored_as_in_fio(tmp_path, mdsplit_module):
+    """fio sets blockalign to the smallest bs for a job that is not random
+    (init.c fixup_options); simulate used it as the block size step."""
+    write_stack(tmp_path)
+    base = "[j]\nrw=write\nsize=1m\nbsrange=4k-16k\n"
+    (tmp_path / "a.fio").write_text(job_text(base + "blockalign=16k\n"))
+    (tmp_path / "b.fio").write_text(job_text(base))
+    a, b = (simulate_job(tmp_path / f"{n}.fio")["jobs"][0]["write"] for n in "ab")
+    assert a == b
+
+
+def test_iodepth_batch_submit_0_is_iodepth_as_in_fio(tmp_path, mdsplit_module):
+    """iodepth_batch_submit=0 submits iodepth at once (init.c fixup_options); it was 1."""
+    write_stack(tmp_path)
+    base = "[j]\nrw=randread\nsize=1m\niodepth=8\n"
+    (tmp_path / "a.fio").write_text(job_text(base + "iodepth_batch_submit=0\n"))
+    (tmp_path / "b.fio").write_text(job_text(base + "iodepth_batch_submit=8\n"))
+    a, b = (simulate_job(tmp_path / f"{n}.fio")["jobs"][0]["read"] for n in "ab")
+    assert a == b
