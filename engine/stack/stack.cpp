@@ -20,6 +20,7 @@
 #include "core/drivers/ram_backend.h"
 #include "core/drivers/timed_backend.h"
 #include "core/io_uring/buffered_io.h"
+#include "core/md/md_superblock.h"
 #include "core/md/raid5_device.h"
 #include "core/trace/blktrace_writer.h"
 #include "stack/device_safety.h"
@@ -111,6 +112,12 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         open_members_and_device(options, opened);
     } catch (...) {
         for (IoUringBackend* file : opened) file->undo_open();
+        if (md_.kept) {  // assembled, then not made after all: stopped cleanly
+            try {
+                stop_md_array(config_, md_, 0);
+            } catch (const std::exception&) {
+            }
+        }
         throw;
     }
 }
@@ -188,11 +195,29 @@ void Stack::open_members_and_device(const StackOptions& options,
                                                        make_devt(kMdMajor, 0), *members_.at(0));
             break;
         case DeviceKind::Raid5: {
+            // As md assembles the array from its members' superblocks
+            // (md_superblock.h): resynced after an unclean stop, a new
+            // member recovered, a faulty one kept out.
+            std::vector<sector_t> sizes;
+            for (auto& m : members_) sizes.push_back(m->capacity());
+            const uint32_t chunk_sectors = uint32_t(config.device.chunk_bytes >> kSectorShift);
+            const uint64_t member_bytes =
+                config.members.size() > 1
+                    ? uint64_t(Raid5Geometry::usable_sectors(sizes, chunk_sectors) /
+                               (config.members.size() - 1))
+                          << kSectorShift
+                    : 0;
+            md_ = assemble_md_array(config, member_bytes, options.writable);
             // Every member is opened; a failed one is never submitted to.
             std::vector<bool> failed;
-            for (const MemberConfig& m : config.members) failed.push_back(m.failed);
-            top_ = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
-                                                 members(), failed, config.device);
+            for (size_t i = 0; i < config.members.size(); i++)
+                failed.push_back(config.members[i].failed || md_.faulty[i]);
+            auto md = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
+                                                    members(), failed, config.device);
+            if (md_.kept)
+                md->set_member_failed_hook(
+                    [this](uint32_t member) { mark_member_faulty(config_, md_, member); });
+            top_ = std::move(md);
             break;
         }
     }
@@ -224,6 +249,15 @@ void Stack::open_members_and_device(const StackOptions& options,
 // flush_traces() (the engine's job end, the simulate runner); a destructor
 // must not throw it again (that was std::terminate, fio aborting).
 Stack::~Stack() {
+    // md's clean stop: the superblocks say clean (unless I/O is still in
+    // flight, which a clean stop never leaves).
+    if (md_.kept && top_ && !loop_.has_pending()) {
+        try {
+            stop_md_array(config_, md_, top_->failed_members());
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "%s\n", e.what());
+        }
+    }
     for (auto& sink : trace_sinks_) {
         try {
             sink->flush();
@@ -562,9 +596,14 @@ std::string Stack::member_failure_notice() const {
     }
     std::string where = config_.source.empty() ? "the stack config" : config_.source;
     line << " failed during this run (an I/O error; md_error) and the array went on without it: "
-            "its data is stale from then on, and no superblock here remembers it; allowed: "
-            "failed = true on that member in "
-         << where << " for the next runs, or new member files";
+            "its data is stale from then on";
+    if (md_.kept)  // md_superblock.h: the next runs assemble it as faulty
+        line << ", and its md superblock (xattr " << kMdSuperblockXattr
+             << ") keeps it out of the next runs; allowed: a new member file in its place, which "
+                "the next run that may write rebuilds (md's recovery)";
+    else
+        line << ", and no superblock here remembers it; allowed: failed = true on that member in "
+             << where << " for the next runs, or new member files";
     return line.str();
 }
 
@@ -584,6 +623,12 @@ std::string Stack::stats_json() const {
         j.field("fixed_buffer_ios", ring_->fixed_buffer_ios()).end_object();
     }
     page_cache_json(j);
+    if (config_.device.kind == DeviceKind::Raid5) {
+        // How the array was assembled from its superblocks (md_superblock.h).
+        j.key("md_assembly").begin_object().field("superblocks", md_.kept);
+        j.field("action", md_.action).field("resync_rows", md_.resync_rows);
+        j.field("recovered_rows", md_.recovered_rows).end_object();
+    }
     j.end_object();
     return j.str();
 }

@@ -14,6 +14,7 @@
 #include "core/block/block_layer.h"
 #include "core/block/member_queue.h"
 #include "core/drivers/io_uring_ring.h"
+#include "core/md/md_superblock.h"
 #include "core/trace/size_histogram.h"
 #include "core/trace/tracer.h"
 #include "stack/member_claim.h"
@@ -165,6 +166,7 @@ private:
     std::unique_ptr<BlockLayer> layer_;
     std::vector<std::unique_ptr<MemberQueue>> members_;
     std::unique_ptr<BlockDevice> top_;
+    MdAssembly md_;  // a raid5's superblocks, as assembly found them (md_superblock.h)
     std::vector<std::unique_ptr<TraceSink>> trace_sinks_;
     std::unique_ptr<BioBuilder> builder_;
     std::vector<BioPiece> pieces_;

@@ -88,6 +88,7 @@ void Raid5Device::md_error(uint32_t member) {
     if (member >= members_.size() || (failed_mask_ & bit(member))) return;
     failed_mask_ |= bit(member);
     counters_.members_failed++;
+    if (member_failed_hook_) member_failed_hook_(member);
 }
 
 void Raid5Device::assemble_failed(uint32_t member) {

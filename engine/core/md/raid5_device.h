@@ -27,6 +27,7 @@
 #include <bit>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -81,6 +82,11 @@ public:
     // Failed from the start (the array not yet used): never read, never
     // counted as failed while running.
     void assemble_failed(uint32_t member) override;
+    // Called as a member turns Faulty while running (md_error), where md
+    // records it in the other members' superblocks (md_update_sb).
+    void set_member_failed_hook(std::function<void(uint32_t)> hook) {
+        member_failed_hook_ = std::move(hook);
+    }
     int failed_count() const { return std::popcount(failed_mask_); }
     // More members Faulty than RAID5 survives: all I/O fails with EIO.
     // (Checked per bio: two bits set, without a popcount call.)
@@ -158,7 +164,8 @@ private:
     Raid5Geometry geometry_;
     uint64_t failed_mask_ = 0;      // Faulty members
     uint64_t failed_at_start_ = 0;  // those of them the config named failed
-    bool discard_safely_ = false;   // DeviceConfig::devices_handle_discard_safely
+    std::function<void(uint32_t)> member_failed_hook_;
+    bool discard_safely_ = false;  // DeviceConfig::devices_handle_discard_safely
     Counters counters_;
     Raid5StripeCache cache_;
     std::deque<StripeRequest> waiting_;  // requests of blocked submitters, in order

@@ -1,0 +1,85 @@
+// md's superblock for a RAID5 of member files, and what md does with it as
+// it assembles the array (drivers/md/md.c: super_1_load, analyze_sbs,
+// md_update_sb; raid5.c: raid5_run).
+//
+// md keeps on every member which array it belongs to (set_uuid), the
+// array's geometry, the member's role, and whether the array was stopped
+// cleanly (resync_offset = MaxSector) or is active. As it assembles, a
+// member of another array or in another role is not taken, an array that
+// was not stopped cleanly is resynced (parity computed again from the data:
+// the stripes a crash cut between a data write and its parity write), a new
+// disk in a member's role is recovered (its contents rebuilt from the
+// others), a member marked faulty stays out, and a dirty array that is also
+// degraded is refused ("cannot start dirty degraded array": its parity
+// cannot rebuild the missing member). A new array (`mdadm --create`) over
+// members that already hold data is resynced too.
+//
+// Here a member's data is the whole file, so the superblock lives in an
+// extended attribute of the file, user.mdsplit.md (one line of text). Only
+// arrays whose members are all regular files on a file system with user
+// extended attributes keep one; for others (block devices, ram and null
+// members) nothing is kept and the members are trusted as they are. The
+// resync and the recovery run at assembly, before the first I/O, with plain
+// reads and writes (raid5_resync.h): they cost no device time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/stack_config.h"
+
+namespace mdsplit {
+
+inline constexpr const char* kMdSuperblockXattr = "user.mdsplit.md";
+
+struct MdSuperblock {
+    enum class State { Clean, Active, Faulty };
+    std::string uuid;  // the array's set_uuid: 32 hex digits
+    uint32_t raid_disks = 0;
+    uint64_t chunk_bytes = 0;
+    Raid5Layout layout = Raid5Layout::LeftSymmetric;
+    uint32_t role = 0;  // the member's slot: its index in [[members]]
+    State state = State::Clean;
+
+    std::string format() const;
+    // nullopt for text that is no superblock of ours.
+    static std::optional<MdSuperblock> parse(const std::string& text);
+};
+
+// What assemble_md_array() found and did.
+struct MdAssembly {
+    bool kept = false;            // the array keeps superblocks (all members files with xattrs)
+    std::string action;           // "new", "clean", "resync", "recovery", "read-only", "none"
+    std::vector<bool> faulty;     // members the superblocks hold faulty: they stay out
+    uint64_t resync_rows = 0;     // chunk rows whose parity was written again
+    uint64_t recovered_rows = 0;  // chunk rows rebuilt onto a new member
+    std::string uuid;
+};
+
+/**
+ * assemble_md_array() - take a RAID5's members as md assembles them
+ * @config: the stack file (members, geometry, failed = true)
+ * @member_bytes: the bytes of each member the array uses (rows x chunk)
+ * @writable: the run may write; a read-only one changes nothing
+ *
+ * Reads each member's superblock, refuses what md would not assemble
+ * (std::runtime_error, one line naming the member and what is allowed),
+ * resyncs or recovers, and marks every member it takes active.
+ */
+MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable);
+
+/**
+ * mark_member_faulty() - md_error()'s md_update_sb(): member @member failed
+ * while running, and its superblock says so from now on
+ */
+void mark_member_faulty(const StackConfig& config, const MdAssembly& assembly, uint32_t member);
+
+/**
+ * stop_md_array() - the clean stop: superblocks say clean, and a member that
+ * failed while running (@failed bit i) says faulty
+ */
+void stop_md_array(const StackConfig& config, const MdAssembly& assembly, uint64_t failed);
+
+}  // namespace mdsplit

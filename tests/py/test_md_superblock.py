@@ -1,0 +1,185 @@
+"""md's superblock on a RAID5 of member files (engine/core/md/md_superblock.h):
+the array is assembled as md assembles it. A run killed outright leaves the
+array active and the next run that may write resyncs its parity (the write
+hole a SIGKILL cut); a new array over members that hold data is resynced; a
+new file in a member's place is rebuilt (recovery); a member that failed
+stays out of the next runs; what md would not assemble is refused with one
+line. Each case is checked through fio with the engine, with the parity
+checker and with fio's verify on the array degraded."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import write_job
+from harness import run_fio
+from harness.parity_check import check_parity
+
+CHUNK = 64 * 1024
+XATTR = "user.mdsplit.md"
+
+
+def stack(workdir, name="r5.toml", order=(0, 1, 2, 3), chunk="64k", failed=None, size="16m"):
+    text = f'[device]\nkind = "raid5"\nchunk = "{chunk}"\n'
+    for i in order:
+        text += f'[[members]]\npath = "m{i}.img"\nsize = "{size}"\n'
+        if failed == i:
+            text += "failed = true\n"
+    (workdir / name).write_text(text)
+    return name
+
+
+def job(engine, workdir, name, body, config="r5.toml"):
+    return write_job(workdir, name, (
+        f"[global]\nioengine=external:{engine}\nmdsplit_config={config}\nfilename=md0\n"
+        f"direct=1\nmdsplit_stats={name}.json\n[{name}]\n{body}"))
+
+
+WRITE = "rw=randwrite\nbs=4k\niodepth=16\nnumber_ios=2000\nverify=crc32c\nrandseed=7\n"
+VERIFY = WRITE + "verify_only=1\n"
+
+
+def assembly(workdir, name):
+    return json.loads((workdir / f"{name}.json").read_text())["md_assembly"]
+
+
+def members(workdir):
+    return [workdir / f"m{i}.img" for i in range(4)]
+
+
+def superblock(path) -> str:
+    return os.getxattr(path, XATTR).decode()
+
+
+@pytest.fixture
+def xattrs(workdir):
+    """Skips where this file system keeps no user extended attributes."""
+    probe = workdir / "xattr-probe"
+    probe.write_bytes(b"")
+    try:
+        os.setxattr(probe, "user.probe", b"1")
+    except OSError as e:
+        pytest.skip(f"no user xattrs on {workdir}: {e.strerror}")
+    finally:
+        probe.unlink()
+
+
+def test_a_new_array_on_empty_members_is_clean_and_marked(engine, workdir, xattrs):
+    """Fresh sparse members: no resync; each member's superblock names its role, clean after the run."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", WRITE + "do_verify=1\n"), timeout=60)
+    assert assembly(workdir, "w") == {"superblocks": True, "action": "new", "resync_rows": 0,
+                                      "recovered_rows": 0}
+    for i, m in enumerate(members(workdir)):
+        assert f" disks=4 chunk=65536 layout=2 role={i} state=clean" in superblock(m)
+
+
+def test_a_new_array_over_members_holding_data_is_resynced(engine, workdir, xattrs):
+    """Members full of random bytes: parity is computed first, so the array survives a failed member."""
+    for m in members(workdir):
+        m.write_bytes(os.urandom(16 << 20))
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", WRITE), timeout=60)
+    a = assembly(workdir, "w")
+    assert a["action"] == "new, resynced" and a["resync_rows"] == 256
+    assert check_parity(members(workdir), CHUNK, "left-symmetric") == []
+    stack(workdir, "r5f.toml", failed=3)
+    run_fio(job(engine, workdir, "v", VERIFY, config="r5f.toml"), timeout=60)
+
+
+def test_a_killed_run_leaves_the_array_active_and_the_next_writer_resyncs_it(engine, workdir,
+                                                                             xattrs):
+    """SIGKILL mid-write: superblocks say active; the next run that may write resyncs the parity."""
+    stack(workdir)
+    p = subprocess.Popen(["fio", "--output=/dev/null", str(job(
+        engine, workdir, "k", "thread=1\nrw=randwrite\nbsrange=4k-64k\niodepth=32\n"
+        "time_based=1\nruntime=60\n"))], cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    time.sleep(3)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    assert all("state=active" in superblock(m) for m in members(workdir))
+    run_fio(job(engine, workdir, "w", "rw=write\nbs=64k\nsize=64k\n"), timeout=60)
+    assert assembly(workdir, "w")["action"] == "resync"
+    assert check_parity(members(workdir), CHUNK, "left-symmetric") == []
+    assert all("state=clean" in superblock(m) for m in members(workdir))
+
+
+def test_a_dirty_array_is_not_started_degraded(engine, workdir, xattrs):
+    """Active superblocks (a killed run) and a failed member: refused, one line, nothing written."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", WRITE), timeout=60)
+    for m in members(workdir):
+        os.setxattr(m, XATTR, superblock(m).replace("state=clean", "state=active").encode())
+    stack(workdir, "r5f.toml", failed=1)
+    for name, body in (("v", VERIFY), ("r", "rw=read\nbs=64k\nsize=1m\n")):
+        r = run_fio(job(engine, workdir, name, body, config="r5f.toml"), check=False, timeout=60)
+        assert r.returncode != 0
+        line = [l for l in r.stderr.splitlines() if "cannot start dirty degraded array" in l]
+        assert len(line) == 1 and "r5f.toml: the array was not stopped cleanly" in line[0], r.stderr
+    assert all("state=active" in superblock(m) for m in members(workdir))
+
+
+def test_a_new_file_in_a_members_place_is_rebuilt(engine, workdir, xattrs):
+    """m2.img removed after a clean run: the next run recovers it, byte for byte."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", WRITE), timeout=60)
+    shutil.copy(workdir / "m2.img", workdir / "m2.before")
+    (workdir / "m2.img").unlink()
+    run_fio(job(engine, workdir, "v", VERIFY), timeout=60)
+    a = assembly(workdir, "v")
+    assert a["action"] == "recovery of members[2]" and a["recovered_rows"] > 0
+    assert (workdir / "m2.img").read_bytes() == (workdir / "m2.before").read_bytes()
+
+
+def test_a_member_that_failed_stays_out_of_the_next_runs(engine, workdir, xattrs):
+    """fail_nth fails m1 while writing; the next run leaves it out (faulty) and reads verify."""
+    stack(workdir)
+    text = (workdir / "r5.toml").read_text().replace(
+        'path = "m1.img"\nsize = "16m"\n', 'path = "m1.img"\nsize = "16m"\nfaults = { fail_nth = [50] }\n')
+    (workdir / "r5.toml").write_text(text)
+    r = run_fio(job(engine, workdir, "w", WRITE + "continue_on_error=all\n"), check=False,
+                timeout=60)
+    assert "members[1]" in r.stderr and "keeps it out of the next runs" in r.stderr
+    assert "state=faulty" in superblock(workdir / "m1.img")
+    stack(workdir)  # no faults, no failed = true: the superblock keeps m1 out
+    run_fio(job(engine, workdir, "v", VERIFY), timeout=60)
+    assert "state=faulty" in superblock(workdir / "m1.img")
+
+
+def test_members_in_another_order_are_refused(engine, workdir, xattrs):
+    """m1 and m0 swapped in the stack file: refused by the superblock's role, nothing written."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", WRITE), timeout=60)
+    before = [m.read_bytes() for m in members(workdir)]
+    stack(workdir, order=(1, 0, 2, 3))
+    r = run_fio(job(engine, workdir, "v", VERIFY), check=False, timeout=60)
+    assert r.returncode != 0
+    assert 'members[0] (' in r.stderr and "m1.img) is member 1 of its array" in r.stderr
+    assert "allowed: the members in their array order, or new member files" in r.stderr
+    assert [m.read_bytes() for m in members(workdir)] == before
+
+
+def test_another_chunk_size_is_refused(engine, workdir, xattrs):
+    """The same members with chunk 128k: refused, naming the geometry they were written with."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", WRITE), timeout=60)
+    stack(workdir, chunk="128k")
+    r = run_fio(job(engine, workdir, "v", "rw=read\nbs=64k\nsize=1m\n"), check=False, timeout=60)
+    assert r.returncode != 0
+    assert "was written as one of 4 members with chunk 65536 bytes" in r.stderr
+
+
+def test_two_new_members_are_refused(engine, workdir, xattrs):
+    """Two member files replaced at once: RAID5 rebuilds one; refused."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", WRITE), timeout=60)
+    (workdir / "m0.img").unlink()
+    (workdir / "m3.img").unlink()
+    r = run_fio(job(engine, workdir, "v", VERIFY), check=False, timeout=60)
+    assert r.returncode != 0
+    assert "2 members are new or failed in an array that survives one" in r.stderr
