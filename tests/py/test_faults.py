@@ -269,14 +269,14 @@ def test_raid5_one_faulty_member_full_verify_passes(engine, workdir, faults):
     # The one line the engine prints: m2 failed and is stale from now on.
     [notice] = result.mdsplit_errors()
     assert notice.startswith("mdsplit: md0: members[2] (")
-    assert "failed = true" in notice
+    assert "keeps it out of the next runs" in notice
 
 
 def test_raid5_member_failed_in_one_run_is_named_for_the_next(engine, workdir):
     # A member that failed in one run holds stale data afterwards; md keeps
-    # that in the other members' superblocks, the member files cannot, so the
-    # engine names the member and the TOML line that keeps it out, and a
-    # second run with that line reads back what the first wrote.
+    # that in the members' superblocks, and so does the engine (the member
+    # file's xattr, md_superblock.h): it names the member, and a second run
+    # that is not told reads back what the first wrote, without it.
     (workdir / "stack.toml").write_text(raid5_stack({1: "fail_nth = [10]"}, members=3))
     write = raid5_verify_job(engine, "w").replace("rw=randwrite", "rw=write").replace(
         "size=48m", "size=24m")
@@ -287,10 +287,10 @@ def test_raid5_member_failed_in_one_run_is_named_for_the_next(engine, workdir):
     assert notice == (
         f"mdsplit: md0: members[1] ({member}) failed during this run (an I/O error; "
         "md_error) and the array went on without it: its data is stale from then on, and "
-        "no superblock here remembers it; allowed: failed = true on that member in "
-        "stack.toml for the next runs, or new member files")
-    (workdir / "stack.toml").write_text(
-        raid5_stack({}, members=3).replace(f'path = "m1.img"', 'path = "m1.img"\nfailed = true'))
+        "its md superblock (xattr user.mdsplit.md) keeps it out of the next runs; allowed: a "
+        "new member file in its place, which the next run that may write rebuilds (md's "
+        "recovery)")
+    (workdir / "stack.toml").write_text(raid5_stack({}, members=3))
     check = raid5_verify_job(engine, "r").replace("rw=randwrite", "rw=write").replace(
         "size=48m", "size=24m")
     result = run_fio(write_job(workdir, "r.fio", check + "verify_only=1\n"), timeout=300)
