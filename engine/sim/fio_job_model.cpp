@@ -241,9 +241,12 @@ uint64_t block_size_of(const FioJobSpec& s, int d, uint64_t r) {
     }
     uint64_t lo = min_bs(s, d), hi = max_bs(s, d);
     if (hi <= lo) return lo;
-    uint64_t a = s.align[size_t(d)] ? s.align[size_t(d)] : lo;
-    uint64_t steps = (hi - lo) / a;
-    return lo + (r % (steps + 1)) * a;
+    // io_u.c get_next_buflen(): minbs + maxbs x a uniform fraction, rounded
+    // down to a multiple of minbs, at most maxbs (blockalign places offsets
+    // only; it is no size step).
+    uint64_t len = lo + uint64_t(double(hi) * (double(r >> 11) / double(uint64_t(1) << 53)));
+    len -= len % lo;
+    return std::min(len, hi);
 }
 
 // A sequential trimwrite job's write: fio seeds the write and trim block

@@ -68,7 +68,7 @@ struct FioJobSpec {
     uint32_t read_pct = 100;  // 100 = reads only, 0 = writes only (FioTrim::None only)
     FioTrim trim = FioTrim::None;
     // Per direction (FioDirection): a bssplit list, or one entry; with
-    // bs_max > the single entry's size, a uniform bsrange in multiples of align.
+    // bs_max > the single entry's size, a bsrange drawn as fio's get_next_buflen().
     std::array<std::vector<FioBlockSize>, kFioDirections> bs;
     std::array<uint64_t, kFioDirections> bs_max = {0, 0, 0};
     std::array<uint64_t, kFioDirections> align = {0, 0, 0};  // blockalign (0 = smallest bs)

@@ -777,3 +777,16 @@ def test_iodepth_batch_submit_0_is_iodepth_as_in_fio(tmp_path, mdsplit_module):
     (tmp_path / "b.fio").write_text(job_text(base + "iodepth_batch_submit=8\n"))
     a, b = (simulate_job(tmp_path / f"{n}.fio")["jobs"][0]["read"] for n in "ab")
     assert a == b
+
+
+def test_bsrange_sizes_are_drawn_as_fio_with_blockalign_placing_offsets_only(tmp_path,
+                                                                             mdsplit_module):
+    """bsrange=4k-16k, blockalign=16k: sizes 4k..16k averaging about 10 KiB, as fio's
+    get_next_buflen() (blockalign was taken as the size step: every I/O 4 KiB)."""
+    write_stack(tmp_path)
+    (tmp_path / "b.fio").write_text(job_text(
+        "[j]\nrw=randwrite\nbsrange=4k-16k\nblockalign=16k\nsize=4m\n"))
+    p = run_cli([str(tmp_path / "b.fio"), "--output-format", "json"])
+    assert p.returncode == 0, p.stderr
+    w = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]["write"]
+    assert 9 * 1024 < w["io_bytes"] / w["total_ios"] < 11 * 1024
