@@ -189,8 +189,10 @@ public:
                         u64(bs, w + "bs"), u64(iodepth, w + "iodepth"), u64(size, w + "size"),
                         u64(total, w + "total"), u64(offset, w + "offset"), u64(batch, w + "batch"),
                         u64(seed, w + "seed"));
-        WorkloadResult r =
-            interruptible([&] { return mdsplit::run_workload(*stack_, spec, python_interrupt()); });
+        WorkloadResult r = interruptible([&] {
+            py::gil_scoped_release release;  // other Python threads run meanwhile
+            return mdsplit::run_workload(*stack_, spec, python_interrupt());
+        });
         return io_tally_dict(r);
     }
 
@@ -216,8 +218,10 @@ public:
                 py_args::check_group_weight(a, specs[i].sched, specs[k].sched,
                                             "tasks[" + std::to_string(k) + "]");
         }
-        std::vector<WorkloadResult> results = interruptible(
-            [&] { return mdsplit::run_workloads(*stack_, specs, python_interrupt()); });
+        std::vector<WorkloadResult> results = interruptible([&] {
+            py::gil_scoped_release release;
+            return mdsplit::run_workloads(*stack_, specs, python_interrupt());
+        });
         py::list out;
         for (size_t k = 0; k < results.size(); k++) {
             py::dict d = io_tally_dict(results[k]);

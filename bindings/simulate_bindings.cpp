@@ -327,6 +327,7 @@ py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle 
     hooks.stack_done = &SimulatedStacks::done;
     hooks.ctx = &sim;
     std::vector<FioJobResult> results = interruptible([&] {
+        py::gil_scoped_release release;  // other Python threads run meanwhile
         return run_fio_jobs(sim.configs.size(), sim.clock, specs, hooks, python_interrupt());
     });
     py::list out;

@@ -115,3 +115,31 @@ def test_time_scale_runs_the_model_in_slow_motion(mdsplit_module):
     b = sim.run_workload("randread", 4096, iodepth=1, total=4096 * 100)
     assert b["elapsed_ns"] == pytest.approx(4 * a["elapsed_ns"], rel=1e-6)
     assert sim.stats()["time_scale"] == 4
+
+
+@pytest.mark.parametrize("call", ["run_workload", "run_workloads"])
+def test_long_runs_release_the_gil(mdsplit_module, call):
+    """Another Python thread keeps running while run_workload / run_workloads runs."""
+    import threading
+    sim = mdsplit_module.Simulation(
+        '[[members]]\nbackend = "ram"\nsize = "8m"\nmodel = "nvme"\n')
+    ticks, done = [0], threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks[0] += 1
+            done.wait(0.001)
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        before = ticks[0]
+        if call == "run_workload":
+            sim.run_workload("randread", 4096, iodepth=8, total=4096 * 200_000)
+        else:
+            sim.run_workloads([{"rw": "randread", "bs": 4096, "iodepth": 8,
+                                "total": 4096 * 200_000}])
+        during = ticks[0] - before
+    finally:
+        done.set()
+        t.join()
+    assert during >= 5, f"the other thread ran {during} times during the call"
