@@ -422,6 +422,13 @@ def _build_run(job_file, sections, seed, env, report):
             raise SimulateError(
                 f"mdsplit: mdsplit_stats={option} is {use}: the sidecar would replace it; "
                 "allowed: a file that no loop device or swap area uses", 1)
+        # mdsplit_setup (trace_file_at): a sidecar over a trace file of the run.
+        trace = "" if _sidecar_is_stream(m["stats"]) else \
+            _trace_file_at(stacks, stack_names, m["stats"])
+        if trace:
+            raise SimulateError(
+                f"mdsplit: mdsplit_stats={option} is {trace}: the sidecar would replace it; "
+                "allowed: a file that is not a trace file of the run", 1)
         # mdsplit_setup (check_sidecar_writable): no sidecar on a device or a directory.
         kind = _unwritable_kind(m["stats"])
         if kind:
@@ -434,6 +441,10 @@ def _build_run(job_file, sections, seed, env, report):
                 "--output): the sidecar would mix into it; allowed: another file or stream, such "
                 "as /dev/stderr", 1)
         if _sidecar_is_stream(m["stats"]):
+            if not os.access(m["stats"], os.W_OK):  # check_sidecar_writable(): a stream
+                raise SimulateError(
+                    f"mdsplit: mdsplit_stats={option}: cannot write it (Permission denied); "
+                    "allowed: a writable file or stream", 1)
             continue  # each job appends its own document
         first = sidecar_stack.setdefault(os.path.realpath(m["stats"]), (spec["stack"], spec["name"]))
         if first[0] != spec["stack"]:
@@ -443,6 +454,10 @@ def _build_run(job_file, sections, seed, env, report):
                 "its own, so one sidecar would overwrite the other; allowed: a file per job, or "
                 "thread=1 with the same mdsplit_config and filename (one shared device, one "
                 "sidecar)", 1)
+        if why := _sidecar_cannot_be_created(m["stats"]):
+            raise SimulateError(
+                f"mdsplit: mdsplit_stats={option}: cannot create it ({why}); allowed: a path in "
+                "a writable directory", 1)
     # mdsplit_setup (output_rival on mdsplit_trace): two stacks tracing into one directory
     # would truncate each other's blktrace files (both name members m0, ...).
     trace_stack = {}
@@ -660,6 +675,42 @@ def _unwritable_kind(path):
         return ""
     return ("a block device" if stat.S_ISBLK(mode) else "a directory" if stat.S_ISDIR(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "")
+
+
+def _trace_file_at(stacks, stack_names, path):
+    """The engine's trace_file_at(): "the trace file T of job J" when the
+    sidecar `path` is one of the blktrace files a stack of the run writes
+    (Stack::trace_paths: DIR/<filename>.blktrace.0, DIR/m<i>.blktrace.0), else ""."""
+    ident = _file_identity(path)
+    for st, (option, job) in zip(stacks, stack_names):
+        if not st["trace_dir"]:
+            continue
+        members = len(_stack_doc(st["config"]).get("members", []))
+        names = [f"{st['label']}.blktrace.0"] + [f"m{i}.blktrace.0" for i in range(members)]
+        for name in names:
+            trace = os.path.join(st["trace_dir"], name)
+            if _file_identity(trace) == ident:
+                return f"the trace file {os.path.join(option, name)} of job {job}"
+    return ""
+
+
+def _sidecar_cannot_be_created(path):
+    """The engine's check_sidecar_writable() for a file: its directory is
+    made and a probe file created beside it (then removed); the reason it
+    cannot be, "" when it can."""
+    target = os.path.realpath(path)
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+    except OSError:
+        pass  # as the engine: the probe below says why
+    try:
+        probe = f"{target}.mdsplit-probe.{os.getpid()}"
+        with open(probe, "w"):
+            pass
+        os.unlink(probe)
+    except OSError as e:
+        return e.strerror or str(e)
+    return ""
 
 
 def _input_at(jobs_info, path):

@@ -790,3 +790,27 @@ def test_bsrange_sizes_are_drawn_as_fio_with_blockalign_placing_offsets_only(tmp
     assert p.returncode == 0, p.stderr
     w = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]["write"]
     assert 9 * 1024 < w["io_bytes"] / w["total_ios"] < 11 * 1024
+
+
+def test_a_sidecar_that_cannot_be_created_is_refused_before_the_run(tmp_path, mdsplit_module):
+    """mdsplit_stats=afile/x.json under a regular file: the engine's line (row 110), before any
+    I/O (simulate ran the job, then failed on another line)."""
+    write_stack(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "s.fio").write_text(job_text("[j]\nrw=write\nsize=1m\nmdsplit_stats=afile/x.json\n"))
+    p = run_cli([str(tmp_path / "s.fio")])
+    assert (p.returncode, p.stderr.strip()) == (1, (
+        "mdsplit: mdsplit_stats=afile/x.json: cannot create it (Not a directory); allowed: a "
+        "path in a writable directory"))
+
+
+def test_a_sidecar_over_a_trace_file_of_the_run_is_refused(tmp_path, mdsplit_module):
+    """mdsplit_stats=tr/md0.blktrace.0 with mdsplit_trace=tr: the engine's line (row 177); the
+    sidecar used to replace the trace."""
+    write_stack(tmp_path)
+    (tmp_path / "t.fio").write_text(job_text(
+        "[j]\nrw=read\nsize=1m\nmdsplit_trace=tr\nmdsplit_stats=tr/md0.blktrace.0\n"))
+    p = run_cli([str(tmp_path / "t.fio")])
+    assert (p.returncode, p.stderr.strip()) == (1, (
+        "mdsplit: mdsplit_stats=tr/md0.blktrace.0 is the trace file tr/md0.blktrace.0 of job j: "
+        "the sidecar would replace it; allowed: a file that is not a trace file of the run"))
