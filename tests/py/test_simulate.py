@@ -814,3 +814,18 @@ def test_a_sidecar_over_a_trace_file_of_the_run_is_refused(tmp_path, mdsplit_mod
     assert (p.returncode, p.stderr.strip()) == (1, (
         "mdsplit: mdsplit_stats=tr/md0.blktrace.0 is the trace file tr/md0.blktrace.0 of job j: "
         "the sidecar would replace it; allowed: a file that is not a trace file of the run"))
+
+
+@pytest.mark.parametrize("option, said", [
+    ("loops=0", ""),
+    ("time_based=1", "fio: time_based requires a runtime/timeout setting"),
+])
+def test_options_fio_takes_as_one_size_bound_pass(tmp_path, mdsplit_module, option, said):
+    """loops=0, and time_based without a runtime (fio says so), run one size-bound pass as
+    fio does (backend.c keep_running, init.c fixup_options); simulate refused both."""
+    write_stack(tmp_path)
+    (tmp_path / "o.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{option}\n"))
+    p = run_cli([str(tmp_path / "o.fio"), "--output-format", "json"])
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip() == said
+    assert json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]["read"]["io_bytes"] == 1 << 20
