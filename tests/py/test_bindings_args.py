@@ -6,55 +6,15 @@ engine's refusals (groups, alignment, the device's end) made up front.
 What could exhaust memory runs in a child process with its address space
 limited (outcome(limit=...)), so that a regression fails its test instead of
 taking the machine's memory."""
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-RAM = '[[members]]\nbackend = "ram"\nsize = "1m"\n'
-RAM16 = '[[members]]\nbackend = "ram"\nsize = "16m"\n'
+from child_outcome import RAM, outcome, stack_file  # noqa: F401 (a fixture)
+
 BFQ = '[device]\nscheduler = "bfq"\n' + RAM
 
 
-def outcome(code: str, limit: int = 0, timeout: float = 120) -> str:
-    """Runs `code` in a child (`m` is the module, RAM and RAM16 stacks), its
-    address space limited to `limit` bytes more than it has (0: none); what
-    happened: "OK" (or "OK <repr>" of `result`) or "<ErrorType>: <message>"."""
-    script = (f"import sys, resource; sys.path.insert(0, {str(ROOT)!r})\n"
-              "from harness import paths; m = paths.import_mdsplit()\n"
-              f"RAM = {RAM!r}; RAM16 = {RAM16!r}\n"
-              f"if {limit}:\n"
-              "    vm = int(next(l for l in open('/proc/self/status') if l.startswith('VmSize'))"
-              ".split()[1]) << 10\n"
-              f"    resource.setrlimit(resource.RLIMIT_AS, (vm + {limit}, vm + {limit}))\n"
-              "result = None\n"
-              "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + "\n"
-              "    print('OK' if result is None else f'OK {result!r}')\n"
-              "except Exception as e:\n"
-              "    print(f'{type(e).__name__}: {e}')\n")
-    try:
-        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                           timeout=timeout, env=os.environ.copy())
-    except subprocess.TimeoutExpired:
-        return "timeout"
-    if r.returncode < 0:
-        return f"signal {-r.returncode}"
-    lines = r.stdout.strip().splitlines()
-    return lines[-1] if lines else r.stderr.strip()[-500:]
 
 
-@pytest.fixture
-def stack_file(tmp_path):
-    """A function writing a stack file (RAM unless given) and returning its path."""
-    def make(text=RAM, name="stack.toml"):
-        p = tmp_path / name
-        p.write_text(text)
-        return str(p)
-    return make
 
 
 def one_line_error(f, *args, **kwargs) -> str:

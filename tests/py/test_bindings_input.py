@@ -4,51 +4,17 @@ a crash, a hang, a wrapped value or a silently wrong result.
 
 What crashed or hung before it was refused runs in a child process (outcome()),
 so that a regression fails its test instead of taking pytest down."""
-import os
-import subprocess
-import sys
-import textwrap
 import threading
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-RAM = '[[members]]\nbackend = "ram"\nsize = "1m"\n'
+from child_outcome import RAM, outcome, stack_file  # noqa: F401 (a fixture)
 NULL = '[[members]]\nbackend = "null"\nsize = "1m"\n'
 BFQ = '[device]\nscheduler = "bfq"\n' + RAM
 
 
-def outcome(code: str, timeout: float = 60) -> str:
-    """Runs `code` in a child (`m` is the module); what happened: "OK" (or
-    "OK <repr>" of what the code put in `result`), "<ErrorType>: <message>",
-    "signal <n>" or "timeout"."""
-    script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-              "from harness import paths; m = paths.import_mdsplit()\n"
-              "result = None\n"
-              "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + "\n"
-              "    print('OK' if result is None else f'OK {result!r}')\n"
-              "except Exception as e:\n"
-              "    print(f'{type(e).__name__}: {e}')\n")
-    try:
-        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                           timeout=timeout, env=os.environ.copy())
-    except subprocess.TimeoutExpired:
-        return "timeout"
-    if r.returncode < 0:
-        return f"signal {-r.returncode}"
-    lines = r.stdout.strip().splitlines()
-    return lines[-1] if lines else r.stderr.strip()[-500:]
 
 
-@pytest.fixture
-def stack_file(tmp_path):
-    """A function writing a stack file (RAM unless given) and returning its path."""
-    def make(text=RAM, name="stack.toml"):
-        p = tmp_path / name
-        p.write_text(text)
-        return str(p)
-    return make
 
 
 def fio(path, job, **stack):

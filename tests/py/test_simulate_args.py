@@ -2,38 +2,20 @@
 run_fio() refuses a job file `run` refuses, run_simulated() takes one section
 as a str, and simulate names a job by its name where run_fio_jobs names it by
 its index."""
-import os
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from child_outcome import ROOT, outcome
+
 JOBS = ROOT / "jobs"
 
 STACK = '[[members]]\nbackend = "ram"\nsize = "1m"\n'
 
 
-def child(code: str, timeout: float = 30) -> str:
-    """Runs `code` in a child Python (the repository on its path); its last
-    line of output, "<ErrorType>: <message>" of what it raised, or "timeout"."""
-    script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-              "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + "\n"
-              "except Exception as e:\n"
-              "    print(f'{type(e).__name__}: {e}')\n")
-    try:
-        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                           timeout=timeout, env=os.environ.copy())
-    except subprocess.TimeoutExpired:
-        return "timeout"
-    lines = r.stdout.strip().splitlines()
-    return lines[-1] if lines else r.stderr.strip()[-500:]
-
-
 def test_run_fio_refuses_a_device_as_the_cli_does():
     """harness.run_fio('/dev/zero') is the CLI's one line (it hung, fio reading /dev/zero)."""
     # The timeout ends a fio that reads it after all (which kills fio).
-    r = child("from harness import run_fio\nrun_fio('/dev/zero', timeout=5)", timeout=60)
+    r = outcome("from harness import run_fio\nrun_fio('/dev/zero', timeout=5)", timeout=60)
     assert r == ("JobFileError: run: job file /dev/zero is not a regular file; allowed: a text "
                  "file")
 
