@@ -169,7 +169,9 @@ def parse_job_file(path, sections=None, env=None) -> JobFile:
     current = None
     for key, value in lines:
         if key == "[":
-            if value == "global":
+            # init.c __parse_jobs_ini(): any section whose name starts with
+            # "global" (strncmp, 6) is the global one.
+            if value.startswith("global"):
                 current = global_opts
             else:
                 opts = dict(global_opts)
@@ -188,6 +190,10 @@ def parse_job_file(path, sections=None, env=None) -> JobFile:
         # option in: of linked options (direct/buffered, rwmixread/rwmixwrite)
         # the later one wins (see last_of).
         current.pop(key, None)
+        if value is None and key not in STR_SET_OPTIONS:
+            # parse.c __handle_option(): only a FIO_OPT_STR_SET flag may stand alone.
+            raise JobFileError(f"simulate: option {key} requires an argument (fio: "
+                               f"\"Option {key} requires an argument\"); allowed: {key}=VALUE")
         current[key] = "1" if value is None else value
     if sections:
         names = {n for n, _ in raw_jobs}
@@ -288,7 +294,8 @@ def parse_int(key: str, value: str) -> int:
 # fio's FIO_OPT_STR_SET options (options.c): any integer, non-zero is true.
 # The others simulate reads as flags are FIO_OPT_BOOL: 0 or 1 (option_init).
 STR_SET_OPTIONS = {"thread", "time_based", "norandommap", "stonewall", "wait_for_previous",
-                   "new_group", "group_reporting", "exitall"}
+                   "new_group", "group_reporting", "exitall", "exitall_on_error", "bs_unaligned",
+                   "verify_only", "zero_buffers", "refill_buffers"}
 
 
 def _check_int(value: str):

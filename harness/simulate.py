@@ -234,14 +234,20 @@ def _build_run(job_file, sections, seed, env, report):
                                     "reference\")", 1)
             config_path = os.path.realpath(_resolve(base, config))
             label = o.get("filename", "")
-            if not label or ":" in label:
+            if not label:
+                # init.c add_job(): a job without filename= gets one file named
+                # after it, jobname.N.0 (N its subjob), or the job's name itself
+                # where that exists and is no regular file (exists_and_not_regfile).
+                named = os.path.join(base, job.name)
+                label = job.name if os.path.exists(named) and not os.path.isfile(named) \
+                    else f"{job.name}.{job.subjob}.0"
+            if ":" in label:
                 # The engine counts fio's files (td->files_index): str_filename_cb
                 # adds one per ':'-separated name up to the first empty one.
                 names = label.split(":")
                 files = names.index("") if "" in names else len(names)
                 raise SimulateError("mdsplit: filename must name exactly one virtual device "
-                                    f"(e.g. md0); got {files if label else 'none'}"
-                                    f"{' files' if label else ''}", 1)
+                                    f"(e.g. md0); got {files} files", 1)
             thread = parse_bool("thread", o.get("thread", "0"))
             gw_text = o.get("mdsplit_group_weight", "100")
             gw = int(gw_text) if gw_text.lstrip("-").isdigit() else 0

@@ -121,3 +121,22 @@ def test_integer_options_take_units_as_fio():
     assert parse_int("iodepth", "1k") == 1024
     with pytest.raises(JobFileError, match="not an integer"):
         parse_int("loops", "abc")
+
+
+def test_a_bare_option_that_is_no_flag_is_refused(tmp_path):
+    """`direct` alone: fio's 'Option direct requires an argument' (only FIO_OPT_STR_SET flags
+    may stand alone); simulate read it as direct=1."""
+    p = tmp_path / "b.fio"
+    p.write_text("[a]\ndirect\n")
+    with pytest.raises(JobFileError, match="option direct requires an argument"):
+        parse_job_file(p)
+    p.write_text("[a]\nnorandommap\nthread\n")
+    assert parse_job_file(p).jobs[0].options["norandommap"] == "1"
+
+
+def test_a_section_named_global_anything_is_the_global_one(tmp_path):
+    """[global-settings] holds global options, as fio's strncmp(name, "global", 6)."""
+    p = tmp_path / "g.fio"
+    p.write_text("[global-settings]\nbs=8k\n[a]\n")
+    jf = parse_job_file(p)
+    assert [j.name for j in jf.jobs] == ["a"] and jf.jobs[0].options["bs"] == "8k"

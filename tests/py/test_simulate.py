@@ -829,3 +829,15 @@ def test_options_fio_takes_as_one_size_bound_pass(tmp_path, mdsplit_module, opti
     assert p.returncode == 0, p.stderr
     assert p.stderr.strip() == said
     assert json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]["read"]["io_bytes"] == 1 << 20
+
+
+def test_a_job_without_filename_gets_fio_s_name_for_its_device(tmp_path, mdsplit_module):
+    """No filename=: the device is jobname.N.0 as fio names the job's file (init.c add_job),
+    subjob N of numjobs its own; simulate refused the job ('got none')."""
+    write_stack(tmp_path)
+    (tmp_path / "n.fio").write_text(job_text("[a]\nrw=read\nsize=1m\nmdsplit_stats=a.json\n")
+                                    .replace("filename=md0\n", ""))
+    p = run_cli([str(tmp_path / "n.fio")])
+    assert p.returncode == 0, p.stderr
+    devices = json.loads((tmp_path / "a.json").read_text())["devices"]
+    assert devices[0]["name"] == "a.0.0"
