@@ -112,12 +112,7 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         open_members_and_device(options, opened);
     } catch (...) {
         for (IoUringBackend* file : opened) file->undo_open();
-        if (md_.kept) {  // assembled, then not made after all: stopped cleanly
-            try {
-                stop_md_array(config_, md_, 0);
-            } catch (const std::exception&) {
-            }
-        }
+        if (md_.kept) stop_md_array(config_, md_, 0);  // assembled, not made: a clean stop
         throw;
     }
 }
@@ -215,8 +210,10 @@ void Stack::open_members_and_device(const StackOptions& options,
             auto md = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
                                                     members(), failed, config.device);
             if (md_.kept)
-                md->set_member_failed_hook(
-                    [this](uint32_t member) { mark_member_faulty(config_, md_, member); });
+                md->set_member_failed_hook([this](uint32_t member) {
+                    if (std::string e = mark_member_faulty(config_, md_, member); !e.empty())
+                        std::fprintf(stderr, "%s\n", e.c_str());
+                });
             top_ = std::move(md);
             break;
         }
@@ -251,13 +248,9 @@ void Stack::open_members_and_device(const StackOptions& options,
 Stack::~Stack() {
     // md's clean stop: the superblocks say clean (unless I/O is still in
     // flight, which a clean stop never leaves).
-    if (md_.kept && top_ && !loop_.has_pending()) {
-        try {
-            stop_md_array(config_, md_, top_->failed_members());
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "%s\n", e.what());
-        }
-    }
+    if (md_.kept && top_ && !loop_.has_pending())
+        if (std::string e = stop_md_array(config_, md_, top_->failed_members()); !e.empty())
+            std::fprintf(stderr, "%s\n", e.c_str());
     for (auto& sink : trace_sinks_) {
         try {
             sink->flush();
@@ -578,8 +571,12 @@ void Stack::take_member_failures(const MemberFailures& run) {
     MemberFailures::Identity id;
     for (size_t i = 0; i < config_.members.size(); i++)
         if (config_.members[i].backend == BackendKind::IoUring &&
-            MemberFailures::identity_of(config_.members[i].path, id) && run.failed(id))
+            MemberFailures::identity_of(config_.members[i].path, id) && run.failed(id)) {
             top_->assemble_failed(uint32_t(i));
+            // An earlier job's array failed it: stale for this one's writes too.
+            if (std::string e = mark_member_faulty(config_, md_, uint32_t(i)); !e.empty())
+                std::fprintf(stderr, "%s\n", e.c_str());
+        }
 }
 
 std::string Stack::member_failure_notice() const {
@@ -595,14 +592,18 @@ std::string Stack::member_failure_notice() const {
         sep = ", ";
     }
     std::string where = config_.source.empty() ? "the stack config" : config_.source;
-    line << " failed during this run (an I/O error; md_error) and the array went on without it: "
-            "its data is stale from then on";
-    if (md_.kept)  // md_superblock.h: the next runs assemble it as faulty
-        line << ", and its md superblock (xattr " << kMdSuperblockXattr
-             << ") keeps it out of the next runs; allowed: a new member file in its place, which "
+    line << " failed during this run (an I/O error; md_error) and the array went on without it";
+    if (md_.kept && md_.action == "read-only")
+        line << "; this run only read, so its data still matches the array's, and the next "
+                "runs take it back";
+    else if (md_.kept)  // md_superblock.h: assembled as faulty next
+        line << ": its data is stale from then on, and the array's md superblocks (xattr "
+             << kMdSuperblockXattr
+             << ") keep it out of the next runs; allowed: a new member file in its place, which "
                 "the next run that may write rebuilds (md's recovery)";
     else
-        line << ", and no superblock here remembers it; allowed: failed = true on that member in "
+        line << ": its data is stale from then on, and no superblock here remembers it; allowed: "
+                "failed = true on that member in "
              << where << " for the next runs, or new member files";
     return line.str();
 }

@@ -54,6 +54,7 @@ TEST(MdSuperblockTest, FormatParsesBack) {
     sb.layout = Raid5Layout::RightAsymmetric;
     sb.role = 3;
     sb.state = MdSuperblock::State::Faulty;
+    sb.faulty_roles = {1, 3};
     auto back = MdSuperblock::parse(sb.format());
     ASSERT_TRUE(back);
     EXPECT_EQ(back->format(), sb.format());

@@ -269,7 +269,7 @@ def test_raid5_one_faulty_member_full_verify_passes(engine, workdir, faults):
     # The one line the engine prints: m2 failed and is stale from now on.
     [notice] = result.mdsplit_errors()
     assert notice.startswith("mdsplit: md0: members[2] (")
-    assert "keeps it out of the next runs" in notice
+    assert "keep it out of the next runs" in notice
 
 
 def test_raid5_member_failed_in_one_run_is_named_for_the_next(engine, workdir):
@@ -287,9 +287,9 @@ def test_raid5_member_failed_in_one_run_is_named_for_the_next(engine, workdir):
     assert notice == (
         f"mdsplit: md0: members[1] ({member}) failed during this run (an I/O error; "
         "md_error) and the array went on without it: its data is stale from then on, and "
-        "its md superblock (xattr user.mdsplit.md) keeps it out of the next runs; allowed: a "
-        "new member file in its place, which the next run that may write rebuilds (md's "
-        "recovery)")
+        "the array's md superblocks (xattr user.mdsplit.md) keep it out of the next runs; "
+        "allowed: a new member file in its place, which the next run that may write rebuilds "
+        "(md's recovery)")
     (workdir / "stack.toml").write_text(raid5_stack({}, members=3))
     check = raid5_verify_job(engine, "r").replace("rw=randwrite", "rw=write").replace(
         "size=48m", "size=24m")

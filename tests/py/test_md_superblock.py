@@ -55,6 +55,26 @@ def superblock(path) -> str:
     return os.getxattr(path, XATTR).decode()
 
 
+def kill_with_jobs(p):
+    """SIGKILL fio and its job processes (each in a session of its own)."""
+    def children(pid):
+        out = []
+        for d in os.listdir("/proc"):
+            try:
+                if d.isdigit() and int(open(f"/proc/{d}/stat").read().rsplit(") ", 1)[1]
+                                       .split()[1]) == pid:
+                    out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+        return out
+    for pid in children(p.pid) + [p.pid]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    p.wait()
+
+
 @pytest.fixture
 def xattrs(workdir):
     """Skips where this file system keeps no user extended attributes."""
@@ -120,7 +140,8 @@ def test_a_dirty_array_is_not_started_degraded(engine, workdir, xattrs):
         r = run_fio(job(engine, workdir, name, body, config="r5f.toml"), check=False, timeout=60)
         assert r.returncode != 0
         line = [l for l in r.stderr.splitlines() if "cannot start dirty degraded array" in l]
-        assert len(line) == 1 and "r5f.toml: the array was not stopped cleanly" in line[0], r.stderr
+        assert len(line) == 1 and "r5f.toml: members[1] (" in line[0], r.stderr
+        assert "m1.img) out: the array was not stopped cleanly" in line[0]
     assert all("state=active" in superblock(m) for m in members(workdir))
 
 
@@ -144,7 +165,7 @@ def test_a_member_that_failed_stays_out_of_the_next_runs(engine, workdir, xattrs
     (workdir / "r5.toml").write_text(text)
     r = run_fio(job(engine, workdir, "w", WRITE + "continue_on_error=all\n"), check=False,
                 timeout=60)
-    assert "members[1]" in r.stderr and "keeps it out of the next runs" in r.stderr
+    assert "members[1]" in r.stderr and "keep it out of the next runs" in r.stderr
     assert "state=faulty" in superblock(workdir / "m1.img")
     stack(workdir)  # no faults, no failed = true: the superblock keeps m1 out
     run_fio(job(engine, workdir, "v", VERIFY), timeout=60)
@@ -182,4 +203,61 @@ def test_two_new_members_are_refused(engine, workdir, xattrs):
     (workdir / "m3.img").unlink()
     r = run_fio(job(engine, workdir, "v", VERIFY), check=False, timeout=60)
     assert r.returncode != 0
-    assert "2 members are new or failed in an array that survives one" in r.stderr
+    assert "m0.img), members[3] (" in r.stderr
+    assert "are new (no md superblock, xattr user.mdsplit.md) or failed in an array that " \
+           "survives one" in r.stderr
+
+
+def test_a_member_failed_in_the_stack_file_stays_out_after_a_run_that_wrote(engine, workdir,
+                                                                           xattrs):
+    """failed = true on m2 while writing new data: m2 is stale, so the next run without that
+    line still leaves it out (it came back as in sync, its old data read)."""
+    stack(workdir)
+    pattern = "rw=write\nsize=40m\nverify=pattern\nverify_pattern={}\n"
+    run_fio(job(engine, workdir, "a", pattern.format("0xaa")), timeout=60)
+    stack(workdir, "r5f.toml", failed=2)
+    run_fio(job(engine, workdir, "b", pattern.format("0xbb"), config="r5f.toml"), timeout=60)
+    assert "state=faulty" in superblock(workdir / "m2.img")
+    assert all(" faulty=2" in superblock(m) for m in members(workdir))
+    run_fio(job(engine, workdir, "c", pattern.format("0xbb") + "verify_only=1\n"), timeout=60)
+    assert assembly(workdir, "c")["action"] == "clean"
+
+
+def test_a_member_an_earlier_job_failed_is_faulty_before_the_writer_runs(engine, workdir,
+                                                                       xattrs):
+    """A reader's array fails m1 (fail_nth); the writer after it takes m1 as failed and the
+    superblocks say so at once, so a kill mid-write cannot bring m1 back by a resync."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", "rw=write\nsize=40m\n"), timeout=60)
+    text = (workdir / "r5.toml").read_text().replace(
+        'path = "m1.img"\nsize = "16m"\n', 'path = "m1.img"\nsize = "16m"\nfaults = { fail_nth = [20] }\n')
+    (workdir / "fault.toml").write_text(text)
+    two = write_job(workdir, "two.fio", (
+        f"[global]\nioengine=external:{engine}\nfilename=md0\ndirect=1\nbs=64k\n"
+        "[r]\nmdsplit_config=fault.toml\nrw=read\nsize=8m\ncontinue_on_error=all\n"
+        "[w]\nstonewall\nmdsplit_config=r5.toml\nrw=write\nsize=40m\nrate=4m\n"))
+    p = subprocess.Popen(["fio", "--output=/dev/null", str(two)], cwd=workdir,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while "state=faulty" not in superblock(workdir / "m1.img"):
+        assert time.monotonic() < deadline and p.poll() is None, "m1 never marked faulty"
+        time.sleep(0.05)
+    time.sleep(1)
+    kill_with_jobs(p)
+    assert all(" faulty=1" in superblock(m) for m in members(workdir))
+    r = run_fio(job(engine, workdir, "x", "rw=write\nsize=64k\n"), check=False, timeout=60)
+    assert "cannot start dirty degraded array" in r.stderr and "members[1]" in r.stderr
+
+
+@pytest.mark.parametrize("value", [b"x" * 300, b"mdsplit-md 2 something"])
+def test_an_xattr_this_version_cannot_read_is_refused(engine, workdir, xattrs, value):
+    """A foreign or over-long user.mdsplit.md: one line naming the member (it turned
+    superblocks off, or made the member a new disk to rebuild over)."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", "rw=write\nsize=1m\n"), timeout=60)
+    os.setxattr(workdir / "m0.img", XATTR, value)
+    r = run_fio(job(engine, workdir, "v", "rw=write\nsize=1m\n"), check=False, timeout=60)
+    assert r.returncode != 0
+    line = [l for l in r.stderr.splitlines() if l.startswith("mdsplit:")][0]
+    assert "members[0] (" in line and "its xattr user.mdsplit.md" in line, r.stderr
+    assert "allowed: the xattr removed" in line

@@ -27,24 +27,53 @@ const char* state_name(MdSuperblock::State s) {
     return "?";
 }
 
-// The member's superblock; nullopt when it has none of ours. errno_out:
-// ENOTSUP (or another errno) when the file system keeps no user xattrs.
-std::optional<MdSuperblock> load_superblock(const std::string& path, int& unsupported) {
-    char buf[256];
-    ssize_t n = ::getxattr(path.c_str(), kMdSuperblockXattr, buf, sizeof buf - 1);
-    if (n < 0) {
-        if (errno != ENODATA) unsupported = errno;
-        return std::nullopt;
+std::string member_name(const StackConfig& config, size_t i) {
+    return "members[" + std::to_string(i) + "] (" + config.members[i].path + ")";
+}
+
+[[noreturn]] void refuse(const StackConfig& config, const std::string& why,
+                         const std::string& allowed) {
+    std::string where = config.source.empty() ? "raid5" : config.source;
+    throw std::runtime_error("mdsplit: " + where + ": " + why + "; allowed: " + allowed);
+}
+
+// What a member's xattr holds.
+struct Loaded {
+    std::optional<MdSuperblock> sb;  // ours, parsed
+    bool none = false;               // no such xattr: a new disk
+    bool unsupported = false;        // the file system keeps no user xattrs
+};
+
+// The member's superblock. One that is there but is none this version
+// reads (too long, another format) is refused: taken as a new disk it
+// would be rebuilt over.
+Loaded load_superblock(const StackConfig& config, size_t i) {
+    Loaded l;
+    char buf[1024];
+    ssize_t n = ::getxattr(config.members[i].path.c_str(), kMdSuperblockXattr, buf, sizeof buf);
+    if (n < 0 && errno == ENODATA) {
+        l.none = true;
+        return l;
     }
-    return MdSuperblock::parse(std::string(buf, size_t(n)));
+    if (n < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP)) {
+        l.unsupported = true;
+        return l;
+    }
+    std::string why = n < 0 ? std::string("cannot be read: ") + std::strerror(errno)
+                            : "is no md superblock this version reads";
+    if (n >= 0) l.sb = MdSuperblock::parse(std::string(buf, size_t(n)));
+    if (!l.sb)
+        refuse(config, member_name(config, i) + ": its xattr " + kMdSuperblockXattr + " " + why,
+               "the xattr removed (setfattr -x " + std::string(kMdSuperblockXattr) +
+                   ", which makes the file a new member), or new member files");
+    return l;
 }
 
 void store_superblock(const std::string& path, const MdSuperblock& sb) {
     std::string text = sb.format();
     if (::setxattr(path.c_str(), kMdSuperblockXattr, text.data(), text.size(), 0) != 0)
-        throw std::runtime_error("mdsplit: raid5 assembly: " + path + ": cannot write its md " +
-                                 "superblock (xattr " + kMdSuperblockXattr +
-                                 "): " + std::strerror(errno));
+        throw std::runtime_error("mdsplit: raid5: " + path + ": cannot write its md superblock " +
+                                 "(xattr " + kMdSuperblockXattr + "): " + std::strerror(errno));
 }
 
 std::string new_uuid() {
@@ -58,12 +87,7 @@ std::string new_uuid() {
     return s.str();
 }
 
-std::string member_name(const StackConfig& config, size_t i) {
-    return "members[" + std::to_string(i) + "] (" + config.members[i].path + ")";
-}
-
-// Whether every member is a regular file (or not there yet, as a new file
-// is made before assembly): only those keep a superblock.
+// Whether every member is a regular file: only those keep a superblock.
 bool all_files(const StackConfig& config) {
     for (const MemberConfig& m : config.members) {
         if (m.backend != BackendKind::IoUring) return false;
@@ -73,28 +97,56 @@ bool all_files(const StackConfig& config) {
     return true;
 }
 
+std::string names_of(const StackConfig& config, const std::vector<size_t>& members) {
+    std::string out;
+    for (size_t i : members) out += (out.empty() ? "" : ", ") + member_name(config, i);
+    return out;
+}
+
+// Member i's superblock in the array `assembly` took, in `state`.
 MdSuperblock superblock_of(const StackConfig& config, const MdAssembly& assembly, size_t i,
-                           MdSuperblock::State state);
+                           MdSuperblock::State state) {
+    MdSuperblock sb;
+    sb.uuid = assembly.uuid;
+    sb.raid_disks = uint32_t(config.members.size());
+    sb.chunk_bytes = config.device.chunk_bytes;
+    sb.layout = config.device.layout;
+    sb.role = uint32_t(i);
+    sb.state = assembly.faulty[i] ? MdSuperblock::State::Faulty : state;
+    for (size_t k = 0; k < assembly.faulty.size(); k++)
+        if (assembly.faulty[k]) sb.faulty_roles.push_back(uint32_t(k));
+    return sb;
+}
+
+// md_update_sb(): every member's superblock written, the array `state`
+// (a faulty member says faulty). Returns what could not be written.
+std::string update_superblocks(const StackConfig& config, const MdAssembly& assembly,
+                               MdSuperblock::State state) noexcept {
+    std::string failed;
+    for (size_t i = 0; i < config.members.size(); i++) {
+        try {
+            store_superblock(config.members[i].path, superblock_of(config, assembly, i, state));
+        } catch (const std::exception& e) {
+            // A failed member's own may fail (a dead disk); the others list it.
+            if (failed.empty()) failed = e.what();
+        }
+    }
+    return failed;
+}
 
 const char* const kDirtyDegraded =
     "the array was not stopped cleanly (its last run was killed) and is degraded: its parity "
     "cannot be trusted to rebuild a member (md: cannot start dirty degraded array)";
-const char* const kDirtyDegradedAllowed =
-    "all its members as they were in a run that may write, so that its parity is resynced, or "
-    "new member files";
-
-[[noreturn]] void refuse(const StackConfig& config, const std::string& why,
-                         const std::string& allowed) {
-    std::string where = config.source.empty() ? "raid5" : config.source;
-    throw std::runtime_error("mdsplit: " + where + ": " + why + "; allowed: " + allowed);
-}
 
 }  // namespace
 
 std::string MdSuperblock::format() const {
     std::ostringstream s;
     s << "mdsplit-md 1 uuid=" << uuid << " disks=" << raid_disks << " chunk=" << chunk_bytes
-      << " layout=" << int(layout) << " role=" << role << " state=" << state_name(state);
+      << " layout=" << int(layout) << " role=" << role << " state=" << state_name(state)
+      << " faulty=";
+    if (faulty_roles.empty()) s << "-";
+    for (size_t k = 0; k < faulty_roles.size(); k++) s << (k ? "," : "") << faulty_roles[k];
     return s.str();
 }
 
@@ -103,7 +155,7 @@ std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text) {
     std::string magic, version;
     if (!(in >> magic >> version) || magic != "mdsplit-md" || version != "1") return std::nullopt;
     MdSuperblock sb;
-    bool have[6] = {};
+    bool have[7] = {};
     for (std::string field; in >> field;) {
         size_t eq = field.find('=');
         if (eq == std::string::npos) return std::nullopt;
@@ -131,6 +183,13 @@ std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text) {
                 else
                     return std::nullopt;
                 have[5] = true;
+            } else if (key == "faulty") {
+                if (value != "-") {
+                    std::istringstream roles(value);
+                    for (std::string r; std::getline(roles, r, ',');)
+                        sb.faulty_roles.push_back(uint32_t(std::stoul(r)));
+                }
+                have[6] = true;
             } else {
                 return std::nullopt;
             }
@@ -151,25 +210,25 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
         a.action = "none";
         return a;
     }
-    int unsupported = 0;
-    std::vector<std::optional<MdSuperblock>> sbs;
-    for (const MemberConfig& m : config.members)
-        sbs.push_back(load_superblock(m.path, unsupported));
-    if (unsupported) {  // no user xattrs here: nothing can be kept
-        a.action = "none";
-        return a;
+    std::vector<Loaded> loaded;
+    for (size_t i = 0; i < n; i++) {
+        loaded.push_back(load_superblock(config, i));
+        if (loaded.back().unsupported) {  // no user xattrs here: nothing can be kept
+            a.action = "none";
+            return a;
+        }
     }
     a.kept = true;
     // The array the members say they belong to: the first superblock's.
     const MdSuperblock* first = nullptr;
-    for (const auto& sb : sbs)
-        if (sb && !first) first = &*sb;
+    for (const Loaded& l : loaded)
+        if (l.sb && !first) first = &*l.sb;
     std::vector<size_t> fresh;  // members with no superblock: new disks
     bool dirty = false;
     if (first) {
         a.uuid = first->uuid;
         for (size_t i = 0; i < n; i++) {
-            const auto& sb = sbs[i];
+            const auto& sb = loaded[i].sb;
             if (!sb) {
                 fresh.push_back(i);
                 continue;
@@ -194,10 +253,15 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
                        member_name(config, i) + " is member " + std::to_string(sb->role) +
                            " of its array (its md superblock, xattr " + kMdSuperblockXattr + ")",
                        "the members in their array order, or new member files");
-            a.faulty[i] = sb->state == MdSuperblock::State::Faulty;
+            // Faulty by its own superblock or by any other's list.
+            a.faulty[i] = a.faulty[i] || sb->state == MdSuperblock::State::Faulty;
+            for (uint32_t r : sb->faulty_roles)
+                if (r < n) a.faulty[r] = true;
             dirty = dirty || sb->state == MdSuperblock::State::Active;
         }
     }
+    // A new disk in a faulty member's place is a new disk.
+    for (size_t i : fresh) a.faulty[i] = false;
     std::vector<size_t> out;  // members the array runs without
     for (size_t i = 0; i < n; i++)
         if (config.members[i].failed || a.faulty[i]) out.push_back(i);
@@ -207,11 +271,11 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             if (!config.members[i].failed) a.faulty[i] = true, out.push_back(i);
         if (out.size() > 1)
             refuse(config,
-                   std::to_string(out.size()) +
-                       " members are new or failed in an array that "
-                       "survives one",
+                   names_of(config, out) + " are new or failed in an array that survives one",
                    "one new or failed member at a time, or new files for all (a new array)");
-        if (dirty && !out.empty()) refuse(config, kDirtyDegraded, kDirtyDegradedAllowed);
+        if (dirty && !out.empty())
+            refuse(config, names_of(config, out) + " out: " + kDirtyDegraded,
+                   "new member files (a new array)");
         return a;
     }
     Raid5Geometry geometry(uint32_t(n), uint32_t(config.device.chunk_bytes >> kSectorShift),
@@ -231,15 +295,16 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
         std::vector<size_t> rebuild;
         for (size_t i : fresh)
             if (!config.members[i].failed) rebuild.push_back(i);
-        if (rebuild.size() + out.size() > 1)
+        std::vector<size_t> missing = out;
+        missing.insert(missing.end(), rebuild.begin(), rebuild.end());
+        if (missing.size() > 1)
             refuse(config,
-                   std::to_string(rebuild.size() + out.size()) +
-                       " members are new or failed in an array that survives one (a new file "
-                       "has no md superblock, xattr " +
-                       kMdSuperblockXattr + ")",
+                   names_of(config, missing) + " are new (no md superblock, xattr " +
+                       kMdSuperblockXattr + ") or failed in an array that survives one",
                    "one new or failed member at a time, or new files for all (a new array)");
-        if (dirty && (!out.empty() || !rebuild.empty()))
-            refuse(config, kDirtyDegraded, kDirtyDegradedAllowed);
+        if (dirty && !missing.empty())
+            refuse(config, names_of(config, missing) + " out: " + kDirtyDegraded,
+                   "new member files (a new array)");
         if (dirty) {
             a.resync_rows = raid5_resync(paths, geometry, member_bytes);
             a.action = "resync";
@@ -251,49 +316,40 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             a.action = "clean";
         }
     }
-    // Active from here to the clean stop: a run killed meanwhile leaves it so.
+    // A member the stack file fails sits out a run that writes: from here on
+    // it is stale, and every superblock says so.
     for (size_t i = 0; i < n; i++)
-        if (!config.members[i].failed)
-            store_superblock(config.members[i].path,
-                             superblock_of(config, a, i,
-                                           a.faulty[i] ? MdSuperblock::State::Faulty
-                                                       : MdSuperblock::State::Active));
+        if (config.members[i].failed) a.faulty[i] = true;
+    // Active from here to the clean stop: a run killed meanwhile leaves it so.
+    std::string failed = update_superblocks(config, a, MdSuperblock::State::Active);
+    if (!failed.empty()) {
+        // A member in the array whose superblock cannot say active would be
+        // taken as clean after a kill: refused (a faulty one's may fail).
+        for (size_t i = 0; i < n; i++) {
+            if (a.faulty[i]) continue;
+            Loaded l = load_superblock(config, i);
+            if (!l.sb || l.sb->state != MdSuperblock::State::Active || l.sb->uuid != a.uuid)
+                throw std::runtime_error(failed);
+        }
+    }
     return a;
 }
 
-namespace {
-// Member i's superblock in the array `assembly` took, in `state`.
-MdSuperblock superblock_of(const StackConfig& config, const MdAssembly& assembly, size_t i,
-                           MdSuperblock::State state) {
-    MdSuperblock sb;
-    sb.uuid = assembly.uuid;
-    sb.raid_disks = uint32_t(config.members.size());
-    sb.chunk_bytes = config.device.chunk_bytes;
-    sb.layout = config.device.layout;
-    sb.role = uint32_t(i);
-    sb.state = state;
-    return sb;
-}
-}  // namespace
-
-void mark_member_faulty(const StackConfig& config, const MdAssembly& assembly, uint32_t member) {
+std::string mark_member_faulty(const StackConfig& config, MdAssembly& assembly,
+                               uint32_t member) noexcept {
     if (!assembly.kept || assembly.action == "read-only" || member >= config.members.size() ||
-        config.members[member].failed)
-        return;
-    store_superblock(config.members[member].path,
-                     superblock_of(config, assembly, member, MdSuperblock::State::Faulty));
+        assembly.faulty[member])
+        return "";
+    assembly.faulty[member] = true;
+    return update_superblocks(config, assembly, MdSuperblock::State::Active);
 }
 
-void stop_md_array(const StackConfig& config, const MdAssembly& assembly, uint64_t failed) {
-    if (!assembly.kept || assembly.action == "read-only") return;
-    for (size_t i = 0; i < config.members.size(); i++) {
-        if (config.members[i].failed) continue;
-        bool faulty = (failed >> i & 1) || assembly.faulty[i];
-        store_superblock(
-            config.members[i].path,
-            superblock_of(config, assembly, i,
-                          faulty ? MdSuperblock::State::Faulty : MdSuperblock::State::Clean));
-    }
+std::string stop_md_array(const StackConfig& config, MdAssembly& assembly,
+                          uint64_t failed) noexcept {
+    if (!assembly.kept || assembly.action == "read-only") return "";
+    for (size_t i = 0; i < config.members.size(); i++)
+        if (failed >> i & 1) assembly.faulty[i] = true;
+    return update_superblocks(config, assembly, MdSuperblock::State::Clean);
 }
 
 }  // namespace mdsplit

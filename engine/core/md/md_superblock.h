@@ -42,6 +42,10 @@ struct MdSuperblock {
     Raid5Layout layout = Raid5Layout::LeftSymmetric;
     uint32_t role = 0;  // the member's slot: its index in [[members]]
     State state = State::Clean;
+    // The roles the array runs without (md's dev_roles of every superblock
+    // mark a failed member; here each member lists them): a member stays
+    // out when any superblock names it, even one that could not be written.
+    std::vector<uint32_t> faulty_roles;
 
     std::string format() const;
     // nullopt for text that is no superblock of ours.
@@ -72,14 +76,22 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
 
 /**
  * mark_member_faulty() - md_error()'s md_update_sb(): member @member failed
- * while running, and its superblock says so from now on
+ * while running (or an earlier job of the run failed it), and every
+ * superblock says so from now on
+ *
+ * Never throws (it runs on the I/O path): returns what could not be
+ * written, "" when all was.
  */
-void mark_member_faulty(const StackConfig& config, const MdAssembly& assembly, uint32_t member);
+std::string mark_member_faulty(const StackConfig& config, MdAssembly& assembly,
+                               uint32_t member) noexcept;
 
 /**
- * stop_md_array() - the clean stop: superblocks say clean, and a member that
- * failed while running (@failed bit i) says faulty
+ * stop_md_array() - the clean stop: superblocks say clean, listing the
+ * members that failed (@failed bit i, and those already faulty)
+ *
+ * Writes every member it can; returns what could not be written, "" when all was.
  */
-void stop_md_array(const StackConfig& config, const MdAssembly& assembly, uint64_t failed);
+std::string stop_md_array(const StackConfig& config, MdAssembly& assembly,
+                          uint64_t failed) noexcept;
 
 }  // namespace mdsplit
