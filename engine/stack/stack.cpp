@@ -190,25 +190,19 @@ void Stack::open_members_and_device(const StackOptions& options,
                                                        make_devt(kMdMajor, 0), *members_.at(0));
             break;
         case DeviceKind::Raid5: {
+            // Every member is opened; a failed one is never submitted to.
+            std::vector<bool> failed;
+            for (const MemberConfig& m : config.members) failed.push_back(m.failed);
+            auto md = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
+                                                    members(), failed, config.device);
             // As md assembles the array from its members' superblocks
             // (md_superblock.h): resynced after an unclean stop, a new
             // member recovered, a faulty one kept out.
-            std::vector<sector_t> sizes;
-            for (auto& m : members_) sizes.push_back(m->capacity());
-            const uint32_t chunk_sectors = uint32_t(config.device.chunk_bytes >> kSectorShift);
-            const uint64_t member_bytes =
-                config.members.size() > 1
-                    ? uint64_t(Raid5Geometry::usable_sectors(sizes, chunk_sectors) /
-                               (config.members.size() - 1))
-                          << kSectorShift
-                    : 0;
-            md_ = assemble_md_array(config, member_bytes, options.writable);
-            // Every member is opened; a failed one is never submitted to.
-            std::vector<bool> failed;
+            const uint64_t data_disks = md->geometry().data_disks();
+            md_ = assemble_md_array(config, (md->capacity() / data_disks) << kSectorShift,
+                                    options.writable);
             for (size_t i = 0; i < config.members.size(); i++)
-                failed.push_back(config.members[i].failed || md_.faulty[i]);
-            auto md = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
-                                                    members(), failed, config.device);
+                if (md_.faulty[i]) md->assemble_failed(uint32_t(i));
             if (md_.kept)
                 md->set_member_failed_hook([this](uint32_t member) {
                     if (std::string e = mark_member_faulty(config_, md_, member); !e.empty())
@@ -593,7 +587,7 @@ std::string Stack::member_failure_notice() const {
     }
     std::string where = config_.source.empty() ? "the stack config" : config_.source;
     line << " failed during this run (an I/O error; md_error) and the array went on without it";
-    if (md_.kept && md_.action == "read-only")
+    if (md_.kept && md_.read_only)
         line << "; this run only read, so its data still matches the array's, and the next "
                 "runs take it back";
     else if (md_.kept)  // md_superblock.h: assembled as faulty next

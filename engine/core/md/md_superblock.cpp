@@ -118,20 +118,27 @@ MdSuperblock superblock_of(const StackConfig& config, const MdAssembly& assembly
     return sb;
 }
 
+// What update_superblocks() could not write.
+struct Unwritten {
+    std::string first_error;  // "" when every superblock was written
+    bool in_array = false;    // one of them a member the array runs with
+};
+
 // md_update_sb(): every member's superblock written, the array `state`
-// (a faulty member says faulty). Returns what could not be written.
-std::string update_superblocks(const StackConfig& config, const MdAssembly& assembly,
-                               MdSuperblock::State state) noexcept {
-    std::string failed;
+// (a faulty member says faulty).
+Unwritten update_superblocks(const StackConfig& config, const MdAssembly& assembly,
+                             MdSuperblock::State state) noexcept {
+    Unwritten u;
     for (size_t i = 0; i < config.members.size(); i++) {
         try {
             store_superblock(config.members[i].path, superblock_of(config, assembly, i, state));
         } catch (const std::exception& e) {
             // A failed member's own may fail (a dead disk); the others list it.
-            if (failed.empty()) failed = e.what();
+            if (u.first_error.empty()) u.first_error = e.what();
+            u.in_array = u.in_array || !assembly.faulty[i];
         }
     }
-    return failed;
+    return u;
 }
 
 const char* const kDirtyDegraded =
@@ -266,6 +273,7 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
     for (size_t i = 0; i < n; i++)
         if (config.members[i].failed || a.faulty[i]) out.push_back(i);
     if (!writable) {  // changes nothing: a new file stays out until a writer rebuilds it
+        a.read_only = true;
         a.action = "read-only";
         for (size_t i : fresh)
             if (!config.members[i].failed) a.faulty[i] = true, out.push_back(i);
@@ -321,35 +329,28 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
     for (size_t i = 0; i < n; i++)
         if (config.members[i].failed) a.faulty[i] = true;
     // Active from here to the clean stop: a run killed meanwhile leaves it so.
-    std::string failed = update_superblocks(config, a, MdSuperblock::State::Active);
-    if (!failed.empty()) {
-        // A member in the array whose superblock cannot say active would be
-        // taken as clean after a kill: refused (a faulty one's may fail).
-        for (size_t i = 0; i < n; i++) {
-            if (a.faulty[i]) continue;
-            Loaded l = load_superblock(config, i);
-            if (!l.sb || l.sb->state != MdSuperblock::State::Active || l.sb->uuid != a.uuid)
-                throw std::runtime_error(failed);
-        }
-    }
+    // A member in the array whose superblock cannot say active would be
+    // taken as clean after a kill: refused (a faulty one's may fail).
+    Unwritten u = update_superblocks(config, a, MdSuperblock::State::Active);
+    if (u.in_array) throw std::runtime_error(u.first_error);
     return a;
 }
 
 std::string mark_member_faulty(const StackConfig& config, MdAssembly& assembly,
                                uint32_t member) noexcept {
-    if (!assembly.kept || assembly.action == "read-only" || member >= config.members.size() ||
+    if (!assembly.kept || assembly.read_only || member >= config.members.size() ||
         assembly.faulty[member])
         return "";
     assembly.faulty[member] = true;
-    return update_superblocks(config, assembly, MdSuperblock::State::Active);
+    return update_superblocks(config, assembly, MdSuperblock::State::Active).first_error;
 }
 
 std::string stop_md_array(const StackConfig& config, MdAssembly& assembly,
                           uint64_t failed) noexcept {
-    if (!assembly.kept || assembly.action == "read-only") return "";
+    if (!assembly.kept || assembly.read_only) return "";
     for (size_t i = 0; i < config.members.size(); i++)
         if (failed >> i & 1) assembly.faulty[i] = true;
-    return update_superblocks(config, assembly, MdSuperblock::State::Clean);
+    return update_superblocks(config, assembly, MdSuperblock::State::Clean).first_error;
 }
 
 }  // namespace mdsplit

@@ -55,6 +55,7 @@ struct MdSuperblock {
 // What assemble_md_array() found and did.
 struct MdAssembly {
     bool kept = false;            // the array keeps superblocks (all members files with xattrs)
+    bool read_only = false;       // the run may not write: no superblock is written
     std::string action;           // "new", "clean", "resync", "recovery", "read-only", "none"
     std::vector<bool> faulty;     // members the superblocks hold faulty: they stay out
     uint64_t resync_rows = 0;     // chunk rows whose parity was written again

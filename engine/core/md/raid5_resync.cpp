@@ -79,6 +79,19 @@ void xor_into(uint8_t* dst, const uint8_t* src, uint64_t len) {
     for (uint64_t k = 0; k < len; k++) dst[k] ^= src[k];
 }
 
+// The XOR of row `row`'s chunks on every member but `skip`, into `out`
+// (`scratch`: a chunk to read into): the parity of the data when `skip`
+// holds the parity, else the chunk `skip` holds (compute_block_1).
+void xor_row_except(MemberFiles& files, uint64_t row, uint64_t chunk, size_t skip,
+                    std::vector<uint8_t>& out, std::vector<uint8_t>& scratch) {
+    std::fill(out.begin(), out.end(), 0);
+    for (size_t i = 0; i < files.size(); i++) {
+        if (i == skip) continue;
+        files.read(i, row * chunk, scratch.data(), chunk);
+        xor_into(out.data(), scratch.data(), chunk);
+    }
+}
+
 // Calls row_fn(row) for each chunk row where some member holds data.
 template <typename RowFn>
 void for_each_row_with_data(const MemberFiles& files, uint64_t chunk, uint64_t member_bytes,
@@ -108,12 +121,7 @@ uint64_t raid5_resync(const std::vector<std::string>& paths, const Raid5Geometry
     uint64_t rewritten = 0;
     for_each_row_with_data(files, chunk, member_bytes, [&](uint64_t row) {
         const uint32_t pd = geometry.parity_disk(row);
-        std::fill(parity.begin(), parity.end(), 0);
-        for (size_t i = 0; i < files.size(); i++) {
-            if (i == pd) continue;
-            files.read(i, row * chunk, data.data(), chunk);
-            xor_into(parity.data(), data.data(), chunk);
-        }
+        xor_row_except(files, row, chunk, pd, parity, data);
         files.read(pd, row * chunk, have.data(), chunk);
         if (have != parity) {
             files.write(pd, row * chunk, parity.data(), chunk);
@@ -131,12 +139,7 @@ uint64_t raid5_recover(const std::vector<std::string>& paths, const Raid5Geometr
     std::vector<uint8_t> rebuilt(chunk), data(chunk);
     uint64_t written = 0;
     for_each_row_with_data(files, chunk, member_bytes, [&](uint64_t row) {
-        std::fill(rebuilt.begin(), rebuilt.end(), 0);
-        for (size_t i = 0; i < files.size(); i++) {
-            if (i == target) continue;
-            files.read(i, row * chunk, data.data(), chunk);
-            xor_into(rebuilt.data(), data.data(), chunk);
-        }
+        xor_row_except(files, row, chunk, target, rebuilt, data);
         files.write(target, row * chunk, rebuilt.data(), chunk);
         written++;
     });
