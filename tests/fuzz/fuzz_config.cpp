@@ -9,16 +9,29 @@
 #include <string>
 #include <string_view>
 
+#include <unistd.h>
+
 #include "config/config_loader.h"
 
 namespace {
-const std::string& base_dir() {
-    static const std::string dir = [] {
+// The private directory, removed when the fuzzer exits (it stays empty).
+struct PrivateDir {
+    std::string path;
+    PrivateDir() {
         char tmpl[] = "/tmp/mdsplit-fuzz-config-XXXXXX";
         const char* d = mkdtemp(tmpl);
-        return std::string(d ? d : "/tmp");
-    }();
-    return dir;
+        if (!d) {
+            perror("mkdtemp /tmp/mdsplit-fuzz-config-XXXXXX");
+            abort();
+        }
+        path = d;
+    }
+    ~PrivateDir() { rmdir(path.c_str()); }
+};
+
+const std::string& base_dir() {
+    static const PrivateDir dir;
+    return dir.path;
 }
 }  // namespace
 
