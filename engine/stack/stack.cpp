@@ -199,8 +199,9 @@ void Stack::open_members_and_device(const StackOptions& options,
             // (md_superblock.h): resynced after an unclean stop, a new
             // member recovered, a faulty one kept out.
             const uint64_t data_disks = md->geometry().data_disks();
-            md_ = assemble_md_array(config, (md->capacity() / data_disks) << kSectorShift,
-                                    options.writable);
+            md_ = assemble_md_array(
+                config, (md->capacity() / data_disks) << kSectorShift, options.writable,
+                [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
             for (size_t i = 0; i < config.members.size(); i++)
                 if (md_.faulty[i]) md->assemble_failed(uint32_t(i));
             if (md_.kept)

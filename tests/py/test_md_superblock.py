@@ -157,6 +157,41 @@ def test_a_new_file_in_a_members_place_is_rebuilt(engine, workdir, xattrs):
     assert (workdir / "m2.img").read_bytes() == (workdir / "m2.before").read_bytes()
 
 
+def test_a_resync_and_a_recovery_say_so_on_stderr_as_md_logs_them(engine, workdir, xattrs):
+    """md_do_sync's two log lines (start, done) on stderr for a recovery and a resync; fio's JSON on stdout stays clean."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", WRITE), timeout=60)
+    (workdir / "m2.img").unlink()
+    r = subprocess.run(["fio", "--output-format=json", str(job(engine, workdir, "v", VERIFY))],
+                       cwd=workdir, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    json.loads(r.stdout)
+    lines = [l for l in r.stderr.splitlines() if l.startswith("mdsplit: md: ")]
+    assert len(lines) == 2, r.stderr
+    assert lines[0].startswith("mdsplit: md: recovery of RAID array r5.toml (4 members, 16.0 MiB "
+                               "each): members[2] (")
+    rows = assembly(workdir, "v")["recovered_rows"]
+    assert lines[1].startswith(f"mdsplit: md: r5.toml: recovery done: {rows} of 256 chunk rows "
+                               "written, in ")
+    for m in members(workdir):  # as a kill leaves them
+        os.setxattr(m, XATTR, superblock(m).replace("state=clean", "state=active").encode())
+    r = subprocess.run(["fio", "--output-format=json", str(job(engine, workdir, "v2", VERIFY))],
+                       cwd=workdir, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.splitlines() if l.startswith("mdsplit: md: ")]
+    assert len(lines) == 2 and "resync of RAID array r5.toml" in lines[0], r.stderr
+    assert lines[1].startswith("mdsplit: md: r5.toml: resync done: 0 of 256 chunk rows"), r.stderr
+
+
+def test_a_clean_assembly_logs_nothing(engine, workdir, xattrs):
+    """A clean array, and a new one over empty members: no resync, so no md line on stderr."""
+    stack(workdir)
+    for name in ("w", "w2"):
+        r = subprocess.run(["fio", "--output-format=json", str(job(engine, workdir, name, WRITE))],
+                           cwd=workdir, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "mdsplit: md:" not in r.stderr, r.stderr
+
+
 def test_a_member_that_failed_stays_out_of_the_next_runs(engine, workdir, xattrs):
     """fail_nth fails m1 while writing; the next run leaves it out (faulty) and reads verify."""
     stack(workdir)

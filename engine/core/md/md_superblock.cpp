@@ -4,6 +4,8 @@
 #include <sys/xattr.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -35,6 +37,31 @@ std::string member_name(const StackConfig& config, size_t i) {
                          const std::string& allowed) {
     std::string where = config.source.empty() ? "raid5" : config.source;
     throw std::runtime_error("mdsplit: " + where + ": " + why + "; allowed: " + allowed);
+}
+
+// md_do_sync()'s two log lines around @sync (a resync or a recovery, @desc),
+// which returns the rows it wrote: "md: resync of RAID array md0", then
+// "md: md0: resync done.", here with what was done and how long it took.
+uint64_t logged_sync(const StackConfig& config, uint64_t member_bytes, const std::string& desc,
+                     const std::string& why, const std::function<void(const std::string&)>& log,
+                     const std::function<uint64_t()>& sync) {
+    std::string where = config.source.empty() ? "raid5" : config.source;
+    char size[32];
+    std::snprintf(size, sizeof size, "%.1f MiB", double(member_bytes) / (1 << 20));
+    if (log)
+        log("mdsplit: md: " + desc + " of RAID array " + where + " (" +
+            std::to_string(config.members.size()) + " members, " + size + " each): " + why +
+            ", before the first I/O");
+    auto start = std::chrono::steady_clock::now();
+    uint64_t rows = sync();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char took[32];
+    std::snprintf(took, sizeof took, "%.2f s", secs);
+    if (log)
+        log("mdsplit: md: " + where + ": " + desc + " done: " + std::to_string(rows) + " of " +
+            std::to_string(member_bytes / config.device.chunk_bytes) + " chunk rows written, in " +
+            took);
+    return rows;
 }
 
 // What a member's xattr holds.
@@ -209,7 +236,8 @@ std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text) {
     return sb;
 }
 
-MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable) {
+MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable,
+                             const std::function<void(const std::string&)>& log) {
     MdAssembly a;
     const size_t n = config.members.size();
     a.faulty.assign(n, false);
@@ -296,7 +324,10 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
         a.uuid = new_uuid();
         a.action = "new";
         if (out.empty() && raid5_members_hold_data(paths, member_bytes)) {
-            a.resync_rows = raid5_resync(paths, geometry, member_bytes);
+            a.resync_rows = logged_sync(
+                config, member_bytes, "initial resync",
+                "a new array over members that hold data: parity computed from the data", log,
+                [&] { return raid5_resync(paths, geometry, member_bytes); });
             a.action = "new, resynced";
         }
     } else {
@@ -314,12 +345,19 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             refuse(config, names_of(config, missing) + " out: " + kDirtyDegraded,
                    "new member files (a new array)");
         if (dirty) {
-            a.resync_rows = raid5_resync(paths, geometry, member_bytes);
+            a.resync_rows = logged_sync(
+                config, member_bytes, "resync",
+                "it was not stopped cleanly (md superblock active): parity computed again", log,
+                [&] { return raid5_resync(paths, geometry, member_bytes); });
             a.action = "resync";
         } else if (!rebuild.empty()) {
-            a.recovered_rows =
-                raid5_recover(paths, geometry, member_bytes, uint32_t(rebuild.front()));
-            a.action = "recovery of members[" + std::to_string(rebuild.front()) + "]";
+            const size_t target = rebuild.front();
+            a.recovered_rows = logged_sync(
+                config, member_bytes, "recovery",
+                member_name(config, target) + " is new (no md superblock): rebuilt from the others",
+                log,
+                [&] { return raid5_recover(paths, geometry, member_bytes, uint32_t(target)); });
+            a.action = "recovery of members[" + std::to_string(target) + "]";
         } else {
             a.action = "clean";
         }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,12 +69,16 @@ struct MdAssembly {
  * @config: the stack file (members, geometry, failed = true)
  * @member_bytes: the bytes of each member the array uses (rows x chunk)
  * @writable: the run may write; a read-only one changes nothing
+ * @log: takes md's two kernel log lines around a resync or recovery (md.c
+ *       md_do_sync: "md: resync of RAID array", "resync done."), each one
+ *       line, so that a long one is not taken for a hang
  *
  * Reads each member's superblock, refuses what md would not assemble
  * (std::runtime_error, one line naming the member and what is allowed),
  * resyncs or recovers, and marks every member it takes active.
  */
-MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable);
+MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable,
+                             const std::function<void(const std::string&)>& log = {});
 
 /**
  * mark_member_faulty() - md_error()'s md_update_sb(): member @member failed
