@@ -917,6 +917,10 @@ int mdsplit_setup(thread_data* td) {
         // fio's --readonly and allow_file_create=0: no member file is created.
         so.create_members = use.create && !read_only;
         so.trace_dir = trace_dir_of(td);
+        // A raid5 is assembled at init(), in the process that runs the job
+        // (Stack::assemble_md): setup runs in fio's main process for every
+        // job before the first one starts.
+        so.defer_md_assembly = true;
         if (!so.trace_dir.empty()) {
             // Every stack names its members m0, m1, ... and truncates its trace
             // files: two devices tracing into one directory overwrite each other.
@@ -1114,6 +1118,14 @@ int mdsplit_init(thread_data* td) {
     if (!data_of(td) && mdsplit_setup(td) != 0) return 1;
     if (!data_of(td)) {
         report_error(td, "mdsplit: engine was not set up");
+        return 1;
+    }
+    // md assembles the array now (resync, recovery), after the jobs before
+    // this one's stonewall stopped theirs.
+    try {
+        data_of(td)->stack->stack().assemble_md();
+    } catch (const std::exception& e) {
+        report_error(td, e.what());
         return 1;
     }
     // Members an earlier job's array failed stay failed for this job's

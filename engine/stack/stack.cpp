@@ -107,14 +107,36 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
 
     // The member files this stack opened: if it cannot be made after all,
     // what opening them changed (a file created, a file grown) is undone.
-    std::vector<IoUringBackend*> opened;
+    md_writable_ = options.writable;
     try {
-        open_members_and_device(options, opened);
+        open_members_and_device(options, opened_);
     } catch (...) {
-        for (IoUringBackend* file : opened) file->undo_open();
-        if (md_.kept) stop_md_array(config_, md_, 0);  // assembled, not made: a clean stop
+        for (IoUringBackend* file : opened_) file->undo_open();
         throw;
     }
+    if (!options.defer_md_assembly) assemble_md();
+}
+
+void Stack::assemble_md() {
+    std::call_once(md_assembled_, [this] {
+        if (!raid5_) return;
+        try {
+            md_ = assemble_md_array(
+                config_, raid5_->member_bytes(), md_writable_,
+                [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+        } catch (...) {
+            for (IoUringBackend* file : opened_) file->undo_open();
+            throw;
+        }
+        opened_.clear();
+        for (size_t i = 0; i < config_.members.size(); i++)
+            if (md_.faulty[i]) raid5_->assemble_failed(uint32_t(i));
+        if (md_.kept)
+            raid5_->set_member_failed_hook([this](uint32_t member) {
+                if (std::string e = mark_member_faulty(config_, md_, member); !e.empty())
+                    std::fprintf(stderr, "%s\n", e.c_str());
+            });
+    });
 }
 
 void Stack::open_members_and_device(const StackOptions& options,
@@ -195,20 +217,8 @@ void Stack::open_members_and_device(const StackOptions& options,
             for (const MemberConfig& m : config.members) failed.push_back(m.failed);
             auto md = std::make_unique<Raid5Device>(*layer_, options.label, make_devt(kMdMajor, 0),
                                                     members(), failed, config.device);
-            // As md assembles the array from its members' superblocks
-            // (md_superblock.h): resynced after an unclean stop, a new
-            // member recovered, a faulty one kept out.
-            const uint64_t data_disks = md->geometry().data_disks();
-            md_ = assemble_md_array(
-                config, (md->capacity() / data_disks) << kSectorShift, options.writable,
-                [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
-            for (size_t i = 0; i < config.members.size(); i++)
-                if (md_.faulty[i]) md->assemble_failed(uint32_t(i));
-            if (md_.kept)
-                md->set_member_failed_hook([this](uint32_t member) {
-                    if (std::string e = mark_member_faulty(config_, md_, member); !e.empty())
-                        std::fprintf(stderr, "%s\n", e.c_str());
-                });
+            // Assembled from its members' superblocks by assemble_md().
+            raid5_ = md.get();
             top_ = std::move(md);
             break;
         }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ namespace mdsplit {
 
 class BufferedIo;
 class IoUringBackend;
+class Raid5Device;
 
 struct StackOptions {
     std::string label = "md0";  // the virtual device's name (fio's filename)
@@ -42,6 +44,13 @@ struct StackOptions {
     // Only one thread (the first to do I/O) ever drives the stack: its
     // io_uring ring may use IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN.
     bool single_issuer = false;
+    // A raid5's assembly from its members' superblocks is left to
+    // assemble_md(), before the first I/O: fio sets every job up in its main
+    // process before the first one runs (create_serialize), so a forked job
+    // assembles its array at its init, once the jobs before its stonewall
+    // have stopped theirs (assembled at setup, it took their active marks
+    // for an unclean stop).
+    bool defer_md_assembly = false;
 };
 
 class Stack {
@@ -59,6 +68,14 @@ public:
     BlockDevice& top() { return *top_; }
     std::vector<MemberQueue*> members() const;
     const StackConfig& config() const { return config_; }
+
+    // md assembles a raid5 from its members' superblocks (md_superblock.h):
+    // resynced after an unclean stop, a new member recovered, a faulty one
+    // kept out. The constructor does it unless options.defer_md_assembly.
+    // Once per stack (later calls return at once; threads may race to it);
+    // throws std::runtime_error with one line, having undone what opening
+    // the members changed. Nothing for other devices.
+    void assemble_md();
 
     // One I/O from a submitter (an fio io_u). Runs inside the task's plug,
     // which begin_batch() opens and commit() closes (blk_start_plug /
@@ -166,7 +183,13 @@ private:
     std::unique_ptr<BlockLayer> layer_;
     std::vector<std::unique_ptr<MemberQueue>> members_;
     std::unique_ptr<BlockDevice> top_;
+    Raid5Device* raid5_ = nullptr;  // top_, when it is a raid5
     MdAssembly md_;  // a raid5's superblocks, as assembly found them (md_superblock.h)
+    std::once_flag md_assembled_;
+    bool md_writable_ = true;
+    // Member files this stack created or grew, until the array is assembled
+    // (undone when the stack cannot be made).
+    std::vector<IoUringBackend*> opened_;
     std::vector<std::unique_ptr<TraceSink>> trace_sinks_;
     std::unique_ptr<BioBuilder> builder_;
     std::vector<BioPiece> pieces_;

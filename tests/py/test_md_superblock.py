@@ -192,6 +192,26 @@ def test_a_clean_assembly_logs_nothing(engine, workdir, xattrs):
         assert r.returncode == 0 and "mdsplit: md:" not in r.stderr, r.stderr
 
 
+STONEWALLED = ("[global]\nioengine=external:{engine}\nmdsplit_config=r5.toml\nfilename=md0\n"
+               "direct=1\nrw=write\nbs=64k\nsize=16m\n[A]\n[B]\nstonewall\n")
+
+
+@pytest.mark.parametrize("failed", [None, 1], ids=["whole", "member-failed"])
+def test_forked_stonewalled_jobs_each_assemble_after_the_last_stopped(engine, workdir, xattrs,
+                                                                      failed):
+    """fio sets forked jobs up before any runs: B's array is still assembled after A's clean stop (no resync, no dirty-degraded refusal)."""
+    stack(workdir, failed=failed)
+    jobfile = write_job(workdir, "ab.fio", STONEWALLED.format(engine=engine))
+    r = subprocess.run(["fio", "--output-format=json", str(jobfile)], cwd=workdir, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "mdsplit: md:" not in r.stderr, r.stderr
+    assert [j["error"] for j in json.loads(r.stdout)["jobs"]] == [0, 0]
+    if failed is None:
+        assert check_parity(members(workdir), CHUNK, "left-symmetric") == []
+    assert all("state=clean" in superblock(m) or "state=faulty" in superblock(m)
+               for m in members(workdir))
+
+
 def test_a_member_that_failed_stays_out_of_the_next_runs(engine, workdir, xattrs):
     """fail_nth fails m1 while writing; the next run leaves it out (faulty) and reads verify."""
     stack(workdir)

@@ -76,6 +76,8 @@ public:
     }
 
     const Raid5Geometry& geometry() const { return geometry_; }
+    // The bytes of each member the array uses (md's usable size: whole rows).
+    uint64_t member_bytes() const { return (capacity() / geometry_.data_disks()) << kSectorShift; }
     // The lowest Faulty member, -1 when none.
     int failed_member() const { return failed_mask_ ? std::countr_zero(failed_mask_) : -1; }
     uint64_t failed_members() const override { return failed_mask_; }  // bit i: Faulty
