@@ -702,6 +702,32 @@ std::string unsupported_option(thread_data* td) {
     return "";
 }
 
+// A temporary name beside path that no other writer uses: forked jobs of
+// one run each own a copy of the stack and may write the same sidecar at
+// the same moment (a shared "path.tmp" was renamed away under one of them).
+std::string private_temporary(const std::string& path) {
+    static std::atomic<unsigned> serial{0};
+    return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(serial++);
+}
+
+/**
+ * create_temporary_beside() - a new file beside @target that no one else
+ * uses (private_temporary()), open for writing; -1 with errno when none
+ * could be made
+ * @tmp: its name
+ *
+ * O_EXCL and O_NOFOLLOW: a file or link already at the name, in a directory
+ * others write (/tmp), is never followed or truncated.
+ */
+int create_temporary_beside(const std::string& target, std::string& tmp) {
+    for (int attempt = 0; attempt < 100; attempt++) {
+        tmp = private_temporary(target);
+        int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
 // An mdsplit_stats file must be writable before the job runs, not found
 // unwritable after it. A block device, a directory or a socket is refused:
 // the sidecar would overwrite the device, or could not be written at all. A
@@ -738,12 +764,13 @@ void check_sidecar_writable(const std::string& path) {
     fs::path target = link_chain(path).back();
     std::error_code ec;
     if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    std::string probe = target.string() + ".mdsplit-probe." + std::to_string(getpid());
-    std::ofstream out(probe, std::ios::trunc);
-    bool ok = bool(out);
-    out.close();
-    fs::remove(probe, ec);
-    if (!ok)
+    std::string probe;
+    int fd = create_temporary_beside(target.string(), probe);
+    if (fd >= 0) {
+        close(fd);
+        fs::remove(probe, ec);
+    }
+    if (fd < 0)
         throw std::runtime_error("mdsplit: mdsplit_stats=" + path + ": cannot create it (" +
                                  strerror(errno) + "); allowed: a path in a writable directory");
 }
@@ -1044,14 +1071,6 @@ int mdsplit_setup(thread_data* td) {
     return 0;
 }
 
-// A temporary name beside path that no other writer uses: forked jobs of
-// one run each own a copy of the stack and may write the same sidecar at
-// the same moment (a shared "path.tmp" was renamed away under one of them).
-std::string private_temporary(const std::string& path) {
-    static std::atomic<unsigned> serial{0};
-    return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(serial++);
-}
-
 // `text` appended to the stream at `path` (sidecar_is_stream()). A FIFO is
 // opened without waiting: with no reader the write fails instead of fio
 // hanging at the job's end.
@@ -1077,13 +1096,22 @@ bool replace_file(const std::string& path, const std::string& text) {
     std::filesystem::path target = link_chain(path).back();
     std::error_code ec;
     if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
-    std::string tmp = private_temporary(target.string());
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (out) std::filesystem::rename(tmp, target, ec);
-    if (!out || ec) {
+    std::string tmp;
+    int fd = create_temporary_beside(target.string(), tmp);
+    if (fd < 0) return false;
+    size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += size_t(n);
+    }
+    bool ok = close(fd) == 0 && done == text.size();
+    if (ok) std::filesystem::rename(tmp, target, ec);
+    if (!ok || ec) {
+        int saved = errno;
         std::filesystem::remove(tmp, ec);
+        errno = saved;
         return false;
     }
     return true;

@@ -127,6 +127,23 @@ def test_symlink_sidecar_replaces_the_target_not_the_link(tmp_path, engine):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["real.json"]
 
 
+def test_a_link_planted_at_the_temporary_name_is_never_followed(tmp_path, engine):
+    """Symbolic links at every name the sidecar's temporary file may take (fio as pid 1 of a new pid namespace): the file they point at is untouched."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    for pid in range(1, 65):  # fio and the processes it forks come first in the namespace
+        for serial in range(4):
+            (tmp_path / f"s.json.tmp.{pid}.{serial}").symlink_to("victim")
+    jobfile = job(tmp_path, engine, "s.json")
+    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "fio", "--output=/dev/null",
+                        str(jobfile)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 and "unshare failed" in r.stderr:
+        pytest.skip(f"no pid namespaces here: {r.stderr.strip()}")
+    assert r.returncode == 0, r.stderr
+    assert victim.read_text() == "precious\n"
+    assert json.loads((tmp_path / "s.json").read_text())["devices"][0]["name"] == "md0"
+
+
 def test_fifo_sidecar_without_a_reader_fails_instead_of_hanging(tmp_path, engine):
     """A FIFO nobody reads: the job ends with one line naming the option, fio does not hang."""
     os.mkfifo(tmp_path / "fifo")
