@@ -139,10 +139,17 @@ fio_option engine_options[] = {
     fio_option{},
 };
 
-// One line on stderr, never stdout (it would corrupt --output-format=json).
+// One line on stderr, never stdout (it would corrupt --output-format=json),
+// and once per process: a refusal that concerns several jobs (two sharing
+// one device) is found by the setup of each of them.
 void report_error(thread_data* td, const std::string& message) {
+    static std::mutex mutex;
+    static std::set<std::string> reported;
     std::string line = message.rfind("mdsplit:", 0) == 0 ? message : "mdsplit: " + message;
-    log_err("%s\n", line.c_str());
+    {
+        std::lock_guard<std::mutex> l(mutex);
+        if (reported.insert(line).second) log_err("%s\n", line.c_str());
+    }
     td->error = td->error ? td->error : EINVAL;
 }
 

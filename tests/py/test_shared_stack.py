@@ -47,12 +47,13 @@ mdsplit_stats=stats/b.json
 
 
 def test_raid5_shared_by_jobs_needs_thread_mode(engine, workdir):
+    """Two forked jobs on one raid5: refused with one line (each job's setup finds it; said once)."""
     (workdir / "stack.toml").write_text(RAID5)
     job = write_job(workdir, "two.fio", two_writers(engine, thread=False))
     result = run_fio(job, check=False, timeout=60)
     assert result.returncode != 0
     errors = result.mdsplit_errors()
-    assert errors and all("thread=1" in e for e in errors), result.stderr
+    assert len(errors) == 1 and "thread=1" in errors[0], result.stderr
 
 
 def test_raid5_shared_by_two_threads_verifies(engine, workdir):
