@@ -35,6 +35,9 @@ inline std::string one_line_message(std::string_view text) {
     return out;
 }
 
+// A path or value as a message shows it: in double quotes.
+inline std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
 struct ConfigError : std::runtime_error {
     explicit ConfigError(std::string_view message)
         : std::runtime_error(one_line_message(message)) {}

@@ -53,13 +53,6 @@ std::string allowed_names(const EnumName<Enum> (&names)[N], size_t count = N) {
 // ---------------------------------------------------------------------------
 // Helpers for messages
 
-std::string in_quotes(std::string_view text) {
-    std::string result = "\"";
-    result.append(text);
-    result.append("\"");
-    return result;
-}
-
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
     std::string text;
     for (size_t i = 0; i < items.size(); ++i) {
@@ -474,6 +467,8 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
 struct PathFacts {
     bool exists = false;
     struct stat status {};
+    // A block device's size (BLKGETSIZE64), when it could be opened.
+    std::optional<uint64_t> device_bytes;
 };
 
 // A missing member under /dev is a device that is not there (a typo, an
@@ -635,13 +630,22 @@ FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
 // fail with EINVAL at the member, not be refused at the top as on a kernel
 // stack over that device. Without the key the member takes it; a key below
 // it is refused (a larger one is emulated: every I/O is a multiple).
-void take_device_block_size(const Reader& reader, const toml::table& table, const std::string& path,
-                            MemberConfig& member) {
+// A block device member: its logical block size (the member's unless the key
+// sets a larger one) and its size, which a 0-byte device (a loop device over an
+// empty file) must not be: fio would run nothing and report success.
+void take_block_device_facts(const Reader& reader, const toml::table& table,
+                             const std::string& path, MemberConfig& member, PathFacts& facts) {
     int fd = open(member.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;  // the member's own open reports it
     int device_lbs = 0;
     int rc = ioctl(fd, BLKSSZGET, &device_lbs);
+    uint64_t bytes = 0;
+    if (ioctl(fd, BLKGETSIZE64, &bytes) == 0) facts.device_bytes = bytes;
     close(fd);
+    if (facts.device_bytes == 0u && member.size == 0)
+        reader.fail(key_path(path, "path"),
+                    in_quotes(member.path) + " is a block device of 0 bytes",
+                    "a block device with room for data");
     if (rc != 0 || device_lbs <= 0) return;
     std::string sizes = "512 | 1024 | 2048 | 4096";
     if (!table.get("logical_block_size")) {
@@ -770,7 +774,7 @@ MemberConfig read_member(const Reader& reader, const toml::table& table, const s
             }
         }
         if (facts.exists && S_ISBLK(facts.status.st_mode))
-            take_device_block_size(reader, table, path, member);
+            take_block_device_facts(reader, table, path, member, facts);
     } else if (member.size == 0) {
         reader.fail(key_path(path, "size"),
                     std::string("missing: a ") + backend_name(member.backend) +
@@ -870,6 +874,7 @@ std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& 
         uint64_t known = members[i].size;
         if (!known && facts[i].exists && S_ISREG(facts[i].status.st_mode))
             known = uint64_t(facts[i].status.st_size);
+        if (!known && facts[i].device_bytes) known = *facts[i].device_bytes;
         known_sizes.push_back(known);
         // Two members on one file would overwrite each other's data.
         for (size_t j = 0; j < i; ++j) {

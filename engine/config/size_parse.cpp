@@ -8,13 +8,6 @@
 namespace mdsplit {
 namespace {
 
-std::string in_quotes(std::string_view text) {
-    std::string result = "\"";
-    result.append(text);
-    result.append("\"");
-    return result;
-}
-
 std::string_view trim(std::string_view text) {
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
         text.remove_prefix(1);

@@ -57,8 +57,6 @@ const Signature kSignatures[] = {
     {510, std::string_view("\x55\xaa", 2), "a partition table or boot sector (0x55AA at byte 510)"},
 };
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
-
 std::string devno(dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); }
 
 bool parse_devno(const std::string& text, dev_t& out) {
@@ -315,7 +313,7 @@ ConfigError device_in_use_error(const StackConfig& config, size_t index, const s
     bool file = stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
     return make_config_error(
         config.source, "members[" + std::to_string(index) + "].path",
-        quoted(path) + " is " + use + ": writing would corrupt it",
+        in_quotes(path) + " is " + use + ": writing would corrupt it",
         std::string(file ? "a file that no other run, loop device or swap area uses"
                          : "an unused device") +
             ", or allow_mounted_write=1 in every fio job that writes to it");
@@ -343,17 +341,18 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
             std::string other_key = "members[" + std::to_string(other.index) + "].path";
             if (other.rdev == st.st_rdev)
                 throw make_config_error(config.source, key,
-                                        quoted(m.path) + " is the same device as " + other_key,
+                                        in_quotes(m.path) + " is the same device as " + other_key,
                                         "one member per file or block device");
             if (partition_parent(st.st_rdev, o.sysfs_dev_block) == other.rdev)
                 throw make_config_error(config.source, key,
-                                        quoted(m.path) + " is a partition of " + other_key + " (" +
-                                            quoted(config.members[other.index].path) + ")",
+                                        in_quotes(m.path) + " is a partition of " + other_key +
+                                            " (" + in_quotes(config.members[other.index].path) +
+                                            ")",
                                         "members that do not overlap");
             if (partition_parent(other.rdev, o.sysfs_dev_block) == st.st_rdev)
                 throw make_config_error(config.source, key,
-                                        quoted(m.path) + " holds " + other_key + " (" +
-                                            quoted(config.members[other.index].path) +
+                                        in_quotes(m.path) + " holds " + other_key + " (" +
+                                            in_quotes(config.members[other.index].path) +
                                             ") as a partition",
                                         "members that do not overlap");
         }
@@ -369,7 +368,7 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
         if (!signature.empty())
             throw make_config_error(
                 config.source, key,
-                quoted(m.path) + " carries " + signature + ": writing would destroy it",
+                in_quotes(m.path) + " carries " + signature + ": writing would destroy it",
                 "a blank device (wipefs -a), jobs that only read, or force = true on "
                 "members[" +
                     std::to_string(i) + "] in the stack file");

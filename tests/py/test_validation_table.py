@@ -70,6 +70,8 @@ STACKS = {
     "loop+force": '[[members]]\npath = "{loop}"\nforce = true\n',
     "self": '[[members]]\npath = "stack.toml"\nsize = "4k"\ngrow = true\n',
     "new": '[[members]]\npath = "new/m.img"\nsize = "1m"\n',
+    "loop-small": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n' + "".join(
+        f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in (1, 2)),
     "trace-member": '[[members]]\npath = "m0.blktrace.0"\nsize = "1m"\n',
     "loop-file": '[[members]]\npath = "{tmp}/l.img"\n',
     "loop-swapfile": '[[members]]\npath = "{tmp}/swap.img"\n',
@@ -245,7 +247,8 @@ def loop_fixture(row, tmp, loops):
                       "{partdevno}": f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"})
     else:
         kind = head.split("-", 1)[1] if "-" in head else ""
-        dev = loops.attach("l.img", sector_size=4096 if kind == "4k" else 512)
+        dev = loops.attach("l.img", size={"empty": 0, "small": 32768}.get(kind, 4 << 20),
+                           sector_size=4096 if kind == "4k" else 512)
         if kind in SIGNATURES:
             poke(dev, *SIGNATURES[kind])
         elif kind == "minix":

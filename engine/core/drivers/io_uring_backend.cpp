@@ -1,5 +1,7 @@
 #include "core/drivers/io_uring_backend.h"
 
+#include "config/config_error.h"
+
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
@@ -18,12 +20,11 @@ namespace mdsplit {
 
 namespace {
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
-
 MemberOpenError open_error(const std::string& key, const std::string& path, const char* what,
                            const std::string& allowed) {
     return MemberOpenError(
-        key, "cannot " + std::string(what) + " " + quoted(path) + ": " + strerror(errno), allowed);
+        key, "cannot " + std::string(what) + " " + in_quotes(path) + ": " + strerror(errno),
+        allowed);
 }
 
 const char* kOpenable = "a regular file or block device this process can open";
@@ -50,7 +51,7 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
     if (stat(path.c_str(), &st) != 0) {
         if (errno == ENOENT && !may_create)
             throw MemberOpenError("path",
-                                  quoted(path) +
+                                  in_quotes(path) +
                                       " does not exist, and this run creates no files (fio's "
                                       "--readonly or allow_file_create=0)",
                                   "an existing file or block device, or a run that may create it");
@@ -59,7 +60,7 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
     }
     fd_ = open(path.c_str(), flags);
     if (fd_ < 0 && writable && (errno == EROFS || errno == EACCES) && S_ISBLK(st.st_mode))
-        throw MemberOpenError("path", quoted(path) + " is read-only (" + strerror(errno) + ")",
+        throw MemberOpenError("path", in_quotes(path) + " is read-only (" + strerror(errno) + ")",
                               "a writable device, or jobs that only read");
     if (fd_ < 0) throw open_error("path", path, "open", kOpenable);
     if (S_ISBLK(st.st_mode)) {
@@ -67,7 +68,8 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
         int read_only = 0;
         if (writable && ioctl(fd_, BLKROGET, &read_only) == 0 && read_only) {
             close(fd_);
-            throw MemberOpenError("path", quoted(path) + " is a read-only block device (BLKROGET)",
+            throw MemberOpenError("path",
+                                  in_quotes(path) + " is a read-only block device (BLKROGET)",
                                   "a writable device, or jobs that only read");
         }
         uint64_t bytes = 0;
@@ -78,8 +80,8 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
         if (size && size > bytes) {
             close(fd_);
             throw MemberOpenError("size",
-                                  std::to_string(size) + " bytes is larger than " + quoted(path) +
-                                      " (" + std::to_string(bytes) + " bytes)",
+                                  std::to_string(size) + " bytes is larger than " +
+                                      in_quotes(path) + " (" + std::to_string(bytes) + " bytes)",
                                   "at most the device's size, or 0 for all of it");
         }
         size_ = size ? size : bytes;
@@ -99,7 +101,7 @@ IoUringBackend::IoUringBackend(IoUringRing& ring, const std::string& path, uint6
 // directories made for it are removed again.
 void IoUringBackend::create(const std::string& path, uint64_t size, int flags) {
     if (!size)
-        throw MemberOpenError("size", quoted(path) + " does not exist and has no size",
+        throw MemberOpenError("size", in_quotes(path) + " does not exist and has no size",
                               "a size like \"2g\" (the file is created sparse at it)");
     std::vector<std::filesystem::path> made = missing_directories(path);
     auto undo = [&] {
