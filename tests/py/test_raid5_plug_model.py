@@ -169,6 +169,23 @@ def test_legacy_members_get_the_threads_requests_per_read():
     assert sum(odd) / len(odd) == pytest.approx(560 / 6)
 
 
+def test_the_threads_sd_line_is_one_disk_of_the_odd_class():
+    """The thread's iostat sd* line is one disk's (whole per-second counts in
+    both columns), making 24 requests per parity period (35 bios / 1.458 per
+    request) where the traced disk's histogram has 22 seeks; the harness
+    checks it against the members that make 24 in our model: the odd ones."""
+    from harness.experiments.raid5 import IOSTAT_MEMBERS, THREAD, THREAD_SEEKS
+    for variant in THREAD:
+        assert all(THREAD[variant]["sd"][k] == int(THREAD[variant]["sd"][k])
+                   for k in ("r_s", "rrqm_s"))
+    sd = THREAD["legacy"]["sd"]
+    assert 35 * sd["r_s"] / (sd["r_s"] + sd["rrqm_s"]) == pytest.approx(24, abs=0.02)
+    seeks = THREAD_SEEKS["legacy"]
+    assert seeks["count"] / seeks["buckets"][7] == pytest.approx(22, abs=0.01)  # one "64 .. 128" a period
+    per = issued("legacy", 64)
+    assert [len(per[d]) for d in range(DISKS)[IOSTAT_MEMBERS]] == [24 * 64 // 4] * (DISKS // 2)
+
+
 def test_emulator_gets_the_threads_blktrace_g_order(tmp_path):
     """The thread's legacy G lines (seed 000 lines 73-79, one disk): member
     rows 9, 7, 8 are the last new requests of one read and 5, 3, 0, 2 the
