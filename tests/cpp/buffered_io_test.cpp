@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config/config_loader.h"
+#include "core/trace/trace_event.h"
 #include "sim/buffered_workload.h"
 #include "stack/stack.h"
 
@@ -233,6 +234,30 @@ TEST(BufferedIoTest, WorkerAttemptsByVariantWithReadaheadOff) {
     EXPECT_EQ(s.submitter_page_reads, 0u);
     EXPECT_EQ(s.workers_created, 1u);
     EXPECT_EQ(s.ra_windows[size_t(RaKind::Forced)], 0u);
+}
+
+// 5.9's io_submit_sqes() holds a plug over the submission: the page read a
+// forced-ra attempt starts on the submitter reaches the member when the
+// submission ends, after the punt (rasync off) or the armed retry (rasync
+// on), so a costlier punt or arm delays it by as much.
+uint64_t member_queue_ns(bool rasync, uint64_t BufferedCosts::*step, uint64_t ns) {
+    Rig rig(stack_toml("forced-ra", rasync, 0));
+    rig.io().costs().*step = ns;
+    TraceRecorder recorder;
+    rig.stack->tracer().add_global_sink(&recorder);
+    BufferedPath p = rig.read(1 << 20, 4096);
+    EXPECT_EQ(p.issued_by, BufferedWhere::Submitter);
+    for (const TraceEvent& e : recorder.events)
+        if (e.action == TraceAction::Queue && e.op == Op::Read) return e.time_ns - p.submit_ns;
+    ADD_FAILURE() << "no read reached the member";
+    return 0;
+}
+
+TEST(BufferedIoTest, SubmitterReadsGoDownWhenTheSubmissionEnds) {
+    const auto punt = &BufferedCosts::punt_ns;
+    const auto arm = &BufferedCosts::arm_ns;
+    EXPECT_EQ(member_queue_ns(false, punt, 5000) - member_queue_ns(false, punt, 1000), 4000u);
+    EXPECT_EQ(member_queue_ns(true, arm, 5000) - member_queue_ns(true, arm, 1000), 4000u);
 }
 
 TEST(BufferedIoTest, ForcedRaIssuesOnePageWindows) {

@@ -184,6 +184,11 @@ private:
     Request* new_request(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                          uint64_t cookie);
 
+    // The page reads an attempt started: on the submitter they wait for the
+    // end of the submission's plug (end_submission()), elsewhere they go
+    // down at once (io_uring_rw.cpp).
+    void start_page_reads(Exec& x);
+    void end_submission(Exec& x);
     // Reads (io_uring_rw.cpp).
     void io_read(Request& r, Exec& x);
     void punt(Request& r, Exec& x);

@@ -65,7 +65,29 @@ void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void*
         r->kflags = kIocbNowait;  // io_prep_rw(force_nonblock)
         io_read(*r, x);
     }
+    end_submission(x);
     cpu_->leave(x);
+}
+
+// In 5.9 io_submit_sqes() runs the whole submission under one blk_plug
+// (io_submit_state_start(); nvme has ->commit_rqs, so blk_mq_submit_bio()
+// keeps the request in the plug): a page read that an attempt on the
+// submitter starts (forced-ra's readahead, c8d317aa's readpage in the armed
+// retry) reaches the device when the submission ends, after the punt or the
+// armed retry; read_pages()' own plug is nested and flushes nothing. The
+// task_work retry (io_async_task_func()) and io-wq workers run under no
+// plug: their reads go down at once. One SQE per submission, as fio's
+// default iodepth_batch_submit=1 gives.
+void BufferedIo::start_page_reads(Exec& x) {
+    if (x.where == BufferedWhere::Submitter) return;  // end_submission()
+    filemap_->flush_reads(x);
+}
+
+// io_submit_state_end(): blk_finish_plug() on the reads the submission
+// started, at the time the submitter's CPU reached.
+void BufferedIo::end_submission(Exec& x) {
+    for (PendingIo& io : x.reads) io.t = std::max(io.t, x.t);
+    filemap_->flush_reads(x);
 }
 
 // io_read(): an attempt; on -EAGAIN with FMODE_BUF_RASYNC, arm the page-wait
@@ -74,7 +96,7 @@ void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void*
 void BufferedIo::io_read(Request& r, Exec& x) {
     Page* blocked = nullptr;
     ReadResult res = filemap_->read_attempt(r, x, blocked);
-    filemap_->flush_reads(x);
+    start_page_reads(x);
     if (res == ReadResult::Again && config_.rasync) {
         // io_rw_should_retry()
         x.charge(costs_.arm_ns);
@@ -82,7 +104,7 @@ void BufferedIo::io_read(Request& r, Exec& x) {
         // c8d317aa: "kiocb->ki_flags &= ~IOCB_NOWAIT;" (324bcf54 took it out again)
         if (config_.variant == BufferedVariant::C8d317aa) r.kflags &= ~kIocbNowait;
         res = filemap_->read_attempt(r, x, blocked);
-        filemap_->flush_reads(x);
+        start_page_reads(x);
     }
     switch (res) {
         case ReadResult::Done:
@@ -233,12 +255,13 @@ void BufferedIo::write(TaskContext& task, uint64_t offset, uint64_t length, cons
         complete(*r, x, 0);
     else
         io_write(*r, x);
+    end_submission(x);
     cpu_->leave(x);
 }
 
 void BufferedIo::io_write(Request& r, Exec& x) {
     WriteResult res = filemap_->write_attempt(r, x);
-    filemap_->flush_reads(x);
+    start_page_reads(x);
     if (res == WriteResult::Queued) return;  // resumes from the page's callback
     if (res == WriteResult::Error) {
         complete(r, x, r.error);
