@@ -70,7 +70,8 @@ void BufferedIo::read(TaskContext& task, uint64_t offset, uint64_t length, void*
 }
 
 // In 5.9 io_submit_sqes() runs the whole submission under one blk_plug
-// (io_submit_state_start(); nvme has ->commit_rqs, so blk_mq_submit_bio()
+// (io_submit_state_start() calls blk_start_plug() unconditionally, until
+// 5.11's "io_uring: only plug when appropriate"; nvme has ->commit_rqs, so blk_mq_submit_bio()
 // keeps the request in the plug): a page read that an attempt on the
 // submitter starts (forced-ra's readahead, c8d317aa's readpage in the armed
 // retry) reaches the device when the submission ends, after the punt or the
