@@ -248,6 +248,14 @@ def cmd_reference(args) -> int:
         except HistoryError as e:
             print(f"reference {args.what}: history database: {e}", file=sys.stderr)
             return 2
+    made = []
+    if args.keep is not None:           # new or empty, as reproduce --report-dir: nothing replaced
+        try:
+            _, made = reproduce.claim_report_dir(
+                args.keep, "--keep", "allowed: a new directory or an empty one")
+        except reproduce.ReportDirError as e:
+            print(f"reference {args.what}: {e}", file=sys.stderr)
+            return 2
     t0 = time.monotonic()
     progress = (lambda text: print(text, file=sys.stderr)) if not args.quiet else None
     try:
@@ -255,6 +263,8 @@ def cmd_reference(args) -> int:
     except ReferenceUnavailable as e:
         print(f"reference {args.what}: skipped: {e}")
         return 0
+    finally:
+        reproduce.release_report_dir(made)      # the directories made, if nothing was kept
     for t in result.tables:
         print(t)
         print()

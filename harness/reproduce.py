@@ -383,18 +383,21 @@ def is_report(path: Path) -> bool:
     return (path / "summary.md").is_file() and (path / "metrics.json").is_file()
 
 
-def claim_report_dir(report_dir) -> tuple:
+def claim_report_dir(report_dir, option: str = "--report-dir",
+                     allowed: str = ALLOWED_REPORT_DIR) -> tuple:
     """(the report directory, the directories made for it, leaf first) for
     --report-dir: a directory that does not exist yet is made; an existing
     one must be an empty, writable directory. Anything else (a file, a
     directory with something in it, also an earlier report: a report is
     never overwritten, added to or deleted; a path the system refuses)
-    raises ReportDirError, and nothing is made or changed."""
+    raises ReportDirError, and nothing is made or changed. The check of
+    every output directory that must be new or empty (`reference --keep`
+    too): option and allowed name it in the one-line error."""
     given = str(report_dir)
     made = []
 
     def refuse(why: str):
-        raise ReportDirError(f"--report-dir {given}: {why}; {ALLOWED_REPORT_DIR}")
+        raise ReportDirError(f"{option} {given}: {why}; {allowed}")
 
     try:
         p = Path(report_dir).absolute()

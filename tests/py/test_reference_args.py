@@ -72,3 +72,18 @@ def test_buffered_fractional_runtime_reaches_fio_in_milliseconds():
     text = B._buffered_job("/dev/loop9", [1], 0.1, 1 << 20, fadvise=False)
     assert "runtime=100ms" in text.splitlines()
     assert "runtime=3000ms" in B._buffered_job("f", [1], 3, 1 << 20, fadvise=True).splitlines()
+
+
+def test_keep_dir_that_is_not_empty_is_refused_before_the_run(tmp_path):
+    """--keep DIR holding a file: one line naming --keep, exit 2, nothing run or replaced."""
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "bio-read-psync-malloc.json").write_text("precious")
+    rc, out, err = harness("reference", "bio-size", "--keep", keep, "--emulator", "none",
+                           "--no-hugepages", "--no-history", "--quiet", timeout=120)
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"reference bio-size: --keep {keep}: exists and is not empty")
+    assert "allowed: a new directory or an empty one" in err
+    assert out == ""
+    assert [p.name for p in keep.iterdir()] == ["bio-read-psync-malloc.json"]
+    assert (keep / "bio-read-psync-malloc.json").read_text() == "precious"
