@@ -616,6 +616,9 @@ def main(argv=None) -> int:
         return 2
     try:
         return args.func(args)
+    except paths.BuildMissing as e:         # one line; the harness never builds by itself
+        print(f"{args.cmd}: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{args.cmd}: interrupted", file=sys.stderr)
         return 130

@@ -1,6 +1,5 @@
 """Where things are: the repository, the build, the engine, the Python module."""
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,12 +19,20 @@ def engine_path() -> Path:
     return BUILD / "libmdsplit.so"
 
 
+class BuildMissing(RuntimeError):
+    """The build is missing: one line telling the user to build; the
+    command line exits 2."""
+
+
 def ensure_built() -> None:
-    """Builds (and installs the engine) when the build is missing."""
+    """Raises BuildMissing when the build (the engine and the Python module
+    in BUILD) is missing. It never builds: a build installs Debian packages
+    (apt-get) and, as root, the engine (cmake --install), which only
+    `./mdsplit build` (asked for) does."""
     if (BUILD / "libmdsplit.so").exists() and list((BUILD / "python").glob("mdsplit*.so")):
         return
-    subprocess.run([str(ROOT / "ci" / "build.sh"), str(BUILD)], check=True,
-                   stdout=subprocess.DEVNULL)
+    raise BuildMissing(f"no build in {BUILD} (libmdsplit.so and python/mdsplit*.so): run "
+                       f"{ROOT / 'mdsplit'} build first (or set MDSPLIT_BUILD_DIR to a build)")
 
 
 def import_mdsplit():

@@ -12,6 +12,16 @@ sys.path.insert(0, str(ROOT))
 from harness import paths  # noqa: E402
 
 
+def _ensure_built() -> None:
+    """The build the tests use must exist (ci/test.sh builds first): each
+    test that needs it fails with the harness's one line otherwise (it
+    built, installing packages and the engine, before)."""
+    try:
+        paths.ensure_built()
+    except paths.BuildMissing as e:
+        pytest.fail(str(e), pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def engine() -> Path:
     """The build's engine, or $MDSPLIT_ENGINE (CI points it at the TSan
@@ -20,7 +30,7 @@ def engine() -> Path:
         p = Path(os.environ["MDSPLIT_ENGINE"]).resolve()
         assert p.exists(), f"MDSPLIT_ENGINE={p} does not exist"
         return p
-    paths.ensure_built()
+    _ensure_built()
     p = paths.BUILD / "libmdsplit.so"
     assert p.exists(), f"{p} was not built"
     return p
@@ -28,7 +38,7 @@ def engine() -> Path:
 
 @pytest.fixture(scope="session")
 def mdsplit_module():
-    paths.ensure_built()
+    _ensure_built()
     return paths.import_mdsplit()
 
 

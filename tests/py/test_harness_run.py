@@ -141,3 +141,25 @@ def test_run_fio_arguments_after_options_reach_fio(tmp_path):
     rc, out, err = harness("run", job, "--section", "a", "--", "--bogus")
     assert (rc, err.splitlines()) == (1, ["run: fio two.fio exited 1: fio: unrecognized option "
                                           "'--bogus'"])
+
+
+# --- the build --------------------------------------------------------------------------
+
+def test_run_without_a_build_says_to_build_and_never_builds(tmp_path):
+    """No build in MDSPLIT_BUILD_DIR: one line saying to run ./mdsplit build, exit 2; no apt-get or cmake."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    log = tmp_path / "called.log"
+    for tool in ("apt-get", "cmake", "dpkg-query"):      # what a build would start
+        (fake / tool).write_text(f"#!/bin/sh\necho {tool} \"$@\" >> {log}\nexit 1\n")
+        (fake / tool).chmod(0o755)
+    job = tmp_path / "j.fio"
+    job.write_text("[j]\nioengine=null\nrw=read\nsize=1m\n")
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}",
+               MDSPLIT_BUILD_DIR=str(tmp_path / "nobuild"))
+    rc, out, err = harness("run", job, "--simulate", env=env, timeout=120)
+    assert not log.exists(), log.read_text()
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"run: no build in {tmp_path / 'nobuild'} ")
+    assert "mdsplit build first" in err
+    assert out == ""
