@@ -298,12 +298,20 @@ def _gather_sidecars(result, job_file, args, cwd):
                     sidecar
 
 
-def run_simulated(job_file, sections=None, seed=None, env=None, data=True) -> FioResult:
+def run_simulated(job_file, sections=None, seed=None, env=None, data=True,
+                  check=True) -> FioResult:
     """The job file on the virtual clock (harness/simulate.py), as a
-    FioResult like run_fio's: fio's JSON shape plus the sidecars it wrote."""
+    FioResult like run_fio's: fio's JSON shape plus the sidecars it wrote.
+    A job that ended in error makes the returncode 1, as fio's exit status;
+    with check, that raises FioError, one line naming the first such job,
+    as run_fio does for a failed fio."""
     from harness.simulate import simulate_job
     job_file = Path(job_file).resolve()
     fio_json = simulate_job(job_file, sections=sections, seed=seed, env=env, data=data)
-    result = FioResult(str(job_file), 0, fio_json, "")
+    failed = [j for j in fio_json.get("jobs", []) if j["jobname"] in fio_json["jobs_in_error"]]
+    lines = [f"job {j['jobname']}: error={j['error']} ({os.strerror(j['error'])})" for j in failed]
+    if check and failed:
+        raise FioError(f"simulate {job_file.name}: {lines[0]}", 1, "\n".join(lines))
+    result = FioResult(str(job_file), 1 if failed else 0, fio_json, "\n".join(lines))
     _gather_sidecars(result, job_file, [], job_file.parent)
     return result

@@ -163,3 +163,19 @@ def test_run_without_a_build_says_to_build_and_never_builds(tmp_path):
     assert err.startswith(f"run: no build in {tmp_path / 'nobuild'} ")
     assert "mdsplit build first" in err
     assert out == ""
+
+
+# --- --simulate ---------------------------------------------------------------------------
+
+def test_run_simulate_job_ending_in_error_exits_1(tmp_path, engine, mdsplit_module):
+    """run JOB --simulate where the 10th read fails: one line naming the job and its error, exit 1 (as fio)."""
+    (tmp_path / "null.toml").write_text(
+        '[device]\nkind = "passthrough"\n[[members]]\npath = "m0.img"\nsize = "16m"\n'
+        'backend = "ram"\nmodel = "nvme"\n[members.faults]\nfail_nth = [10]\n')
+    job = tmp_path / "e.fio"
+    job.write_text(f"[global]\nioengine=external:{engine}\nmdsplit_config=null.toml\n"
+                   "filename=md0\ndirect=1\nrw=read\nbs=4k\nsize=256k\n[j]\n")
+    rc, out, err = harness("run", job, "--simulate")
+    assert (rc, err.splitlines()) == (1, ["run: simulate e.fio: job j: error=5 "
+                                          "(Input/output error)"])
+    assert out == ""
