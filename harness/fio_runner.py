@@ -2,7 +2,6 @@
 into one result object."""
 import json
 import os
-import re
 import signal
 import subprocess
 import tempfile
@@ -12,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sidecar import load_sidecar
+from harness.sidecar import expected_sidecars, load_sidecar, snapshot, written_since
 
 
 class FioError(RuntimeError):
@@ -63,10 +62,12 @@ def parse_fio_json(text: str) -> dict:
     return data
 
 
-def _sidecar_paths(job_file: Path, extra_args) -> list:
-    """mdsplit_stats= values named in the job file or on the command line."""
-    text = job_file.read_text() + "\n" + "\n".join(extra_args)
-    return re.findall(r"mdsplit_stats\s*=\s*(\S+)", text)
+def sidecar_targets(job_file: Path, args, cwd: Path, env=None) -> dict:
+    """A snapshot (harness/sidecar.py) of the sidecars a run of job_file
+    with fio arguments args, in cwd, writes: the exact names, as they are
+    before the run."""
+    sections = [a.split("=", 1)[1] for a in args if a.startswith("--section=")] or None
+    return snapshot(cwd / n for n in expected_sidecars(job_file, sections, args, cwd, env))
 
 
 def fio_environment() -> dict:
@@ -99,7 +100,8 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
         return run_hosts(job_file, hosts, args=args, cwd=cwd, timeout=timeout, fio=fio,
                          check=check)
     job_file = Path(job_file).resolve()
-    cwd = Path(cwd) if cwd else job_file.parent
+    cwd = Path(cwd).absolute() if cwd else job_file.parent
+    before = sidecar_targets(job_file, args, cwd) if sidecars else {}
     with json_output_file() as out_path:
         cmd = [*prefix, fio, "--output-format=json", f"--output={out_path}", *args, str(job_file)]
         try:
@@ -114,7 +116,7 @@ def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
                        + (lines[0] if lines else "(no message)"), proc.returncode, stderr)
     result = FioResult(str(job_file), proc.returncode, parse_fio_json(text), stderr)
     if sidecars:
-        _gather_sidecars(result, job_file, args, cwd)
+        _gather_sidecars(result, before, cwd)
     return result
 
 
@@ -279,23 +281,22 @@ def kill_fio(proc, token: str) -> None:
     proc.wait()
 
 
-def _gather_sidecars(result, job_file, args, cwd):
-    """The sidecars the run wrote. A file under a sidecar's name that is no
-    sidecar is passed over when fio failed (the engine refused to replace
-    it: a refused output is not the run's), and is an error otherwise."""
-    for rel in _sidecar_paths(job_file, args):
-        base = (cwd / rel)
-        for p in sorted(base.parent.glob(base.name + "*")) if base.parent.exists() else []:
-            if p.suffix == ".json" or re.search(r"\.json\.\d+$", p.name):
-                try:
-                    sidecar = load_sidecar(p)
-                except (ValueError, KeyError, TypeError) as e:
-                    if result.returncode != 0:
-                        continue
-                    raise RuntimeError(f"{p}: not an mdsplit sidecar ({type(e).__name__}: {e})") \
-                        from None
-                result.sidecars[str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p)] = \
-                    sidecar
+def _gather_sidecars(result, before: dict, cwd: Path):
+    """The sidecars the run wrote: of the names it writes (sidecar_targets,
+    taken before it), the files it made or replaced; one left from an
+    earlier run, or a file that merely starts with a sidecar's name, is not
+    the run's. A file the run wrote that is no sidecar is passed over when
+    fio failed (a refused output is not the run's), and is an error
+    otherwise."""
+    for p in written_since(before):
+        try:
+            sidecar = load_sidecar(p)
+        except (ValueError, KeyError, TypeError) as e:
+            if result.returncode != 0:
+                continue
+            raise RuntimeError(f"{p}: not an mdsplit sidecar ({type(e).__name__}: {e})") \
+                from None
+        result.sidecars[str(p.relative_to(cwd)) if p.is_relative_to(cwd) else str(p)] = sidecar
 
 
 def run_simulated(job_file, sections=None, seed=None, env=None, data=True,
@@ -307,11 +308,14 @@ def run_simulated(job_file, sections=None, seed=None, env=None, data=True,
     as run_fio does for a failed fio."""
     from harness.simulate import simulate_job
     job_file = Path(job_file).resolve()
+    before = sidecar_targets(job_file, [f"--section={n}" for n in
+                                        ([sections] if isinstance(sections, str) else
+                                         sections or [])], job_file.parent, env)
     fio_json = simulate_job(job_file, sections=sections, seed=seed, env=env, data=data)
     failed = [j for j in fio_json.get("jobs", []) if j["jobname"] in fio_json["jobs_in_error"]]
     lines = [f"job {j['jobname']}: error={j['error']} ({os.strerror(j['error'])})" for j in failed]
     if check and failed:
         raise FioError(f"simulate {job_file.name}: {lines[0]}", 1, "\n".join(lines))
     result = FioResult(str(job_file), 1 if failed else 0, fio_json, "\n".join(lines))
-    _gather_sidecars(result, job_file, [], job_file.parent)
+    _gather_sidecars(result, before, job_file.parent)
     return result

@@ -118,8 +118,27 @@ def strip_blank_end(line: str) -> str:
     return line.rstrip("".join(chr(c) for c in range(33)) + "\x7f")
 
 
-def _read_lines(path: Path, env, nested=False):
-    """(key, value) pairs and section headers of a file, includes expanded."""
+def include_line(line: str):
+    """The file name of an `include FILE` line (stripped as strip_blank_end
+    leaves it), or None for any other line."""
+    if line.startswith("include") and (len(line) == 7 or line[7] in " \t"):
+        return line[7:].strip()
+    return None
+
+
+def include_path(name: str, including: Path, cwd=None) -> Path:
+    """Where fio reads `include NAME` from (init.c __parse_jobs_ini): NAME as
+    given (relative to fio's working directory cwd, default ours) when it
+    exists, else relative to the including file's directory."""
+    inc = Path(name)
+    if inc.is_absolute() or (Path(cwd or ".") / inc).exists():
+        return Path(cwd or ".") / inc
+    return Path(including).parent / name
+
+
+def _read_lines(path: Path, env, nested=False, cwd=None):
+    """(key, value) pairs and section headers of a file, includes expanded
+    (found as fio finds them from working directory cwd, include_path)."""
     out = []
     text = read_input_text(path)
     for raw in text.splitlines():
@@ -134,12 +153,10 @@ def _read_lines(path: Path, env, nested=False):
                 raise JobFileError(f"simulate: {path}: bad section header {line!r}")
             out.append(("[", line[1:-1].strip()))
             continue
-        if line.startswith("include") and (len(line) == 7 or line[7] in " \t"):
-            name = substitute_env(line[7:].strip(), env)
-            inc = Path(name)
-            if not inc.exists() and not inc.is_absolute():
-                inc = path.parent / name
-            out.extend(_read_lines(inc, env, nested=True))
+        name = include_line(line)
+        if name is not None:
+            inc = include_path(substitute_env(name, env), path, cwd)
+            out.extend(_read_lines(inc, env, nested=True, cwd=cwd))
             continue
         key, value = _split_option(line)
         out.append((key, None if value is None else substitute_env(value, env)))
@@ -154,16 +171,17 @@ def last_of(options: dict, *keys):
     return present[-1] if present else None
 
 
-def parse_job_file(path, sections=None, env=None) -> JobFile:
+def parse_job_file(path, sections=None, env=None, cwd=None) -> JobFile:
     """The jobs of a job file, in order, with [global] options merged in.
     sections: only these sections run (fio's --section), still in file order;
     a str is one section (it was iterated: sections="fixed" asked for "f",
-    "i", ...)."""
+    "i", ...). cwd: fio's working directory, where includes are looked for
+    first (default ours)."""
     if isinstance(sections, str):
         sections = [sections]
     env = dict(os.environ) if env is None else env
     path = Path(path)
-    lines = _read_lines(path, env)
+    lines = _read_lines(path, env, cwd=cwd)
     global_opts: dict = {}
     raw_jobs = []          # (name, options)
     current = None

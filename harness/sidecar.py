@@ -1,5 +1,9 @@
-"""The engine's sidecar statistics file (mdsplit_stats=FILE.json)."""
+"""The engine's sidecar statistics file (mdsplit_stats=FILE.json), and
+which files a run of a job file writes."""
 import json
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,3 +39,50 @@ def load_sidecar(path) -> Sidecar:
     return Sidecar(path=str(path), elapsed_ns=data["elapsed_ns"], devices=data["devices"],
                    time_scale=float(data.get("time_scale", 1.0)),
                    io_uring=data.get("io_uring", {}))
+
+
+def expected_sidecars(job_file, sections=None, extra_args=(), cwd=None, env=None) -> list:
+    """The names of the sidecars a run of job_file writes, as the engine
+    names them (stats_path_of): each job's mdsplit_stats, with .N for subjob
+    N of numjobs, of the jobs `sections` selects (fio's --section); includes
+    read (found from fio's working directory cwd), comments skipped, ${VAR}
+    substituted from env (default ours). A --mdsplit_stats=FILE among extra_args (fio's command
+    line) counts for every job. Relative names are relative to fio's
+    working directory. A job file the parser does not take (fio may still
+    run it): each mdsplit_stats= value of its text, as written."""
+    from harness.jobfile import JobFileError, parse_job_file
+    extra = [a.split("=", 1)[1] for a in extra_args if a.startswith("--mdsplit_stats=")]
+    try:
+        jobs = parse_job_file(job_file, sections=sections, env=env, cwd=cwd).jobs
+    except (JobFileError, ValueError, OSError):
+        text = Path(job_file).read_text(errors="replace")
+        return list(dict.fromkeys(
+            re.findall(r"^[ \t]*mdsplit_stats[ \t]*=[ \t]*([^\s;#]+)", text, re.M) + extra))
+    names = []
+    for j in jobs:
+        for value in ([j.options["mdsplit_stats"]] if j.options.get("mdsplit_stats") else []) + extra:
+            names.append(value + (f".{j.subjob}" if j.subjob else ""))
+    return list(dict.fromkeys(names))
+
+
+def _identity(path: Path):
+    """What tells a regular file from the one there before (a new inode or
+    a new modification), or None when no regular file is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def snapshot(paths) -> dict:
+    """{path: its identity now}, for written_since after a run."""
+    return {Path(p): _identity(Path(p)) for p in paths}
+
+
+def written_since(before: dict) -> list:
+    """The paths of `before` (a snapshot) that are regular files written
+    since it: made or replaced, not left from an earlier run."""
+    return [p for p, was in before.items() if (now := _identity(p)) is not None and now != was]

@@ -179,3 +179,25 @@ def test_run_simulate_job_ending_in_error_exits_1(tmp_path, engine, mdsplit_modu
     assert (rc, err.splitlines()) == (1, ["run: simulate e.fio: job j: error=5 "
                                           "(Input/output error)"])
     assert out == ""
+
+
+# --- sidecars ---------------------------------------------------------------------------
+
+def test_run_reports_only_the_sidecars_this_run_wrote(tmp_path, engine):
+    """A second run with numjobs=1: only stats/s.json, not the first run's s.json.1 or a s.json.bak.json beside it."""
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    (tmp_path / "ram.toml").write_text('[device]\nkind = "passthrough"\n[[members]]\n'
+                                       'path = "m0.img"\nsize = "16m"\nbackend = "ram"\n')
+    job = tmp_path / "j.fio"
+    text = (f"[global]\nioengine=external:{engine}\nmdsplit_config=ram.toml\nfilename=md0\n"
+            "direct=1\nrw=read\nbs=4k\nsize=256k\n[j]\nnumjobs={n}\nmdsplit_stats=stats/s.json\n")
+    job.write_text(text.format(n=2))
+    rc, out, err = harness("run", job)
+    assert rc == 0, err
+    assert sorted(json.loads(out)["sidecars"]) == ["stats/s.json", "stats/s.json.1"]
+    shutil.copy(tmp_path / "stats/s.json", tmp_path / "stats/s.json.bak.json")
+    job.write_text(text.format(n=1))
+    rc, out, err = harness("run", job)
+    assert rc == 0, err
+    assert list(json.loads(out)["sidecars"]) == ["stats/s.json"]
