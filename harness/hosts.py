@@ -8,10 +8,14 @@
 run_hosts() writes one copy of the job file per host, in which
   - mdsplit_config= becomes an absolute path (the TOML, the engine and the
     members' paths must exist at the same path on every server), and
-  - mdsplit_stats= / mdsplit_trace= move to RESULTS/<host>/<their value>,
-    where RESULTS (default: `hosts/` beside the job file, or --results-dir)
-    is a directory the hosts share (e.g. NFS at the same path), so that each
-    host's sidecars land apart and the harness can read them;
+  - mdsplit_stats= / mdsplit_trace= move to RESULTS/<host>/<their value>
+    (read from the job's directory, `..` taken out; one outside it under its
+    whole path), where RESULTS (default: `hosts/` beside the job file, or
+    --results-dir) is a directory the hosts share (e.g. NFS at the same
+    path), so that each host's sidecars land apart and the harness can read
+    them;
+  - `include FILE` lines are replaced by FILE's lines (fio's server parses
+    an include's file name as job text);
 and runs `fio --client=HOST1 JOB.HOST1 --client=HOST2 JOB.HOST2 ...` (the
 job file's contents are sent to the servers; each server resolves other
 relative paths against its own working directory). fio's JSON groups the
@@ -27,13 +31,15 @@ network namespaces joined by a veth pair) are tests/py/fio_servers.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.fio_runner import FioError, FioResult, json_output_file, launch_fio
-from harness.sidecar import load_sidecar
+from harness.jobfile import JobFileError, inline_includes
+from harness.sidecar import expected_sidecars, load_sidecar, snapshot, written_since
 
 DEFAULT_PORT = 8765
 # Seconds the fio client gets, after ^C or a timeout, to stop the servers'
@@ -118,13 +124,16 @@ def split_args(args) -> tuple:
 
 
 def _host_relative(p: Path, job_dir: Path) -> Path:
-    """Where a sidecar or trace path goes below a host's results directory."""
-    if not p.is_absolute():
-        return p
-    try:
-        return p.relative_to(job_dir.resolve())
-    except ValueError:
-        return p.relative_to("/")
+    """Where a sidecar or trace path goes below a host's results directory:
+    the path (relative ones from the job's directory, `..` taken out as the
+    path is read, lexically) relative to the job's directory when it is
+    below it, else from the root. It never starts with `..`, so a host's
+    copy always stays below that host's directory."""
+    job_dir = Path(os.path.normpath(Path(job_dir).resolve()))
+    full = Path(os.path.normpath(job_dir / p))
+    if full.is_relative_to(job_dir):
+        return full.relative_to(job_dir)
+    return full.relative_to("/")
 
 
 def rewrite_job(text: str, job_dir: Path, host_dir: Path, extra: dict = None) -> str:
@@ -133,9 +142,21 @@ def rewrite_job(text: str, job_dir: Path, host_dir: Path, extra: dict = None) ->
     out, sections = [], []
     job_dir, host_dir = Path(job_dir), Path(host_dir)
 
+    def rewrite(line: str) -> str:
+        m = re.match(r"^(\s*)([A-Za-z0-9_]+)\s*=\s*(\S+)(.*)$", line)
+        if m and m.group(2) in PATH_KEYS_ABSOLUTE + PATH_KEYS_PER_HOST:
+            key, val = m.group(2), m.group(3)
+            p = Path(val)
+            if key in PATH_KEYS_ABSOLUTE:
+                new = p if p.is_absolute() else (job_dir / p).resolve()
+            else:
+                new = host_dir / _host_relative(p, job_dir)
+            return f"{m.group(1)}{key}={new}{m.group(4)}"
+        return line
+
     def close_section():
         if sections and sections[-1] != "global" and extra:
-            out.extend(f"{k}={v}" for k, v in extra.items())
+            out.extend(rewrite(f"{k}={v}") for k, v in extra.items())
 
     for line in text.splitlines():
         stripped = line.strip()
@@ -145,17 +166,7 @@ def rewrite_job(text: str, job_dir: Path, host_dir: Path, extra: dict = None) ->
             sections.append(sec.group(1).strip())
             out.append(line)
             continue
-        m = re.match(r"^(\s*)([A-Za-z0-9_]+)\s*=\s*(\S+)(.*)$", line)
-        if m and m.group(2) in PATH_KEYS_ABSOLUTE + PATH_KEYS_PER_HOST:
-            key, val = m.group(2), m.group(3)
-            p = Path(val)
-            if key in PATH_KEYS_ABSOLUTE:
-                new = p if p.is_absolute() else (job_dir / p).resolve()
-            else:
-                new = host_dir / _host_relative(p, job_dir)
-            out.append(f"{m.group(1)}{key}={new}{m.group(4)}")
-            continue
-        out.append(line)
+        out.append(rewrite(line))
     close_section()
     return "\n".join(out) + "\n"
 
@@ -259,25 +270,30 @@ def run_hosts(job_file, hosts, args=(), cwd=None, results_dir=None, timeout=None
         while t in tags.values():
             t, i = f"{s.tag}-{i}", i + 1
         tags[s.raw] = t
-    cwd = Path(cwd) if cwd else job_file.parent
+    cwd = Path(cwd).absolute() if cwd else job_file.parent
     results = Path(results_dir).resolve() if results_dir else job_file.parent / "hosts"
     local, job_opts = split_args(args)
-    text = job_file.read_text()
-    host_jobs = {}
+    try:
+        # fio's server cannot read an `include` (it parses the file's name
+        # as job text): the copies carry them inline, rewritten as the rest.
+        text = inline_includes(job_file, cwd)
+    except JobFileError as e:
+        raise HostsUsageError(str(e).removeprefix("run: ")) from None
+    host_jobs, expected = {}, {}
+    wanted = [a.split("=", 1)[1] for a in section_args]
     for s in specs:
         d = results / tags[s.raw]
         try:
             d.mkdir(parents=True, exist_ok=True)
-            for key in PATH_KEYS_PER_HOST:          # no stale sidecars from an earlier run
-                for m in re.finditer(rf"^\s*{key}\s*=\s*(\S+)", text, re.M):
-                    target = d / _host_relative(Path(m.group(1)), job_file.parent)
-                    if key == "mdsplit_stats":
-                        for old in target.parent.glob(target.name + "*") \
-                                if target.parent.is_dir() else []:
-                            if old.is_file():
-                                old.unlink()
             hj = d / job_file.name
             hj.write_text(rewrite_job(text, job_file.parent, d, job_opts))
+            # The sidecars this copy writes, by their exact names (below d):
+            # one left there by an earlier run is removed, nothing else.
+            names = [Path(n) for n in expected_sidecars(hj, wanted or None, cwd=cwd)]
+            for p in names:
+                if p.is_relative_to(d) and (p.is_symlink() or p.is_file()):
+                    p.unlink()
+            expected[s.raw] = snapshot(p for p in names if p.is_relative_to(d))
         except OSError as e:
             raise HostsUsageError(
                 f"--results-dir {results}: cannot write {e.filename or d} ({e.strerror}); "
@@ -335,16 +351,12 @@ def run_hosts(job_file, hosts, args=(), cwd=None, results_dir=None, timeout=None
     for s in specs:
         h = result.hosts[s.raw]
         d = results / h.tag
-        for m in re.finditer(r"^\s*mdsplit_stats\s*=\s*(\S+)", Path(h.job_file).read_text(), re.M):
-            base = Path(m.group(1))
-            found = [p for p in sorted(base.parent.glob(base.name + "*")) if base.parent.is_dir()
-                     and (p.suffix == ".json" or re.search(r"\.json\.\d+$", p.name))]
-            if not found:
-                h.missing_sidecars.append(str(base))
-            for p in found:
-                rel = str(p.relative_to(d)) if p.is_relative_to(d) else str(p)
-                h.sidecars[rel] = load_sidecar(p)
-                result.sidecars[f"{s.raw}:{rel}"] = h.sidecars[rel]
+        found = written_since(expected[s.raw])
+        h.missing_sidecars = [str(p) for p in expected[s.raw] if p not in found]
+        for p in found:
+            rel = str(p.relative_to(d))
+            h.sidecars[rel] = load_sidecar(p)
+            result.sidecars[f"{s.raw}:{rel}"] = h.sidecars[rel]
     return result
 
 

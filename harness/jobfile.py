@@ -136,6 +136,41 @@ def include_path(name: str, including: Path, cwd=None) -> Path:
     return Path(including).parent / name
 
 
+def inline_includes(path, cwd=None, prog="run") -> str:
+    """The job file's text with each `include FILE` line replaced by FILE's
+    lines (FILE found as fio finds it, include_path; nested includes too).
+    fio's server cannot read an include: it parses the include's file name
+    as job text, so a job file sent to it (--client) must carry them inline.
+    A missing or unreadable FILE, or a section in one (fio refuses those),
+    raises JobFileError, one line."""
+    path = Path(path)
+
+    def lines_of(p: Path, nested: bool, seen: tuple) -> list:
+        if p.resolve() in seen:
+            raise JobFileError(f"{prog}: {seen[-1]}: include {p}: includes itself; allowed: "
+                               "an include that does not include its includer")
+        out = []
+        for raw in read_input_text(p, what="included file" if nested else "job file",
+                                   prog=prog).splitlines():
+            line = strip_blank_end(raw.strip())
+            if nested and line.startswith("["):
+                raise JobFileError(f"{prog}: {p}: no new sections in included files "
+                                   "(fio refuses them); allowed: options only")
+            name = include_line(line)
+            if name is None:
+                out.append(raw)
+                continue
+            inc = include_path(name, p, cwd)
+            if not inc.exists():
+                raise JobFileError(f"{prog}: {p}: include {name}: no such file; allowed: a file "
+                                   f"as given (from {Path(cwd or '.').absolute()}) or beside "
+                                   f"{p.name}")
+            out.append(f"; {line} (inlined)")
+            out.extend(lines_of(inc, True, seen + (p.resolve(),)))
+        return out
+    return "\n".join(lines_of(path, False, ())) + "\n"
+
+
 def _read_lines(path: Path, env, nested=False, cwd=None):
     """(key, value) pairs and section headers of a file, includes expanded
     (found as fio finds them from working directory cwd, include_path)."""

@@ -76,6 +76,18 @@ def test_rewrite_job_paths_and_options(tmp_path):
     assert "runtime=2" not in sections[1] and "runtime=2" in sections[2] and "runtime=2" in sections[3]
 
 
+def test_rewrite_job_keeps_a_dotdot_sidecar_below_the_hosts_directory(tmp_path):
+    """mdsplit_stats=../x/s.json (or a/../../y) goes below hosts/<host>/, not beside it (both hosts wrote one file)."""
+    job_dir = tmp_path / "jobs"
+    host = job_dir / "hosts" / "h1"
+    text = "[a]\nmdsplit_stats=../x/s.json\nmdsplit_trace=a/../../y\n"
+    out = H.rewrite_job(text, job_dir, host)
+    values = [Path(l.split("=", 1)[1]) for l in out.splitlines() if "=" in l]
+    assert values == [host / str(tmp_path).lstrip("/") / "x" / "s.json",
+                      host / str(tmp_path).lstrip("/") / "y"]
+    assert all(".." not in v.parts for v in values)
+
+
 def test_split_args():
     local, job = H.split_args(["--runtime=2", "--eta=never", "--status-interval=1", "--bs=8k", "-d"])
     assert job == {"runtime": "2", "bs": "8k"}
@@ -95,6 +107,21 @@ def test_unreachable_host_is_a_one_line_error(tmp_path):
                        timeout=60)
     assert r.returncode == 1
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("run: ")
+
+
+def test_stale_sidecar_removal_takes_only_the_exact_names(tmp_path):
+    """Before a --hosts run, hosts/<host>/stats/randread.json goes; randread.json.keep and randread.jsonl stay."""
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    job = _job(tmp_path)
+    port = S.free_port()          # nothing listens there: the run fails after the removal
+    stats = tmp_path / "hosts" / f"127.0.0.1-{port}" / "stats"
+    stats.mkdir(parents=True)
+    for name in ("randread.json", "randread.json.keep", "randread.jsonl"):
+        (stats / name).write_text("an earlier file")
+    with pytest.raises(FioError):
+        H.run_hosts(job, [f"ip:127.0.0.1,{port}"], timeout=30)
+    assert sorted(p.name for p in stats.iterdir()) == ["randread.json.keep", "randread.jsonl"]
 
 
 # --- two servers ------------------------------------------------------------------
@@ -245,3 +272,16 @@ def test_cli_run_hosts_interrupted_stops_the_servers_jobs(tmp_path):
                 p.kill()
         assert p.returncode == 130, err
         assert left_running(jobs, wait_s=20) == [], "the servers' jobs ran on"
+
+
+def test_run_hosts_job_file_with_include(tmp_path):
+    """A job whose options (its sidecar too) come from `include FILE` runs on both hosts, each sidecar below hosts/<host>/."""
+    _engine()
+    job = _job(tmp_path)
+    (tmp_path / "randread.inc").write_text("rw=randread\nbs=4k\niodepth=8\n"
+                                           "mdsplit_stats=stats/randread.json\n")
+    job.write_text(job.read_text().split("[hosts-randread]")[0] +
+                   "[hosts-randread]\ninclude randread.inc\n")
+    with _servers("loopback") as ls:
+        result = H.run_hosts(job, ls.hosts, timeout=60)
+    _check_both_hosts(result, ls.hosts)
