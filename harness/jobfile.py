@@ -70,6 +70,7 @@ class Job:
 class JobFile:
     path: str
     jobs: list = field(default_factory=list)
+    files: list = field(default_factory=list)  # the job file and the files it includes
 
 
 def substitute_env(value: str, env) -> str:
@@ -171,11 +172,14 @@ def inline_includes(path, cwd=None, prog="run") -> str:
     return "\n".join(lines_of(path, False, ())) + "\n"
 
 
-def _read_lines(path: Path, env, nested=False, cwd=None):
+def _read_lines(path: Path, env, nested=False, cwd=None, files=None):
     """(key, value) pairs and section headers of a file, includes expanded
-    (found as fio finds them from working directory cwd, include_path)."""
+    (found as fio finds them from working directory cwd, include_path);
+    `files` gets the path of every file read."""
     out = []
     text = read_input_text(path)
+    if files is not None:
+        files.append(str(path))
     for raw in text.splitlines():
         # init.c __parse_jobs_ini: is_empty_or_comment(), then strip_blank_end().
         line = strip_blank_end(raw.strip())
@@ -191,7 +195,7 @@ def _read_lines(path: Path, env, nested=False, cwd=None):
         name = include_line(line)
         if name is not None:
             inc = include_path(substitute_env(name, env), path, cwd)
-            out.extend(_read_lines(inc, env, nested=True, cwd=cwd))
+            out.extend(_read_lines(inc, env, nested=True, cwd=cwd, files=files))
             continue
         key, value = _split_option(line)
         out.append((key, None if value is None else substitute_env(value, env)))
@@ -216,7 +220,8 @@ def parse_job_file(path, sections=None, env=None, cwd=None) -> JobFile:
         sections = [sections]
     env = dict(os.environ) if env is None else env
     path = Path(path)
-    lines = _read_lines(path, env, cwd=cwd)
+    files = []
+    lines = _read_lines(path, env, cwd=cwd, files=files)
     global_opts: dict = {}
     raw_jobs = []          # (name, options)
     current = None
@@ -254,7 +259,7 @@ def parse_job_file(path, sections=None, env=None, cwd=None) -> JobFile:
             if s not in names:
                 raise JobFileError(f"simulate: --section {s}: no such job in {path}")
         raw_jobs = [(n, o) for n, o in raw_jobs if n in sections]
-    jf = JobFile(str(path))
+    jf = JobFile(str(path), files=files)
     groupid = 0
     for name, opts in raw_jobs:
         stonewall = parse_bool("stonewall", opts.get("stonewall", "0")) or \

@@ -410,6 +410,15 @@ def _build_run(job_file, sections, seed, env, report):
             spec["time_based"] = False
         specs.append(spec)
         meta.append({"job": job, "stats": stats})
+    # The report (--output) is written after the run: over a file the run
+    # reads or writes, it would destroy it. (A sidecar on it is the engine's
+    # refusal below, as fio's --output.)
+    if report not in (None, "-") and not _sidecar_is_stream(report):
+        clash = _file_of_run(report, jf, jobs_info, stacks, stack_names)
+        if clash:
+            raise SimulateError(f"simulate: --output {report} is {clash}: the report would "
+                                "replace it; allowed: a file that the run neither reads nor "
+                                "writes")
     # mdsplit_setup (output_rival on mdsplit_stats): two jobs writing one sidecar file from
     # devices of their own would overwrite each other.
     sidecar_stack = {}
@@ -734,6 +743,21 @@ def _input_at(jobs_info, path):
                     _file_identity(os.path.join(os.path.dirname(info["config"]), m["path"])) == ident:
                 return f"members[{k}] of {info['config_option']}"
     return ""
+
+
+def _file_of_run(path, jf, jobs_info, stacks, stack_names):
+    """What writing `path` would destroy among the files the run uses or
+    writes: a job file (or one it includes), a stack file or member
+    (_input_at), a trace file (_trace_file_at), or a file in use below a
+    block device (the engine's find_file_use: a loop device's backing file,
+    a swap file); "" when none. (A sidecar there is refused as the engine
+    refuses one on fio's --output: _is_report.)"""
+    ident = _file_identity(path)
+    for f in jf.files:
+        if _file_identity(f) == ident:
+            return f"the job file {f}"
+    return _input_at(jobs_info, path) or _trace_file_at(stacks, stack_names, path) or \
+        paths.import_mdsplit().file_in_use(path)
 
 
 def _check_raid5_rivals(jobs_info, jobs):
