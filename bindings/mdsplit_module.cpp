@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/resolved_path.h"
 #include "config/config_loader.h"
 #include "core/trace/blktrace_writer.h"
 #include "exclusive_use.h"
@@ -461,6 +462,17 @@ PYBIND11_MODULE(mdsplit, m) {
         py::arg("path"),
         "\"\" or how the regular file at path is in use below a block device (\"the backing "
         "file of loop 7:0\", \"used as swap\"): what an output replacing it would destroy.");
+    m.def(
+        "resolved_path",
+        [](py::handle path_arg) {
+            std::string path = py_args::text(path_arg, "resolved_path: path", "a path (a str)");
+            if (path.find('\0') != std::string::npos)
+                py_args::fail("resolved_path: path", "contains a NUL byte", "a path");
+            return resolved_path(path);
+        },
+        py::arg("path"),
+        "The absolute path open(2) would create or open at path (links followed, a dangling "
+        "last one too; \"tr/\" is \"tr\"): the engine's identity of an output path.");
     register_buffered(m);
     register_simulate(m);
 }

@@ -353,7 +353,8 @@ def _build_run(job_file, sections, seed, env, report):
             # As the engine (trace_dir_of): a forked subjob N traces into DIR.N.
             trace = o.get("mdsplit_trace")
             if trace and not thread and job.subjob:
-                trace += f".{job.subjob}"
+                # DIR/ is DIR: its subjob's directory is DIR.N, not DIR/.N inside it.
+                trace = (trace.rstrip("/") or "/") + f".{job.subjob}"
             stacks.append({"config": config_path, "label": label,
                            "trace_dir": _resolve(base, trace) if trace else ""})
             stack_names.append((trace or "", job.name))
@@ -477,19 +478,21 @@ def _build_run(job_file, sections, seed, env, report):
                 f"mdsplit: mdsplit_stats={option}: cannot create it ({why}); allowed: a path in "
                 "a writable directory", 1)
     # mdsplit_setup (output_rival on mdsplit_trace): two stacks tracing into one directory
-    # would truncate each other's blktrace files (both name members m0, ...).
+    # (by the engine's run_path(): "tr" and "tr/" are one) would truncate each other's
+    # blktrace files (both name members m0, ...).
+    mdsplit = paths.import_mdsplit()
     trace_stack = {}
     for i, (st, (option, _)) in enumerate(zip(stacks, stack_names)):
         if not st["trace_dir"]:
             continue
-        first = trace_stack.setdefault(os.path.realpath(st["trace_dir"]), i)
+        first = trace_stack.setdefault(mdsplit.resolved_path(st["trace_dir"]), i)
         if first != i:
             raise SimulateError(
                 f"mdsplit: mdsplit_trace={option}: job {stack_names[first][1]} writes its "
                 "traces there too, from a device of its own, so one job's blktrace files would "
                 "overwrite the other's; allowed: a directory per job, or thread=1 with the same "
                 "mdsplit_config and filename (one shared device, one set of traces)", 1)
-    _check_shared_device_options(jobs_info)
+    _check_shared_device_options(jobs_info, base)
     _check_raid5_rivals(jobs_info, jf.jobs)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
@@ -497,7 +500,6 @@ def _build_run(job_file, sections, seed, env, report):
         st["create_members"] = run_creates[st["config"]]
     # mdsplit_setup: a raid5 or bfq device named by several forked jobs
     # that may run at the same time (no stonewall between them) needs one owner.
-    mdsplit = paths.import_mdsplit()
     devices = {}  # (stack file, filename) -> [(info, job)]
     for info, (_, job) in zip(jobs_info, job_order):
         devices.setdefault((info["config"], info["label"]), []).append((info, job))
@@ -566,15 +568,20 @@ def _build_run(job_file, sections, seed, env, report):
     return jf, stacks, specs, meta, base_seed
 
 
-def _check_shared_device_options(jobs_info):
+def _check_shared_device_options(jobs_info, base):
     """As the engine's mdsplit_setup: the jobs of one shared device (threads
-    naming one stack file and filename) agree on mdsplit_trace, and the jobs
-    of one group on its weight. The first job's view, as fio reports it."""
+    naming one stack file and filename) agree on mdsplit_trace (the same
+    directory by the engine's run_path(), trace_disagreement()), and the
+    jobs of one group on its weight. The first job's view, as fio reports it."""
+    resolved = paths.import_mdsplit().resolved_path
+
+    def trace_dir(info):
+        return resolved(_resolve(base, info["trace"])) if info["trace"] else ""
     for i, a in enumerate(jobs_info):
         for b in jobs_info[i + 1:]:
             if a["key"] != b["key"] or not a["thread"]:
                 continue
-            if a["trace"] != b["trace"]:
+            if trace_dir(a) != trace_dir(b):
                 raise SimulateError(
                     f"mdsplit: mdsplit_trace: jobs {a['name']} ({a['trace'] or 'none'}) and "
                     f"{b['name']} ({b['trace'] or 'none'}) share one device (thread=1, the same "

@@ -3,6 +3,8 @@
 // one too when its target does not exist yet (a dangling link is where the
 // file gets created). Two paths that resolve alike name one file, existing or
 // not; std::filesystem::weakly_canonical() alone stops at a dangling link.
+// Trailing slashes name the same file or directory ("tr/" is "tr"), as
+// open(2) and mkdir(2) take them.
 #pragma once
 
 #include <filesystem>
@@ -23,6 +25,8 @@ inline std::string resolved_path(const std::string& path) {
     std::error_code ec;
     fs::path p = fs::absolute(path, ec);
     if (ec) return path;
+    // "tr/" has an empty last component: the directory is its parent_path().
+    while (!p.has_filename() && p.has_relative_path()) p = p.parent_path();
     for (int hops = 0; hops < 40; hops++) {
         fs::path dir = fs::weakly_canonical(p.parent_path(), ec);
         if (ec) return p.lexically_normal().string();

@@ -597,7 +597,11 @@ std::string trace_dir_of(thread_data* td) {
     auto* o = static_cast<EngineOptions*>(td->eo);
     if (!o->trace || !*o->trace) return "";
     std::string dir = o->trace;
-    if (!td->o.use_thread && td->subjob_number) dir += "." + std::to_string(td->subjob_number);
+    if (!td->o.use_thread && td->subjob_number) {
+        // DIR/ is DIR: its subjob's directory is DIR.N, not DIR/.N inside it.
+        while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+        dir += "." + std::to_string(td->subjob_number);
+    }
     return dir;
 }
 

@@ -44,6 +44,57 @@ def test_forked_jobs_naming_one_trace_dir_are_refused(engine, tmp_path):
     assert not (tmp_path / "tr").exists()
 
 
+# "tr" and "tr/" are one directory (run_path): two forked jobs naming it so are refused too
+# (the second truncated the first's traces).
+@pytest.mark.parametrize("run", ["fio", "simulate"])
+def test_forked_jobs_naming_one_trace_dir_with_a_slash_are_refused(engine, tmp_path, run):
+    (tmp_path / "stack.toml").write_text(STACK)
+    job = write_job(tmp_path, "t.fio", job_text(engine, "[a]\nmdsplit_trace=tr\n[b]\nmdsplit_trace=tr/\n"))
+    line = ("mdsplit: mdsplit_trace=tr/: job a writes its traces there too, from a device of its "
+            "own, so one job's blktrace files would overwrite the other's; allowed: a directory "
+            "per job, or thread=1 with the same mdsplit_config and filename (one shared device, "
+            "one set of traces)")
+    if run == "fio":
+        result = run_fio(job, check=False)
+        assert result.returncode != 0
+        # Each job's setup refuses, naming the other.
+        assert line in result.mdsplit_errors(), result.stderr
+    else:
+        with pytest.raises(SimulateError) as e:
+            simulate_job(job)
+        assert str(e.value) == line
+
+
+# Threads sharing one device agree on its trace directory when one says "tr" and another
+# "tr/" (they were refused as naming two).
+@pytest.mark.parametrize("run", ["fio", "simulate"])
+def test_threads_sharing_a_stack_may_name_its_trace_dir_with_a_slash(engine, tmp_path, run):
+    (tmp_path / "stack.toml").write_text(STACK)
+    job = write_job(tmp_path, "t.fio", job_text(
+        engine, "[a]\nmdsplit_trace=tr\n[b]\nmdsplit_trace=tr/\n", thread=True))
+    if run == "fio":
+        result = run_fio(job, check=False)
+        assert result.returncode == 0, result.stderr
+    else:
+        simulate_job(job)
+    assert (tmp_path / "tr" / "m0.blktrace.0").stat().st_size > 0
+
+
+# A forked subjob of mdsplit_trace=tr/ traces into tr.1, as one of tr does (it was tr/.1,
+# inside tr).
+@pytest.mark.parametrize("run", ["fio", "simulate"])
+def test_forked_subjobs_of_a_trace_dir_with_a_slash_write_dir_dot_n(engine, tmp_path, run):
+    (tmp_path / "stack.toml").write_text(STACK)
+    job = write_job(tmp_path, "t.fio", job_text(engine, "[a]\nnumjobs=2\nmdsplit_trace=tr/\n"))
+    if run == "fio":
+        result = run_fio(job, check=False)
+        assert result.returncode == 0, result.stderr
+    else:
+        simulate_job(job)
+    assert (tmp_path / "tr.1" / "m0.blktrace.0").stat().st_size > 0
+    assert not (tmp_path / "tr" / ".1").exists()
+
+
 # Forked subjobs of numjobs each trace their own copy: DIR, DIR.1, DIR.2.
 def test_forked_subjobs_write_numbered_trace_dirs(engine, tmp_path):
     (tmp_path / "stack.toml").write_text(STACK)
