@@ -475,4 +475,5 @@ PYBIND11_MODULE(mdsplit, m) {
         "last one too; \"tr/\" is \"tr\"): the engine's identity of an output path.");
     register_buffered(m);
     register_simulate(m);
+    py_args::one_line_call_errors(m);
 }

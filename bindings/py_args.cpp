@@ -1,7 +1,10 @@
 #include "py_args.h"
 
+#include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sim/virtual_time.h"
 
@@ -39,6 +42,152 @@ void no_other_keywords(const py::kwargs& kwargs, const std::string& where,
                        const std::string& allowed) {
     for (const auto& kv : kwargs)
         fail_unknown_key(where, std::string(py::str(kv.first)), allowed, "keyword argument");
+}
+
+namespace {
+// pybind's own dispatcher, which every function of the module shares
+// (METH_VARARGS | METH_KEYWORDS).
+using Dispatcher = PyObject* (*)(PyObject*, PyObject*, PyObject*);
+Dispatcher pybind_dispatcher = nullptr;
+
+// What is wrong with a call of `rec` with positional `args` (self first, for
+// a method) and keywords `kwargs` that pybind could not match, as one line
+// with the error type to raise; "" when the arguments' number and names fit
+// (then pybind's error, about a type, stands).
+std::pair<std::string, PyObject*> explain_call(const py::detail::function_record& rec,
+                                               PyObject* args, PyObject* kwargs) {
+    const size_t skip = rec.is_method ? 1 : 0;  // self
+    std::vector<std::string> names;             // positional parameters, self excluded
+    std::vector<bool> optional;
+    for (size_t i = skip; i < rec.nargs_pos; i++) {
+        bool named = i < rec.args.size() && rec.args[i].name;
+        names.push_back(named ? rec.args[i].name : "arg" + std::to_string(i - skip));
+        optional.push_back(i < rec.args.size() && bool(rec.args[i].value));
+    }
+    std::string where = rec.name ? rec.name : "?";
+    py::handle scope = rec.scope;
+    if (scope && PyType_Check(scope.ptr()) && (where == "__init__" || !rec.is_method)) {
+        std::string cls = py::str(scope.attr("__name__"));
+        where = where == "__init__" ? cls : cls + "." + where;
+    }
+    std::string signature, keywords;
+    for (size_t i = 0; i < names.size(); i++) {
+        std::string sep = i ? ", " : "";
+        signature +=
+            sep + names[i] +
+            (optional[i] && rec.args[i + skip].descr ? std::string("=") + rec.args[i + skip].descr
+                                                     : "");
+        keywords += sep + names[i];
+    }
+    signature = "(" + signature + ")";
+    size_t given = size_t(PyTuple_GET_SIZE(args));
+    if (skip && !rec.is_constructor && scope && PyType_Check(scope.ptr())) {
+        std::string cls = py::str(scope.attr("__name__"));
+        if (!given)
+            return {cls + "." + where + ": called without its object; allowed: a " + cls + "'s " +
+                        where + signature,
+                    PyExc_TypeError};
+        if (!PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0),
+                                reinterpret_cast<PyTypeObject*>(scope.ptr())))
+            return {cls + "." + where + ": self: expected a " + cls + ", got " +
+                        type_name(PyTuple_GET_ITEM(args, 0)) + "; allowed: a " + cls + "'s " +
+                        where + signature,
+                    PyExc_TypeError};
+    }
+    given = given > skip ? given - skip : 0;
+    if (given > names.size() && !rec.has_args)
+        return {where + ": takes at most " + std::to_string(names.size()) + " argument" +
+                    (names.size() == 1 ? "" : "s") + ", got " + std::to_string(given) +
+                    "; allowed: " + signature,
+                PyExc_TypeError};
+    std::set<std::string> by_keyword;
+    if (kwargs) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            std::string k = py::str(key);
+            auto it = std::find(names.begin(), names.end(), k);
+            if (it == names.end()) {
+                if (rec.has_kwargs) continue;  // the function refuses it itself
+                return {where + ": unknown keyword argument \"" + k +
+                            "\"; allowed: " + (keywords.empty() ? "none" : keywords),
+                        nullptr};
+            }
+            if (size_t(it - names.begin()) < given)
+                return {where + ": argument \"" + k +
+                            "\" given twice (by position and by keyword); allowed: " + signature,
+                        PyExc_TypeError};
+            by_keyword.insert(k);
+        }
+    }
+    for (size_t i = given; i < names.size(); i++)
+        if (!optional[i] && !by_keyword.count(names[i]))
+            return {where + ": missing argument \"" + names[i] + "\"; allowed: " + signature,
+                    PyExc_TypeError};
+    return {"", nullptr};
+}
+
+// pybind's dispatcher, then one line for a call whose arguments it could not match.
+PyObject* one_line_dispatcher(PyObject* self, PyObject* args, PyObject* kwargs) {
+    PyObject* result = pybind_dispatcher(self, args, kwargs);
+    if (result || !PyErr_ExceptionMatches(PyExc_TypeError) || !PyCapsule_CheckExact(self))
+        return result;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    auto* rec = static_cast<py::detail::function_record*>(
+        PyCapsule_GetPointer(self, PyCapsule_GetName(self)));
+    std::pair<std::string, PyObject*> why;
+    // Overloads (none here): pybind's list of them says more.
+    if (rec && !rec->next) {
+        try {
+            why = explain_call(*rec, args, kwargs);
+        } catch (const std::exception&) {
+            why = {};
+        }
+    }
+    PyErr_Clear();
+    if (why.first.empty()) {
+        PyErr_Restore(type, value, traceback);  // about a type, or from the call itself
+        return nullptr;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    PyObject* error = why.second ? why.second : unknown_key_error;
+    PyErr_SetString(error ? error : PyExc_ValueError, why.first.c_str());
+    return nullptr;
+}
+
+// Routes one pybind function of the module through one_line_dispatcher.
+void patch_function(py::handle value) {
+    if (PyObject_TypeCheck(value.ptr(), &PyStaticMethod_Type))
+        value = py::handle(value).attr("__func__");
+    py::handle fn = py::detail::get_function(value);
+    if (!fn || !PyCFunction_Check(fn.ptr())) return;
+    py::handle self = PyCFunction_GET_SELF(fn.ptr());
+    if (!self || !PyCapsule_CheckExact(self.ptr()) ||
+        !py::detail::is_function_record_capsule(py::reinterpret_borrow<py::capsule>(self)))
+        return;
+    PyMethodDef* def = reinterpret_cast<PyCFunctionObject*>(fn.ptr())->m_ml;
+    if (!(def->ml_flags & METH_KEYWORDS)) return;
+    auto ours = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(one_line_dispatcher));
+    if (def->ml_meth == ours) return;
+    pybind_dispatcher = reinterpret_cast<Dispatcher>(reinterpret_cast<void (*)()>(def->ml_meth));
+    def->ml_meth = ours;
+}
+}  // namespace
+
+void one_line_call_errors(py::module_& m) {
+    for (auto item : py::reinterpret_borrow<py::dict>(m.attr("__dict__"))) {
+        py::handle value = item.second;
+        if (PyType_Check(value.ptr()) &&
+            py::detail::get_type_info(reinterpret_cast<PyTypeObject*>(value.ptr()))) {
+            // A class's __dict__ is a mappingproxy: copied into a dict to walk it.
+            for (auto member : py::dict(value.attr("__dict__"))) patch_function(member.second);
+        } else {
+            patch_function(value);
+        }
+    }
 }
 
 std::string type_name(py::handle value) { return Py_TYPE(value.ptr())->tp_name; }

@@ -52,6 +52,15 @@ void register_errors(py::module_& m);
 void no_other_keywords(const py::kwargs& kwargs, const std::string& where,
                        const std::string& allowed);
 
+// Every function, method and constructor of module `m` (and of its classes):
+// a call with the wrong number of arguments, an argument given twice or an
+// unknown keyword is one line naming the call and its arguments instead of
+// pybind's TypeError of several lines listing signatures: "<call>: missing
+// argument "length"; allowed: (op, offset, length)" (TypeError, as Python's
+// own), or for a keyword UnknownKeyError as no_other_keywords() raises. Call
+// once, after everything is defined.
+void one_line_call_errors(py::module_& m);
+
 // The one integer rule of the bindings: lo <= value <= hi; `note` says
 // why, after the range, in the message.
 uint64_t checked(uint64_t value, const std::string& where, uint64_t lo, uint64_t hi,

@@ -304,3 +304,37 @@ def test_fsync_refuses_a_range(mdsplit_module, args, message):
     sim = mdsplit_module.BufferedSimulation(RAM)
     assert one_line_error(sim.submit, "fsync", *args) == (
         f"ValueError: submit: {message}, which syncs the whole device; allowed: 0 (the default)")
+
+
+# --- Calls: the number and names of the arguments --------------------------------
+
+@pytest.mark.parametrize("call, message", [
+    ("s.submit('read', 0)",
+     'TypeError: submit: missing argument "length"; allowed: (op, offset, length)'),
+    ("s.submit('read', 0, 4096, 1)",
+     "TypeError: submit: takes at most 3 arguments, got 4; allowed: (op, offset, length)"),
+    ("s.submit('read', 0, 4096, op='read')",
+     'TypeError: submit: argument "op" given twice (by position and by keyword); allowed: '
+     "(op, offset, length)"),
+    ("s.submit('read', 0, 4096, foo=1)",
+     'UnknownKeyError: submit: unknown keyword argument "foo"; allowed: op, offset, length'),
+    ("s.run(1)", "TypeError: run: takes at most 0 arguments, got 1; allowed: ()"),
+    ("m.Simulation.run()",
+     "TypeError: Simulation.run: called without its object; allowed: a Simulation's run()"),
+    ("m.Simulation()",
+     'TypeError: Simulation: missing argument "toml"; allowed: (toml, base_dir=\'.\', '
+     "label='md0', trace_dir='', record_events=True)"),
+    ("m.Simulation.from_file()",
+     'TypeError: Simulation.from_file: missing argument "path"; allowed: (path, label=\'md0\', '
+     "trace_dir='', record_events=True)"),
+    ("m.file_in_use('/x', bar=1)",
+     'UnknownKeyError: file_in_use: unknown keyword argument "bar"; allowed: path'),
+    ("m.read_blktrace()",
+     'TypeError: read_blktrace: missing argument "path"; allowed: (path)'),
+    ("m.BufferedSimulation(RAM).read(0)",
+     'TypeError: read: missing argument "length"; allowed: (offset, length)'),
+])
+def test_a_call_with_wrong_arguments_is_one_line(call, message):
+    """Too few, too many, twice given or unknown keyword arguments: one line naming the call
+    (pybind's TypeError listed the overloads over several lines)."""
+    assert outcome(f"s = m.Simulation(RAM)\n{call}") == message
