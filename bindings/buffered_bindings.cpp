@@ -502,9 +502,9 @@ void register_buffered(py::module_& m) {
                  const std::string w = "BufferedSimulation: ";
                  return std::make_unique<BufferedSimulation>(
                      py_args::text(toml, w + "toml", "the stack's TOML text (a str)"),
-                     py_args::text(base_dir, w + "base_dir", "a directory (a str)"), false,
+                     py_args::path(base_dir, w + "base_dir", "a directory (a str)"), false,
                      py_args::text(label, w + "label", "a device name (a str)"),
-                     py_args::text(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
+                     py_args::path(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
                      variant, rasync, ra_kb, cache_size, record_paths);
              }),
              py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0",
@@ -525,9 +525,9 @@ void register_buffered(py::module_& m) {
                                            "cache_size, record_paths");
                 const std::string w = "BufferedSimulation.from_file: ";
                 return std::make_unique<BufferedSimulation>(
-                    py_args::text(path, w + "path", "a stack file's path (a str)"), "", true,
+                    py_args::path(path, w + "path", "a stack file's path (a str)"), "", true,
                     py_args::text(label, w + "label", "a device name (a str)"),
-                    py_args::text(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
+                    py_args::path(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
                     variant, rasync, ra_kb, cache_size, record_paths);
             },
             py::arg("path"), py::arg("label") = "md0", py::arg("trace_dir") = "",
@@ -591,15 +591,14 @@ void register_buffered(py::module_& m) {
         "measure_buffered_costs",
         [](py::handle scratch_dir_arg, py::handle reads, py::handle wakeups, const py::kwargs& kw) {
             py_args::no_other_keywords(kw, "measure_buffered_costs", "scratch_dir, reads, wakeups");
-            std::string scratch_dir = py_args::text(
+            std::string scratch_dir = py_args::path(
                 scratch_dir_arg, "measure_buffered_costs: scratch_dir", "an existing directory");
             BufferedCostProbeOptions o;
             // The scratch file goes where the caller says, and only there: an
             // existing directory (an empty string was "/", a relative one
             // was joined twice).
             std::error_code ec;
-            if (scratch_dir.empty() || scratch_dir.find('\0') != std::string::npos ||
-                !std::filesystem::is_directory(scratch_dir, ec))
+            if (scratch_dir.empty() || !std::filesystem::is_directory(scratch_dir, ec))
                 py_args::fail("measure_buffered_costs: scratch_dir",
                               "\"" + scratch_dir + "\" is not an existing directory",
                               "an existing directory on a file system that supports O_DIRECT, "

@@ -358,7 +358,7 @@ private:
 };
 
 py::list read_blktrace(py::handle path_arg) {
-    std::string path = py_args::text(path_arg, "read_blktrace: path", "a path (a str)");
+    std::string path = py_args::path(path_arg, "read_blktrace: path", "a path (a str)");
     py::list out;
     for (const TraceEvent& e : read_blktrace_file(path)) out.append(event_to_dict(e));
     return out;
@@ -383,9 +383,9 @@ PYBIND11_MODULE(mdsplit, m) {
                                             "toml, base_dir, label, trace_dir, record_events");
                  return std::make_unique<Simulation>(
                      py_args::text(toml, w + "toml", "the stack's TOML text (a str)"),
-                     py_args::text(base_dir, w + "base_dir", "a directory (a str)"), false,
+                     py_args::path(base_dir, w + "base_dir", "a directory (a str)"), false,
                      py_args::text(label, w + "label", "a device name (a str)"),
-                     py_args::text(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
+                     py_args::path(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
                      py_args::boolean(record_events, w + "record_events"));
              }),
              py::arg("toml"), py::arg("base_dir") = ".", py::arg("label") = "md0",
@@ -400,9 +400,9 @@ PYBIND11_MODULE(mdsplit, m) {
                 py_args::no_other_keywords(kw, "Simulation.from_file",
                                            "path, label, trace_dir, record_events");
                 return std::make_unique<Simulation>(
-                    py_args::text(path, w + "path", "a stack file's path (a str)"), "", true,
+                    py_args::path(path, w + "path", "a stack file's path (a str)"), "", true,
                     py_args::text(label, w + "label", "a device name (a str)"),
-                    py_args::text(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
+                    py_args::path(trace_dir, w + "trace_dir", "a directory (a str), or \"\""),
                     py_args::boolean(record_events, w + "record_events"));
             },
             py::arg("path"), py::arg("label") = "md0", py::arg("trace_dir") = "",
@@ -444,7 +444,7 @@ PYBIND11_MODULE(mdsplit, m) {
             const std::string w = "load_stack_text: ";
             py_args::no_other_keywords(kw, "load_stack_text", "text, base_dir, source");
             load_stack_text(py_args::text(text, w + "text", "the stack's TOML text (a str)"),
-                            py_args::text(base_dir, w + "base_dir", "a directory (a str)"),
+                            py_args::path(base_dir, w + "base_dir", "a directory (a str)"),
                             py_args::text(source, w + "source", "a file name (a str)"));
             return true;
         },
@@ -454,9 +454,7 @@ PYBIND11_MODULE(mdsplit, m) {
     m.def(
         "file_in_use",
         [](py::handle path_arg) {
-            std::string path = py_args::text(path_arg, "file_in_use: path", "a path (a str)");
-            if (path.find('\0') != std::string::npos)
-                py_args::fail("file_in_use: path", "contains a NUL byte", "a path");
+            std::string path = py_args::path(path_arg, "file_in_use: path", "a path (a str)");
             return find_file_use(path);
         },
         py::arg("path"),
@@ -465,9 +463,7 @@ PYBIND11_MODULE(mdsplit, m) {
     m.def(
         "resolved_path",
         [](py::handle path_arg) {
-            std::string path = py_args::text(path_arg, "resolved_path: path", "a path (a str)");
-            if (path.find('\0') != std::string::npos)
-                py_args::fail("resolved_path: path", "contains a NUL byte", "a path");
+            std::string path = py_args::path(path_arg, "resolved_path: path", "a path (a str)");
             return resolved_path(path);
         },
         py::arg("path"),

@@ -198,6 +198,13 @@ std::string text(py::handle value, const std::string& where, const std::string& 
     return value.cast<std::string>();
 }
 
+std::string path(py::handle value, const std::string& where, const std::string& allowed) {
+    std::string p = text(value, where, allowed);
+    if (p.find('\0') != std::string::npos)
+        fail(where, "the path holds a NUL character", allowed + ", without NUL");
+    return p;
+}
+
 std::optional<std::string> optional_text(py::handle value, const std::string& where,
                                          const std::string& allowed) {
     if (value.is_none()) return std::nullopt;
@@ -327,6 +334,10 @@ std::string Args::string(const char* key, const std::string& def) const {
     if (!py::isinstance<py::str>(get(key)))
         fail(where(key), "expected a str, got " + type_name(get(key)), "a str");
     return get(key).cast<std::string>();
+}
+
+std::string Args::path(const char* key, const std::string& def, const std::string& allowed) const {
+    return has(key) ? py_args::path(get(key), where(key), allowed) : def;
 }
 
 std::string Args::required_string(const char* key) const {

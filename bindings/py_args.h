@@ -79,6 +79,9 @@ std::optional<uint64_t> optional_checked(py::handle value, const std::string& wh
 // A str, else one line naming `where` and `allowed` (pybind's own error for
 // a wrong type is several lines naming no argument).
 std::string text(py::handle value, const std::string& where, const std::string& allowed = "a str");
+// A path: what text() takes, without a NUL (the kernel would take the part
+// before it: another file than named), else one line naming `where`.
+std::string path(py::handle value, const std::string& where, const std::string& allowed);
 // None, or what text() takes.
 std::optional<std::string> optional_text(py::handle value, const std::string& where,
                                          const std::string& allowed);
@@ -116,6 +119,8 @@ public:
     bool boolean(const char* key, bool def) const;              // True or False only
     std::string string(const char* key, const std::string& def) const;
     std::string required_string(const char* key) const;
+    // A path (py_args::path()); absent: `def`.
+    std::string path(const char* key, const std::string& def, const std::string& allowed) const;
     // The value itself, for a rule of the caller's (present keys only).
     py::object get(const char* key) const { return dict_[key]; }
 

@@ -281,12 +281,13 @@ py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle 
         Args a(stacks[i], "run_fio_jobs: stacks[" + std::to_string(i) + "]");
         a.allow({"config", "source", "label", "trace_dir", "writable", "allow_mounted_write",
                  "create_members"});
-        std::string config = a.required_string("config");
+        if (!a.has("config")) py_args::fail(a.where("config"), "missing", "a str");
+        std::string config = a.path("config", "", "a stack file's path (a str)");
         // The stack file as the job names it (mdsplit_config=), for messages.
         std::string source = a.string("source", config);
         StackOptions so;
         so.label = a.string("label", "md0");
-        so.trace_dir = a.string("trace_dir", "");
+        so.trace_dir = a.path("trace_dir", "", "a directory (a str), or \"\"");
         so.writable = a.boolean("writable", true);
         // The engine's device safety: simulate writes the members as fio with
         // the engine would, and the Stack checks and claims them as it opens

@@ -180,7 +180,12 @@ def _read_lines(path: Path, env, nested=False, cwd=None, files=None):
     text = read_input_text(path)
     if files is not None:
         files.append(str(path))
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), 1):
+        if "\0" in raw:
+            # fio reads a line as a C string: it would end at the NUL, and
+            # the option would take what stands before it (another file).
+            raise JobFileError(f"simulate: {path}: line {number} ({raw.split(chr(0))[0].strip()}"
+                               "...): holds a NUL character; allowed: text lines without NUL")
         # init.c __parse_jobs_ini: is_empty_or_comment(), then strip_blank_end().
         line = strip_blank_end(raw.strip())
         if not line:

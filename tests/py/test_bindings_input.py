@@ -363,7 +363,8 @@ def test_events_filter_that_matches_nothing_is_refused(mdsplit_module, kwargs, m
 
 # A NUL in a path would open the part before it: refused, not truncated.
 def test_nul_in_a_stack_path_or_label_is_refused(mdsplit_module, tmp_path):
-    with pytest.raises(mdsplit_module.ConfigError, match="NUL character"):
+    with pytest.raises(ValueError, match="^Simulation.from_file: path: the path holds a NUL "
+                       "character"):
         mdsplit_module.Simulation.from_file(str(tmp_path / "ok.toml") + "\0zz")
     with pytest.raises(RuntimeError, match=r"filename=a\\0b names"):
         mdsplit_module.Simulation(RAM, label="a\0b", trace_dir=str(tmp_path / "tr"))
@@ -419,3 +420,22 @@ def test_buffered_read_is_cut_at_the_device_end(mdsplit_module):
     assert len(sim.read(0, 1 << 40)) == 1 << 20
     assert len(sim.direct_read(512 << 10, 1 << 40)) == 512 << 10
     assert sim.read(1 << 20, 4096) == b""
+
+
+@pytest.mark.parametrize("call, where", [
+    ("m.Simulation(RAM, base_dir='sub\\0x')", "Simulation: base_dir"),
+    ("m.Simulation(RAM, trace_dir='tr\\0x')", "Simulation: trace_dir"),
+    ("m.BufferedSimulation(RAM, trace_dir='tr\\0x')", "BufferedSimulation: trace_dir"),
+    ("m.load_stack_text(RAM, 'sub\\0x')", "load_stack_text: base_dir"),
+    ("m.read_blktrace('t\\0x')", "read_blktrace: path"),
+    ("m.run_fio_jobs([{'config': 's.toml', 'trace_dir': 'tr\\0x'}], [])",
+     "run_fio_jobs: stacks[0]: trace_dir"),
+    ("m.measure_buffered_costs('/tmp\\0x')", "measure_buffered_costs: scratch_dir"),
+])
+def test_a_nul_in_a_path_argument_is_one_line_naming_it(call, where, tmp_path):
+    """A path argument holding a NUL: one ValueError line naming it, nothing made (the part
+    before the NUL was created: a directory "tr", "sub")."""
+    r = outcome(f"import os; os.chdir({str(tmp_path)!r})\n{call}")
+    assert r.startswith(f"ValueError: {where}: the path holds a NUL character; allowed: "), r
+    assert r.endswith(", without NUL"), r
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

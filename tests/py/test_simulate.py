@@ -841,3 +841,15 @@ def test_a_job_without_filename_gets_fio_s_name_for_its_device(tmp_path, mdsplit
     assert p.returncode == 0, p.stderr
     devices = json.loads((tmp_path / "a.json").read_text())["devices"]
     assert devices[0]["name"] == "a.0.0"
+
+
+def test_a_nul_in_a_job_file_line_is_one_line_naming_it(tmp_path, mdsplit_module):
+    """A job-file line holding a NUL: one line naming it, exit 2 (a traceback; fio takes the
+    line up to the NUL, so mdsplit_stats=out<NUL>x writes "out")."""
+    write_stack(tmp_path)
+    (tmp_path / "n.fio").write_text(job_text("[j]\nrw=read\nsize=1m\nmdsplit_stats=out\0x\n"))
+    p = run_cli([str(tmp_path / "n.fio")])
+    assert (p.returncode, p.stderr.strip()) == (2, (
+        f"simulate: {tmp_path / 'n.fio'}: line 9 (mdsplit_stats=out...): holds a NUL character; "
+        "allowed: text lines without NUL"))
+    assert not (tmp_path / "out").exists()
