@@ -318,8 +318,8 @@ def _build_run(job_file, sections, seed, env, report):
             else:
                 job_seed = base_seed if randrepeat else base_seed ^ 0x5eed
             job_seed = (job_seed * 1_000_003 + index) & 0xFFFFFFFFFFFFFFFF
-            time_us = {k: parse_time_us(k, o[k]) if k in o else 0
-                       for k in ("startdelay", "runtime", "ramp_time", "thinktime")}
+            time_us = {k: _time_us(o, k) for k in ("startdelay", "runtime", "ramp_time",
+                                                  "thinktime")}
             prio = parse_int("prio", o["prio"]) if "prio" in o else 4
             # prioclass is an FIO_OPT_INT of 0..3 (options.c): fio refuses "idle".
             pclass = parse_int("prioclass", o["prioclass"]) if "prioclass" in o else 2
@@ -374,7 +374,7 @@ def _build_run(job_file, sections, seed, env, report):
             "loops": max(1, parse_int("loops", o.get("loops", "1"))),
             "norandommap": norandommap,
             "seed": job_seed,
-            "iodepth": _at_least_one("iodepth", o.get("iodepth", "1")),
+            "iodepth": _iodepth(o),
             "batch": _batch(o),
             "direct": direct,
             "invalidate": parse_bool("invalidate", o.get("invalidate", "1")) and not direct,
@@ -963,18 +963,49 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
 
 def _batch(o) -> int:
     """init.c fixup_options(): iodepth_batch_submit 0 or past iodepth is iodepth."""
-    depth = _at_least_one("iodepth", o.get("iodepth", "1"))
+    depth = _iodepth(o)
     batch = parse_int("iodepth_batch_submit", o.get("iodepth_batch_submit", "1"))
     return depth if batch == 0 or batch > depth else max(1, batch)
 
 
-def _at_least_one(key, value) -> int:
-    """An option whose fio .minval is 1 (iodepth): 0 or less is refused, as
-    fio's parser does, not run as 1."""
-    n = parse_int(key, value)
-    if n < 1:
-        raise SimulateError(f"simulate: {key}={value}: allowed: 1 or more")
+# The deepest queue simulate keeps (the bindings' py_args::kMaxIodepth: a
+# buffer per slot is allocated up front).
+MAX_IODEPTH = 65536
+# The latest a virtual time may be (the bindings' kMaxTimeArgNs, 2**60 ns), in us.
+MAX_TIME_US = (1 << 60) // 1000
+# fio keeps thinktime (FIO_OPT_INT, microseconds) in an unsigned int: more wraps.
+MAX_THINKTIME_US = (1 << 32) - 1
+
+
+def _iodepth(o) -> int:
+    """iodepth as fio's parser takes it (options.c: FIO_OPT_INT, minval 1,
+    compared as a C int, so 0, negatives and 2**31 or more are refused), and
+    at most what simulate keeps in flight."""
+    value = o.get("iodepth", "1")
+    n = parse_int("iodepth", value)
+    if not 1 <= n <= MAX_IODEPTH:
+        as_int = (n + (1 << 31)) % (1 << 32) - (1 << 31)  # what fio compares
+        why = "fio refuses it: below its minimum 1" if as_int < 1 else \
+            f"simulate keeps at most {MAX_IODEPTH} I/Os in flight"
+        raise SimulateError(f"simulate: iodepth={value}: {why}; allowed: 1 to {MAX_IODEPTH}")
     return n
+
+
+def _time_us(o, key) -> int:
+    """A time option (startdelay, runtime, ramp_time, thinktime) in
+    microseconds, 0 when absent; a negative one (fio 3.33 wraps it to years)
+    or one past what can be kept (thinktime: fio's 32 bits of us; the others:
+    the virtual clock's 2**60 ns) is refused naming the option."""
+    if key not in o:
+        return 0
+    us = parse_time_us(key, o[key])
+    limit = MAX_THINKTIME_US if key == "thinktime" else MAX_TIME_US
+    if not 0 <= us <= limit:
+        unit = (f"{limit} microseconds (fio keeps it in 32 bits)" if key == "thinktime"
+                else f"{limit // 1_000_000}s (the virtual clock's 2**60 ns)")
+        raise SimulateError(f"simulate: {key}={o[key]}: {us} us is out of range; allowed: 0 to "
+                            f"{unit}")
+    return us
 
 
 def _write_sidecars(stacks, specs, meta, raw):

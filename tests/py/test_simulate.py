@@ -529,7 +529,8 @@ def test_unwritable_outputs_are_one_line_errors(tmp_path, mdsplit_module):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("iodepth=0", "simulate: iodepth=0: allowed: 1 or more"),
+    ("iodepth=0", "simulate: iodepth=0: fio refuses it: below its minimum 1; allowed: 1 to "
+                  "65536"),
     ("direct=2", "simulate: direct=2: not a boolean (0 or 1)"),
     ("numjobs=5000", "simulate: numjobs=5000: allowed: 1 to 4096 jobs in all (fio's "
                      "REAL_MAX_JOBS)"),
@@ -853,3 +854,28 @@ def test_a_nul_in_a_job_file_line_is_one_line_naming_it(tmp_path, mdsplit_module
         f"simulate: {tmp_path / 'n.fio'}: line 9 (mdsplit_stats=out...): holds a NUL character; "
         "allowed: text lines without NUL"))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("iodepth=-1", "simulate: iodepth=-1: fio refuses it: below its minimum 1; allowed: 1 to 65536"),
+    ("iodepth=2147483648", "simulate: iodepth=2147483648: fio refuses it: below its minimum 1; "
+                           "allowed: 1 to 65536"),
+    ("iodepth=65537", "simulate: iodepth=65537: simulate keeps at most 65536 I/Os in flight; "
+                      "allowed: 1 to 65536"),
+    ("thinktime=-1", "simulate: thinktime=-1: -1 us is out of range; allowed: 0 to 4294967295 "
+                     "microseconds (fio keeps it in 32 bits)"),
+    ("thinktime=4294967296", "simulate: thinktime=4294967296: 4294967296 us is out of range; "
+                             "allowed: 0 to 4294967295 microseconds (fio keeps it in 32 bits)"),
+    ("startdelay=-1", "simulate: startdelay=-1: -1000000 us is out of range; allowed: 0 to "
+                      "1152921504s (the virtual clock's 2**60 ns)"),
+    ("startdelay=2000000000", "simulate: startdelay=2000000000: 2000000000000000 us is out of "
+                              "range; allowed: 0 to 1152921504s (the virtual clock's 2**60 ns)"),
+])
+def test_iodepth_thinktime_startdelay_out_of_range_name_the_option(tmp_path, mdsplit_module,
+                                                                   body, message):
+    """Out of range, iodepth, thinktime and startdelay are one line naming the option, exit 2
+    (the bindings' lines named think_ns / start_delay_ns in nanoseconds, exit 1)."""
+    write_stack(tmp_path)
+    (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{body}\n"))
+    p = run_cli([str(tmp_path / "j.fio")])
+    assert (p.returncode, p.stderr.strip()) == (2, message)
