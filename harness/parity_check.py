@@ -201,6 +201,16 @@ def load_stack(path):
     layout = layout_number(device.get("layout", "left-symmetric"))
     members, failed, sizes = [], [], []
     for i, m in enumerate(doc.get("members", [])):
+        backend = m.get("backend", "io_uring")
+        if backend != "io_uring":
+            # A ram member's data lives in the run's memory, a null member
+            # keeps none: there is nothing on disk to check.
+            raise ValueError(f"{path}: members[{i}].backend is {backend!r}: its data is not on "
+                             "disk, so there is no parity to check; allowed: a raid5 stack whose "
+                             "members are all io_uring (files or block devices)")
+        if "path" not in m:
+            raise ValueError(f"{path}: members[{i}].path: missing; allowed: a file or block "
+                             "device path")
         p = Path(m["path"])
         members.append(p if p.is_absolute() else path.parent / p)
         sizes.append(parse_size(m["size"]) if "size" in m else None)

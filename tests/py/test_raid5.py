@@ -570,3 +570,21 @@ def test_simulate_judges_forked_and_thread_jobs_as_the_engine(tmp_path, engine, 
     else:
         assert r.returncode != 0
         assert r.stderr.startswith(line), r.stderr
+
+
+@pytest.mark.parametrize("backend", ["ram", "null"])
+@pytest.mark.parametrize("path", ["", 'path = "a.img"\n'])
+def test_parity_check_refuses_members_whose_data_is_not_on_disk(tmp_path, backend, path):
+    """parity_check of a raid5 with a ram or null member: one line, exit 2 (it printed "'path'",
+    or with a path said nothing and exited 0, checking a file the member never wrote)."""
+    for name in ("a.img", "b.img", "c.img"):
+        (tmp_path / name).write_bytes(b"\x01" * (1 << 20))
+    toml = tmp_path / "s.toml"
+    toml.write_text(f'[device]\nkind = "raid5"\n[[members]]\nbackend = "{backend}"\n{path}'
+                    'size = "1m"\n[[members]]\npath = "b.img"\n[[members]]\npath = "c.img"\n')
+    cli = subprocess.run([sys.executable, "-m", "harness.parity_check", str(toml)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert (cli.returncode, cli.stdout, cli.stderr.strip()) == (2, "", (
+        f"parity_check: {toml}: members[0].backend is '{backend}': its data is not on disk, so "
+        "there is no parity to check; allowed: a raid5 stack whose members are all io_uring "
+        "(files or block devices)"))
