@@ -629,10 +629,10 @@ FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
 // (queue/logical_block_size, BLKSSZGET): I/O the device cannot take would
 // fail with EINVAL at the member, not be refused at the top as on a kernel
 // stack over that device. Without the key the member takes it; a key below
-// it is refused (a larger one is emulated: every I/O is a multiple).
-// A block device member: its logical block size (the member's unless the key
-// sets a larger one) and its size, which a 0-byte device (a loop device over an
-// empty file) must not be: fio would run nothing and report success.
+// it is refused (a larger one is emulated: every I/O is a multiple). Its size
+// (BLKGETSIZE64) goes into `facts` for the RAID5 one-chunk check, and a device
+// of 0 bytes (a loop device over an empty file) is refused: fio would run
+// nothing on it and report success.
 void take_block_device_facts(const Reader& reader, const toml::table& table,
                              const std::string& path, MemberConfig& member, PathFacts& facts) {
     int fd = open(member.path.c_str(), O_RDONLY | O_CLOEXEC);
