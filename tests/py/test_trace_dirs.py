@@ -65,6 +65,15 @@ def test_forked_jobs_naming_one_trace_dir_with_a_slash_are_refused(engine, tmp_p
         assert str(e.value) == line
 
 
+def run_accepted(run, job):
+    """Runs the job with fio or simulate; it must succeed."""
+    if run == "fio":
+        result = run_fio(job, check=False)
+        assert result.returncode == 0, result.stderr
+    else:
+        simulate_job(job)
+
+
 # Threads sharing one device agree on its trace directory when one says "tr" and another
 # "tr/" (they were refused as naming two).
 @pytest.mark.parametrize("run", ["fio", "simulate"])
@@ -72,11 +81,7 @@ def test_threads_sharing_a_stack_may_name_its_trace_dir_with_a_slash(engine, tmp
     (tmp_path / "stack.toml").write_text(STACK)
     job = write_job(tmp_path, "t.fio", job_text(
         engine, "[a]\nmdsplit_trace=tr\n[b]\nmdsplit_trace=tr/\n", thread=True))
-    if run == "fio":
-        result = run_fio(job, check=False)
-        assert result.returncode == 0, result.stderr
-    else:
-        simulate_job(job)
+    run_accepted(run, job)
     assert (tmp_path / "tr" / "m0.blktrace.0").stat().st_size > 0
 
 
@@ -86,11 +91,7 @@ def test_threads_sharing_a_stack_may_name_its_trace_dir_with_a_slash(engine, tmp
 def test_forked_subjobs_of_a_trace_dir_with_a_slash_write_dir_dot_n(engine, tmp_path, run):
     (tmp_path / "stack.toml").write_text(STACK)
     job = write_job(tmp_path, "t.fio", job_text(engine, "[a]\nnumjobs=2\nmdsplit_trace=tr/\n"))
-    if run == "fio":
-        result = run_fio(job, check=False)
-        assert result.returncode == 0, result.stderr
-    else:
-        simulate_job(job)
+    run_accepted(run, job)
     assert (tmp_path / "tr.1" / "m0.blktrace.0").stat().st_size > 0
     assert not (tmp_path / "tr" / ".1").exists()
 
