@@ -118,6 +118,10 @@ void read_pattern(const Args& a, FioJobSpec& s) {
     if (a.has("bs_max")) s.bs_max = per_direction(a, "bs_max");
     if (a.has("align")) s.align = per_direction(a, "align");
     s.offset = a.integer("offset", 0);
+    s.offset_pct = uint32_t(a.integer("offset_pct", 0, 0, 100));
+    s.offset_increment = a.integer("offset_increment", 0);
+    s.offset_increment_pct = uint32_t(a.integer("offset_increment_pct", 0, 0, 100));
+    s.subjob = uint32_t(a.integer("subjob", 0, 0, py_args::kU32Max));
     s.size = a.integer("size", 0);
     s.io_size = a.integer("io_size", 0);
     s.loops = uint32_t(a.integer("loops", 1, 1, py_args::kU32Max));
@@ -181,6 +185,10 @@ FioJobSpec job_spec(const Args& a, size_t index, size_t nr_stacks, size_t nr_job
              "bs_max",
              "align",
              "offset",
+             "offset_pct",
+             "offset_increment",
+             "offset_increment_pct",
+             "subjob",
              "size",
              "io_size",
              "loops",

@@ -293,6 +293,25 @@ _BYTE_SUFFIX = [  # (prefix, power, base) as __get_mult_bytes tests them, in ord
 ]
 
 
+def parse_size_or_percent(key: str, value: str):
+    """(bytes, 0) or, for "N%", (0, N): parse.c str_to_decimal() marks a
+    percentage as -1ULL - N, which options.c str_offset_cb() /
+    str_size_cb() (parse_is_percent: 0 to 100) keep as a percentage of the
+    file; "0%" sets none (the option's default)."""
+    try:
+        return parse_size(key, value), 0
+    except _Percent as p:
+        if not 0 <= p.n <= 100:
+            raise JobFileError(f"simulate: {key}={value}: allowed: 0% to 100%") from None
+        return 0, p.n
+
+
+class _Percent(JobFileError):
+    def __init__(self, message, n):
+        super().__init__(message)
+        self.n = n
+
+
 def parse_size(key: str, value: str) -> int:
     """A size as fio's str_to_decimal(kilo=1) reads it (kb_base=1024)."""
     s = value.strip()
@@ -307,8 +326,8 @@ def parse_size(key: str, value: str) -> int:
     if not rest or not rest[0].isalpha() and rest[0] != "%":
         return n
     if rest.startswith("%"):
-        raise JobFileError(f"simulate: {key}={value}: percentages are not supported in "
-                           "virtual time")
+        raise _Percent(f"simulate: {key}={value}: percentages are not supported in "
+                       "virtual time", n)
     for prefix, power, base in _BYTE_SUFFIX:
         if rest.startswith(prefix):
             return n * base ** power

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from harness import paths
 from harness.jobfile import (JobFileError, last_of, parse_bool, parse_bssplit, parse_int,
-                             parse_job_file, parse_range, parse_size, parse_size_per_direction,
+                             parse_job_file, parse_range, parse_size, parse_size_or_percent,
+                             parse_size_per_direction,
                              parse_time_us, read_input_text)
 
 VERSION = "mdsplit-simulate-1"
@@ -308,8 +309,11 @@ def _build_run(job_file, sections, seed, env, report):
                 raise unsupported(f"verify with rw={o['rw']}")
             # The engine's may_write(): writes, trims, or replays a log.
             writes = read_pct < 100 or bool(trim) or bool(o.get("read_iolog"))
-            offset = parse_size("offset", o.get("offset", "0")) + job.subjob * \
-                parse_size("offset_increment", o.get("offset_increment", "0"))
+            # filesetup.c get_start_offset(), with the device's size (fio_job_model.cpp
+            # start_offset()): bytes or a percentage of the device for each.
+            offset, offset_pct = parse_size_or_percent("offset", o.get("offset", "0"))
+            increment, increment_pct = parse_size_or_percent(
+                "offset_increment", o.get("offset_increment", "0"))
             if job.stonewall or phase < 0:
                 phase += 1
             randrepeat = parse_bool("randrepeat", o.get("randrepeat", "1"))
@@ -368,7 +372,8 @@ def _build_run(job_file, sections, seed, env, report):
             "random": random, "read_pct": read_pct, "trim": trim,
             "bs_read": bs[0], "bs_write": bs[1], "bs_trim": bs[2], "bs_max": bs_max,
             "align": align,
-            "offset": offset, "size": parse_size("size", o.get("size", "0")),
+            "offset": offset, "offset_pct": offset_pct, "offset_increment": increment,
+            "offset_increment_pct": increment_pct, "subjob": job.subjob, "size": parse_size("size", o.get("size", "0")),
             "io_size": parse_size("io_size", o.get("io_size", "0")),
             # backend.c keep_running(): loops=0 runs the one pass loops=1 does.
             "loops": max(1, parse_int("loops", o.get("loops", "1"))),

@@ -157,6 +157,24 @@ std::string job_where(const FioJobSpec& s) {
     return s.where.empty() ? "simulate: job " + s.name : s.where;
 }
 
+// filesetup.c get_start_offset(): offset (or offset=N% of the device) plus
+// subjob x offset_increment (or offset_increment=N% of the device); a
+// percentage in either rounds the sum up to td_min_bs(), the smallest block
+// size of the three directions.
+uint64_t start_offset(const FioJobSpec& s, uint64_t dev) {
+    bool align = s.offset_pct || s.offset_increment_pct;
+    uint64_t increment = s.offset_increment_pct ? s.offset_increment_pct * dev / 100
+                                                : s.offset_increment;
+    uint64_t offset = (s.offset_pct ? dev * s.offset_pct / 100 : s.offset) +
+                      uint64_t(s.subjob) * increment;
+    if (align) {
+        uint64_t bs = kNever;
+        for (int d = 0; d < int(kFioDirections); d++) bs = std::min(bs, min_bs(s, d));
+        offset = (offset / bs + (offset % bs != 0)) * bs;
+    }
+    return offset;
+}
+
 // What fio's setup does before the job's first I/O (setup_files, init_io_u).
 void start_job(JobRun& j, Stack& stack, uint64_t now) {
     const FioJobSpec& s = *j.spec;
@@ -166,12 +184,19 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     j.task.dsync = s.dsync;
     j.task.fadvise = s.fadvise;
     uint64_t dev = stack.size_bytes();
-    if (s.offset >= dev)
-        throw std::invalid_argument(job_where(s) + ": offset: " + std::to_string(s.offset) +
+    uint64_t offset = start_offset(s, dev);
+    // filesetup.c setup_files(): without size= the region is the rest of the
+    // device, and an offset past it fails the job ("you need to specify valid
+    // offset="; at the end, "blocksize is larger than data set range"). With
+    // size= fio takes the region as given and get_next_offset() stops at the
+    // device's end (offset >= real_file_size): past it the job does no I/O.
+    if (!s.size && offset >= dev)
+        throw std::invalid_argument(job_where(s) + ": offset: " + std::to_string(offset) +
                                     " is past the end of the device (" + std::to_string(dev) +
                                     " bytes); allowed: 0.." + std::to_string(dev - 1));
-    j.region_off = s.offset;
-    j.region_len = s.size ? std::min(s.size, dev - s.offset) : dev - s.offset;
+    bool past_end = offset >= dev;
+    j.region_off = offset;
+    j.region_len = past_end ? 0 : s.size ? std::min(s.size, dev - offset) : dev - offset;
     uint64_t smallest = kNever, largest = 0;
     for (int d = 0; d < int(kFioDirections); d++) {
         if (!issues(s, d)) continue;
@@ -180,10 +205,10 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
         largest = std::max(largest, max_bs(s, d));
     }
     if (smallest == kNever) smallest = largest = 4096;
-    if (j.region_len < largest)
+    if (j.region_len < largest && !past_end)
         throw std::invalid_argument(job_where(s) + ": size: the region (" +
                                     std::to_string(j.region_len) + " bytes from offset " +
-                                    std::to_string(s.offset) + ") is smaller than one block (" +
+                                    std::to_string(offset) + ") is smaller than one block (" +
                                     std::to_string(largest) +
                                     " bytes); allowed: a region (size, offset) of one block "
                                     "or more");
@@ -192,6 +217,7 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     if (s.random && !s.norandommap) j.map.assign((j.units + 63) / 64, 0);
     uint64_t per_loop = s.io_size ? s.io_size : j.region_len;
     j.target_bytes = s.time_based ? kNever : per_loop * std::max<uint32_t>(1, s.loops);
+    if (past_end) j.target_bytes = 0;  // get_next_offset() fails at once: no I/O
     uint32_t depth = std::max<uint32_t>(1, s.iodepth);
     for (uint32_t i = 0; i < depth; i++) {
         void* p = nullptr;

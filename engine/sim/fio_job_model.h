@@ -72,7 +72,15 @@ struct FioJobSpec {
     std::array<std::vector<FioBlockSize>, kFioDirections> bs;
     std::array<uint64_t, kFioDirections> bs_max = {0, 0, 0};
     std::array<uint64_t, kFioDirections> align = {0, 0, 0};  // blockalign (0 = smallest bs)
-    uint64_t offset = 0;                                     // offset (+ offset_increment * subjob)
+    // Where the region starts, as fio's get_start_offset() (filesetup.c):
+    // offset (bytes) or offset_pct (offset=N%, of the device), plus subjob x
+    // offset_increment (bytes) or x offset_increment_pct (of the device); with
+    // a percentage the sum is rounded up to the smallest block size (td_min_bs).
+    uint64_t offset = 0;
+    uint32_t offset_pct = 0;  // 0 = offset is in bytes
+    uint64_t offset_increment = 0;
+    uint32_t offset_increment_pct = 0;  // 0 = offset_increment is in bytes
+    uint32_t subjob = 0;                // numjobs: this job's subjob number
     uint64_t size = 0;                                       // region (0 = device size - offset)
     uint64_t io_size = 0;                                    // bytes per loop (0 = size)
     uint32_t loops = 1;

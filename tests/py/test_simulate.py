@@ -879,3 +879,30 @@ def test_iodepth_thinktime_startdelay_out_of_range_name_the_option(tmp_path, mds
     (tmp_path / "j.fio").write_text(job_text(f"[j]\nrw=read\nsize=1m\n{body}\n"))
     p = run_cli([str(tmp_path / "j.fio")])
     assert (p.returncode, p.stderr.strip()) == (2, message)
+
+
+def queued_sectors(mdsplit_module, trace_file):
+    events = mdsplit_module.read_blktrace(str(trace_file))
+    return sorted(e["sector"] for e in events if e["action"] == "Q")
+
+
+@pytest.mark.parametrize("body, ios, sectors", [
+    # filesetup.c get_start_offset(): 10% of 64 MiB, rounded up to bs (6713344 = sector 13112).
+    ("rw=read\nbs=4k\nsize=8k\noffset=10%\n", [2], [13112, 13120]),
+    # offset_increment=25% per subjob (16 MiB = sector 32768), offset in bytes, rounded up to bs.
+    ("rw=read\nbs=4k\nsize=4k\noffset=1k\noffset_increment=25%\nnumjobs=3\nthread=1\n",
+     [1, 1, 1], [8, 32776, 65544]),
+    # size= given and offset past the device's end: fio runs the job, no I/O (get_next_offset).
+    ("rw=read\nbs=4k\nsize=64k\noffset=100m\n", [0], []),
+])
+def test_offset_percentages_and_past_the_end_as_fio(tmp_path, engine, mdsplit_module, body, ios,
+                                                     sectors):
+    """offset=N% and offset_increment=N% of the device (were refused), and an
+    offset past the device's end with size= (was refused, exit 1): the same
+    I/Os and sectors as a real fio run with the engine."""
+    job = engine_job(tmp_path, engine, "[j]\nmdsplit_trace=tr\n" + body)
+    for run in ("sim", "real"):
+        res = run_simulated(job) if run == "sim" else run_fio(job, timeout=60)
+        assert [j["read"]["total_ios"] for j in res.jobs] == ios, run
+        assert queued_sectors(mdsplit_module, tmp_path / "tr/md0.blktrace.0") == sectors, run
+        shutil.rmtree(tmp_path / "tr")
