@@ -124,6 +124,8 @@ void read_pattern(const Args& a, FioJobSpec& s) {
     s.subjob = uint32_t(a.integer("subjob", 0, 0, py_args::kU32Max));
     s.size = a.integer("size", 0);
     s.io_size = a.integer("io_size", 0);
+    s.size_pct = uint32_t(a.integer("size_pct", 0, 0, 100));
+    s.io_size_pct = uint32_t(a.integer("io_size_pct", 0, 0, 100));
     s.loops = uint32_t(a.integer("loops", 1, 1, py_args::kU32Max));
     s.norandommap = a.boolean("norandommap", false);
     s.seed = a.integer("seed", 0);
@@ -191,6 +193,8 @@ FioJobSpec job_spec(const Args& a, size_t index, size_t nr_stacks, size_t nr_job
              "subjob",
              "size",
              "io_size",
+             "size_pct",
+             "io_size_pct",
              "loops",
              "norandommap",
              "seed",

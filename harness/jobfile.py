@@ -313,15 +313,19 @@ class _Percent(JobFileError):
 
 
 def parse_size(key: str, value: str) -> int:
-    """A size as fio's str_to_decimal(kilo=1) reads it (kb_base=1024)."""
+    """A size as fio's str_to_decimal(kilo=1) reads it (kb_base=1024):
+    strtoll() in base 16 when "0x" or "0X" appears anywhere in the value,
+    else base 10 (so "01m" is 1 MiB and "08k" 8 KiB, no octal), then
+    get_mult_bytes() looks for the unit right after the leading signs and
+    decimal digits: "0x64" is 100, and "0x64k" too (the 'x' is no unit)."""
     s = value.strip()
-    m = re.match(r"^(0[xX][0-9a-fA-F]+|[+-]?\d+)(.*)$", s)
+    hex_base = "0x" in s or "0X" in s
+    m = re.match(r"[+-]?(?:0[xX](?=[0-9a-fA-F]))?[0-9a-fA-F]+" if hex_base else r"[+-]?[0-9]+", s)
     if not m:
         raise JobFileError(f"simulate: {key}={value}: not a size (e.g. 4k, 64m, 2g)")
-    n = int(m.group(1), 0)
-    # get_mult_bytes() looks for the unit right after the digits: "1.5g" has
-    # none there ('.'), so fio reads it as 1 byte (no multiplier).
-    rest = m.group(2).lower()
+    n = int(m.group(0), 16 if hex_base else 10)
+    # get_mult_bytes(): "1.5g" has no unit there ('.'), so fio reads it as 1 byte.
+    rest = s[re.match(r"[+-]*[0-9]*", s).end():].lower()
     rest = re.split(r"[:\-,/]", rest, maxsplit=1)[0]
     if not rest or not rest[0].isalpha() and rest[0] != "%":
         return n

@@ -314,6 +314,8 @@ def _build_run(job_file, sections, seed, env, report):
             offset, offset_pct = parse_size_or_percent("offset", o.get("offset", "0"))
             increment, increment_pct = parse_size_or_percent(
                 "offset_increment", o.get("offset_increment", "0"))
+            size, size_pct = parse_size_or_percent("size", o.get("size", "0"))
+            io_size, io_size_pct = parse_size_or_percent("io_size", o.get("io_size", "0"))
             if job.stonewall or phase < 0:
                 phase += 1
             randrepeat = parse_bool("randrepeat", o.get("randrepeat", "1"))
@@ -373,8 +375,10 @@ def _build_run(job_file, sections, seed, env, report):
             "bs_read": bs[0], "bs_write": bs[1], "bs_trim": bs[2], "bs_max": bs_max,
             "align": align,
             "offset": offset, "offset_pct": offset_pct, "offset_increment": increment,
-            "offset_increment_pct": increment_pct, "subjob": job.subjob, "size": parse_size("size", o.get("size", "0")),
-            "io_size": parse_size("io_size", o.get("io_size", "0")),
+            "offset_increment_pct": increment_pct, "subjob": job.subjob,
+            # options.c str_size_cb / str_io_size_cb: bytes or N% (of the device /
+            # of the region), applied as setup_files() does (fio_job_model.cpp).
+            "size": size, "size_pct": size_pct, "io_size": io_size, "io_size_pct": io_size_pct,
             # backend.c keep_running(): loops=0 runs the one pass loops=1 does.
             "loops": max(1, parse_int("loops", o.get("loops", "1"))),
             "norandommap": norandommap,

@@ -161,6 +161,13 @@ std::string job_where(const FioJobSpec& s) {
 // subjob x offset_increment (or offset_increment=N% of the device); a
 // percentage in either rounds the sum up to td_min_bs(), the smallest block
 // size of the three directions.
+// fio.h td_min_bs(): the smallest block size of the three directions.
+uint64_t td_min_bs(const FioJobSpec& s) {
+    uint64_t bs = kNever;
+    for (int d = 0; d < int(kFioDirections); d++) bs = std::min(bs, min_bs(s, d));
+    return bs;
+}
+
 uint64_t start_offset(const FioJobSpec& s, uint64_t dev) {
     bool align = s.offset_pct || s.offset_increment_pct;
     uint64_t increment = s.offset_increment_pct ? s.offset_increment_pct * dev / 100
@@ -168,8 +175,7 @@ uint64_t start_offset(const FioJobSpec& s, uint64_t dev) {
     uint64_t offset = (s.offset_pct ? dev * s.offset_pct / 100 : s.offset) +
                       uint64_t(s.subjob) * increment;
     if (align) {
-        uint64_t bs = kNever;
-        for (int d = 0; d < int(kFioDirections); d++) bs = std::min(bs, min_bs(s, d));
+        uint64_t bs = td_min_bs(s);
         offset = (offset / bs + (offset % bs != 0)) * bs;
     }
     return offset;
@@ -197,6 +203,12 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     bool past_end = offset >= dev;
     j.region_off = offset;
     j.region_len = past_end ? 0 : s.size ? std::min(s.size, dev - offset) : dev - offset;
+    if (s.size_pct && s.size_pct != 100 && !past_end) {
+        // setup_files(): f->io_size = (file size x size_percent) / 100, at most
+        // what is left past file_offset, less its remainder of td_min_bs().
+        uint64_t len = std::min(dev * s.size_pct / 100, dev - offset);
+        j.region_len = len - len % td_min_bs(s);
+    }
     uint64_t smallest = kNever, largest = 0;
     for (int d = 0; d < int(kFioDirections); d++) {
         if (!issues(s, d)) continue;
@@ -216,6 +228,8 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     j.units = j.region_len / smallest;
     if (s.random && !s.norandommap) j.map.assign((j.units + 63) / 64, 0);
     uint64_t per_loop = s.io_size ? s.io_size : j.region_len;
+    // setup_files(): io_size_percent of the file's io_size becomes the job's size.
+    if (s.io_size_pct && s.io_size_pct != 100) per_loop = j.region_len * s.io_size_pct / 100;
     j.target_bytes = s.time_based ? kNever : per_loop * std::max<uint32_t>(1, s.loops);
     if (past_end) j.target_bytes = 0;  // get_next_offset() fails at once: no I/O
     uint32_t depth = std::max<uint32_t>(1, s.iodepth);

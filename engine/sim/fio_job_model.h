@@ -83,6 +83,11 @@ struct FioJobSpec {
     uint32_t subjob = 0;                // numjobs: this job's subjob number
     uint64_t size = 0;                                       // region (0 = device size - offset)
     uint64_t io_size = 0;                                    // bytes per loop (0 = size)
+    // size=N% / io_size=N% (filesetup.c setup_files()): the region is N% of
+    // the device (at most its rest past the offset, rounded down to
+    // td_min_bs); the bytes per loop N% of the region. 0 (or 100) = none.
+    uint32_t size_pct = 0;
+    uint32_t io_size_pct = 0;
     uint32_t loops = 1;
     bool norandommap = false;
     uint64_t seed = 0;  // randseed (randrepeat: a fixed one)

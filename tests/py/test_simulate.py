@@ -644,8 +644,8 @@ def test_fio_log_options_are_reporting_only(tmp_path, mdsplit_module):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("size=50%", "simulate: size=50%: percentages are not supported in virtual time"),
-    ("io_size=50%", "simulate: io_size=50%: percentages are not supported in virtual time"),
+    ("size=150%", "simulate: size=150%: allowed: 0% to 100%"),
+    ("bs=50%", "simulate: bs=50%: percentages are not supported in virtual time"),
     ("size=1.5g", "simulate: size=1.5g: 1 bytes is less than the minimum block size 4096 "
                   "(fio: size too small)"),
     ("loops=abc", "simulate: loops=abc: not an integer"),
@@ -906,3 +906,24 @@ def test_offset_percentages_and_past_the_end_as_fio(tmp_path, engine, mdsplit_mo
         assert [j["read"]["total_ios"] for j in res.jobs] == ios, run
         assert queued_sectors(mdsplit_module, tmp_path / "tr/md0.blktrace.0") == sectors, run
         shutil.rmtree(tmp_path / "tr")
+
+
+@pytest.mark.parametrize("body, ios", [
+    # setup_files(): 10% of 64 MiB (6710886), less its remainder of bs.
+    ("rw=read\nbs=4k\nsize=10%\n", 1638),
+    # io_size=N% of the region: 6710886 bytes, the last I/O whole.
+    ("rw=read\nbs=4k\nio_size=10%\n", 1639),
+    # size=75% past offset=48m: at most the rest of the device.
+    ("rw=read\nbs=64k\noffset=48m\nsize=75%\n", 256),
+    ("rw=randread\nbs=4k\nsize=50%\nio_size=1%\n", 82),
+    # str_to_decimal(): base 10 unless "0x" appears (no octal), the unit after the digits.
+    ("rw=read\nbs=4k\nsize=01m\n", 256),
+    ("rw=read\nbs=512\nsize=0x1000\n", 8),
+    ("rw=read\nbs=512\nsize=0x1000k\n", 8),
+])
+def test_size_percentages_and_strtoll_numbers_as_fio(tmp_path, engine, mdsplit_module, body, ios):
+    """size=N% and io_size=N% (were refused), size=01m (was a traceback: int('01', 0))
+    and size=0x1000k (was 4 MiB; fio reads 4096): the I/O counts of a real fio run."""
+    job = engine_job(tmp_path, engine, "[j]\n" + body)
+    assert run_fio(job, timeout=60).job("j")["read"]["total_ios"] == ios
+    assert run_simulated(job).job("j")["read"]["total_ios"] == ios
