@@ -897,7 +897,9 @@ def _lat(stat, with_percentiles=False):
     var = (stat["sum_sq"] - n * mean * mean) / (n - 1) if n > 1 else 0.0
     d = {"min": stat["min"], "max": stat["max"], "mean": mean,
          "stddev": math.sqrt(max(var, 0.0)), "N": n}
-    if with_percentiles:
+    if with_percentiles and n:
+        # stat.c add_ddir_lat_json(): "percentile" only with samples (a
+        # direction with no I/O, or only failed ones, has none).
         d["percentile"] = percentiles(stat["hist"], n)
     return d
 
@@ -1105,8 +1107,11 @@ def normal_output(result) -> str:
             c = r["clat_ns"]
             lines.append(f"  {d:5s}: IOPS={r['iops']:.1f}, BW={r['bw']}KiB/s "
                          f"({r['io_kbytes']}KiB/{r['runtime']}msec) ios={r['total_ios']}")
+            if not c["N"]:
+                # stat.c show_ddir_status(): no clat line or percentiles without samples.
+                continue
             lines.append(f"     clat (nsec): min={c['min']}, max={c['max']}, "
                          f"avg={c['mean']:.1f}, stdev={c['stddev']:.1f}, "
-                         f"p50={c['percentile'].get('50.000000', 0)}, "
-                         f"p99={c['percentile'].get('99.000000', 0)}")
+                         f"p50={c['percentile']['50.000000']}, "
+                         f"p99={c['percentile']['99.000000']}")
     return "\n".join(lines) + "\n"

@@ -927,3 +927,15 @@ def test_size_percentages_and_strtoll_numbers_as_fio(tmp_path, engine, mdsplit_m
     job = engine_job(tmp_path, engine, "[j]\n" + body)
     assert run_fio(job, timeout=60).job("j")["read"]["total_ios"] == ios
     assert run_simulated(job).job("j")["read"]["total_ios"] == ios
+
+
+def test_no_percentiles_for_a_direction_without_io_as_fio(tmp_path, engine, mdsplit_module):
+    """rw=write: fio's JSON has no "percentile" in read/trim clat_ns (stat.c
+    add_ddir_lat_json: only with samples); simulate gave 17 zeros."""
+    job = engine_job(tmp_path, engine, "[j]\nrw=write\nbs=4k\nsize=64k\n")
+    for res in (run_fio(job, timeout=60), run_simulated(job)):
+        j = res.job("j")
+        assert "percentile" not in j["read"]["clat_ns"] and "percentile" not in j["trim"]["clat_ns"]
+        assert list(j["write"]["clat_ns"]["percentile"]) == [f"{p:f}" for p in PERCENTILES]
+    p = run_cli([str(job), "--output-format", "normal"])
+    assert p.returncode == 0 and p.stdout.count("clat (nsec)") == 1, p.stdout
