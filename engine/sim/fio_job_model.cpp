@@ -668,6 +668,10 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
         if (s.end_fsync && !j.end_sync_sent) {
             j.end_sync_sent = true;
             send_sync(j);
+            // ioengines.c td_io_queue(): a sync queued while the job is
+            // TD_FSYNCING (backend.c's end_fsync) is not counted in
+            // total_io_u[DDIR_SYNC]; sent and reaped as any other.
+            j.r.syncs--;
             return true;
         }
         if (!j.r.end_ns) {

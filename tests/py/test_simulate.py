@@ -939,3 +939,14 @@ def test_no_percentiles_for_a_direction_without_io_as_fio(tmp_path, engine, mdsp
         assert list(j["write"]["clat_ns"]["percentile"]) == [f"{p:f}" for p in PERCENTILES]
     p = run_cli([str(job), "--output-format", "normal"])
     assert p.returncode == 0 and p.stdout.count("clat (nsec)") == 1, p.stdout
+
+
+@pytest.mark.parametrize("direct", [1, 0])
+@pytest.mark.parametrize("body, syncs", [("end_fsync=1\n", 0), ("fsync=4\nend_fsync=1\n", 3)])
+def test_end_fsync_is_not_counted_in_sync_total_ios_as_fio(tmp_path, engine, mdsplit_module,
+                                                           direct, body, syncs):
+    """fio queues end_fsync's sync while TD_FSYNCING, which td_io_queue() does not
+    count in total_io_u[DDIR_SYNC]; simulate counted it (1 and 4)."""
+    job = engine_job(tmp_path, engine, "[j]\nrw=write\nbs=4k\nsize=64k\n" + body, direct=direct)
+    assert run_fio(job, timeout=60).job("j")["sync"]["total_ios"] == syncs
+    assert run_simulated(job).job("j")["sync"]["total_ios"] == syncs
