@@ -21,8 +21,9 @@ numjobs, stonewall/new_group, and fio's number syntax.
 - `filename=` adds to the files of the job (str_filename_cb): a second one,
   in the section or in [global] before it, gives `a:b`, as fio's two files.
 - numjobs=N adds N-1 subjobs with the same options and group, stonewall
-  and new_group cleared (init.c add_job); subjob i (1..N-1) writes its
-  sidecar as FILE.i, as the engine does.
+  and new_group cleared (init.c add_job), in fio's order: subjob 0, then
+  N-1 down to 1; subjob i (1..N-1) writes its sidecar as FILE.i, as the
+  engine does.
 - groupid: a job with stonewall or new_group opens a new group unless it is
   the first job (init.c add_job: prev_group_jobs).
 """
@@ -277,7 +278,10 @@ def parse_job_file(path, sections=None, env=None, cwd=None) -> JobFile:
         if not 1 <= numjobs <= MAX_JOBS - len(jf.jobs):
             raise JobFileError(f"simulate: numjobs={numjobs}: allowed: 1 to {MAX_JOBS} jobs in "
                                "all (fio's REAL_MAX_JOBS)")
-        for i in range(numjobs):
+        # init.c add_job(): the job itself, then `while (--numjobs)` adds
+        # subjobs numjobs-1 down to 1, so fio's thread_data order (the order
+        # its jobs start and are reported in) is 0, N-1, ..., 1.
+        for i in [0, *range(numjobs - 1, 0, -1)]:
             jf.jobs.append(Job(name=name, options=dict(opts), groupid=groupid, subjob=i,
                                section=name, stonewall=stonewall and i == 0))
     if not jf.jobs:

@@ -55,10 +55,11 @@ def test_stonewall_and_new_group_open_groups_except_first(tmp_path):
 
 
 def test_numjobs_expands_subjobs_without_stonewall(tmp_path):
+    """In fio's order (init.c add_job: while (--numjobs)): subjob 0, then N-1 .. 1."""
     p = write(tmp_path, "a.fio", "[a]\n[b]\nnumjobs=3\nstonewall\n")
     jf = parse_job_file(p, env={})
     assert [(j.name, j.subjob, j.groupid, j.stonewall) for j in jf.jobs] == [
-        ("a", 0, 0, False), ("b", 0, 1, True), ("b", 1, 1, False), ("b", 2, 1, False)]
+        ("a", 0, 0, False), ("b", 0, 1, True), ("b", 2, 1, False), ("b", 1, 1, False)]
 
 
 def test_sections_select_in_file_order(tmp_path):

@@ -950,3 +950,14 @@ def test_end_fsync_is_not_counted_in_sync_total_ios_as_fio(tmp_path, engine, mds
     job = engine_job(tmp_path, engine, "[j]\nrw=write\nbs=4k\nsize=64k\n" + body, direct=direct)
     assert run_fio(job, timeout=60).job("j")["sync"]["total_ios"] == syncs
     assert run_simulated(job).job("j")["sync"]["total_ios"] == syncs
+
+
+@pytest.mark.parametrize("thread", [0, 1])
+def test_numjobs_subjobs_are_reported_in_fios_order(tmp_path, engine, mdsplit_module, thread):
+    """fio's init.c add_job() adds subjobs N-1 down to 1 after the job itself:
+    its JSON lists subjobs 0, 3, 2, 1 (told apart here by offset_increment);
+    simulate listed 0, 1, 2, 3."""
+    job = engine_job(tmp_path, engine, f"[j]\nrw=read\nbs=4k\nsize=64m\nthread={thread}\n"
+                     "offset_increment=16m\nnumjobs=4\nmdsplit_stats=stats/s.json\n")
+    for res in (run_fio(job, timeout=60), run_simulated(job)):
+        assert [j["read"]["total_ios"] for j in res.jobs] == [16384, 4096, 8192, 12288]
