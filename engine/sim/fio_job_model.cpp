@@ -96,6 +96,10 @@ struct JobRun {
         false;  // the run was interrupted (fio's td->terminate): no more I/O, no verify
     std::mt19937_64 rng;
     uint64_t region_off = 0, region_len = 0;
+    // fio's f->io_size (size=, unclipped by the device's end) and the device's
+    // end (f->real_file_size, from region_off): where a pass ends.
+    uint64_t file_io_size = 0, dev_left = 0;
+    uint32_t passes = 0;  // passes ended (fio's do_io() runs)
     uint64_t unit = 0, units = 0;  // random offsets: grid of the smallest block / blockalign
     std::vector<uint64_t> map;     // random map (fio's axmap): units used this pass
     uint64_t map_used = 0;
@@ -217,7 +221,12 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
         largest = std::max(largest, max_bs(s, d));
     }
     if (smallest == kNever) smallest = largest = 4096;
-    if (j.region_len < largest && !past_end)
+    j.file_io_size = s.size ? s.size : j.region_len;
+    j.dev_left = past_end ? 0 : dev - offset;
+    // setup_files(): "blocksize is larger than data set range" is about
+    // size= (o->size < td_min_bs); a region that the device's end cuts short
+    // only ends the pass early (fill_io_u), as it does in fio.
+    if (!s.size && j.region_len < largest && !past_end)
         throw std::invalid_argument(job_where(s) + ": size: the region (" +
                                     std::to_string(j.region_len) + " bytes from offset " +
                                     std::to_string(offset) + ") is smaller than one block (" +
@@ -225,7 +234,15 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
                                     " bytes); allowed: a region (size, offset) of one block "
                                     "or more");
     j.unit = smallest;
-    j.units = j.region_len / smallest;
+    // io_u.c last_block(): blocks of the region up to the device's end
+    // (min(f->io_size, real_file_size)), less what the smallest block needs
+    // beyond the grid; a pick past the device's end ends the pass.
+    {
+        uint64_t max_size = std::min(j.file_io_size, j.dev_left + (past_end ? 0 : offset));
+        uint64_t minbs = td_min_bs(s);
+        if (minbs > smallest) max_size -= std::min(max_size, minbs - smallest);
+        j.units = max_size / smallest;
+    }
     if (s.random && !s.norandommap) j.map.assign((j.units + 63) / 64, 0);
     uint64_t per_loop = s.io_size ? s.io_size : j.region_len;
     // setup_files(): io_size_percent of the file's io_size becomes the job's size.
@@ -306,14 +323,10 @@ uint64_t pick_block_size(JobRun& j, int d) {
 }
 
 // get_next_rand_offset(): a random unit; with the random map, the next unused
-// one at or after it (axmap_next_free), a new pass when all were used.
+// one at or after it (axmap_next_free; the caller ends the pass when all were used).
 uint64_t pick_random_unit(JobRun& j) {
     uint64_t u = j.rng() % j.units;
     if (j.map.empty()) return u;
-    if (j.map_used == j.units) {
-        std::fill(j.map.begin(), j.map.end(), 0);
-        j.map_used = 0;
-    }
     for (;;) {
         uint64_t w = u / 64;
         uint64_t bits = ~j.map[w] & (~uint64_t(0) << (u % 64));
@@ -340,23 +353,78 @@ uint64_t mark_random_map(JobRun& j, uint64_t first, uint64_t len) {
     return std::min(len, taken * j.unit);
 }
 
-// get_next_offset(), then for a random job mark_random_map(), which may cut
-// `len`. A random I/O that would pass the region's end is cut there (fio
-// draws a smaller size instead: get_next_buflen's io_u_fits loop).
-uint64_t pick_offset(JobRun& j, int d, uint64_t& len) {
-    uint64_t off;
-    if (j.spec->random) {
+// The end of a pass (fio's do_io() ends when get_io_u() finds no offset:
+// the file is done), and whether the job goes on, as backend.c
+// keep_running(): while loops are left (or time_based), then with io_size=
+// while at least the largest block is left of it; without io_size= the
+// done file ends the job. A new pass starts at the region's start with an
+// empty random map (fio_file_reset).
+bool new_pass(JobRun& j) {
+    const FioJobSpec& s = *j.spec;
+    j.passes++;
+    bool more = s.time_based || j.passes < std::max<uint32_t>(1, s.loops);
+    if (!more && (s.io_size || s.io_size_pct)) {
+        uint64_t limit = j.target_bytes / std::max<uint32_t>(1, s.loops);
+        uint64_t largest = 0;
+        for (int d = 0; d < int(kFioDirections); d++) largest = std::max(largest, max_bs(s, d));
+        more = j.issued_bytes < limit && limit - j.issued_bytes >= largest;
+    }
+    if (!more) return false;
+    j.seq_pos.fill(0);
+    std::fill(j.map.begin(), j.map.end(), 0);
+    j.map_used = 0;
+    return true;
+}
+
+// get_next_offset() and fill_io_u() for one I/O of direction d and length
+// `len` (cut to fit when it was drawn, as get_next_buflen()'s io_u_fits);
+// false when the pass ends here (io_u.c): a sequential position at or past
+// the region's end (offset >= f->io_size), a random map with no free block
+// (axmap_next_free), a random block at or past the device's end (offset >=
+// real_file_size), a drawn size whose smallest block does not fit in the
+// region, or a block that passes the device's end (offset + buflen >
+// real_file_size). A fixed-size block may pass the region's end, as in fio.
+bool place_io(JobRun& j, int d, uint64_t& len, uint64_t& off) {
+    const FioJobSpec& s = *j.spec;
+    bool drawn = block_size_is_drawn(s, d);
+    if (s.random) {
+        if (!j.units || (!j.map.empty() && j.map_used >= j.units)) return false;
         uint64_t u = pick_random_unit(j);
         off = u * j.unit;
-        if (off + len > j.region_len) len = (j.region_len - off) / j.unit * j.unit;
+        if (off >= j.dev_left) return false;
+        if (drawn && off + len > j.file_io_size) {
+            if (off + min_bs(s, d) > j.file_io_size) return false;
+            len = (j.file_io_size - off) / j.unit * j.unit;  // fio draws a smaller size
+        }
+        if (off + len > j.dev_left) return false;
         if (!j.map.empty()) len = mark_random_map(j, u, len);
-    } else {
-        uint64_t& pos = j.seq_pos[size_t(d)];
-        if (pos + len > j.region_len) pos = 0;
-        off = pos;
-        pos += len;
+        return true;
     }
-    return j.region_off + off;
+    uint64_t& pos = j.seq_pos[size_t(d)];
+    if (pos >= j.file_io_size) return false;
+    if (drawn && pos + len > j.file_io_size) {
+        if (pos + min_bs(s, d) > j.file_io_size) return false;
+        len = (j.file_io_size - pos) / min_bs(s, d) * min_bs(s, d);
+    }
+    if (pos + len > j.dev_left) return false;
+    off = pos;
+    pos += len;
+    return true;
+}
+
+// The offset of the next I/O (get_next_offset, fill_io_u), a new pass when
+// this one ended; false when the job ends instead.
+bool pick_offset(JobRun& j, int d, uint64_t& len, uint64_t& offset) {
+    uint64_t off = 0, want = len;
+    for (int pass = 0; pass < 2; pass++) {
+        len = want;
+        if (place_io(j, d, len, off)) {
+            offset = j.region_off + off;
+            return true;
+        }
+        if (pass || !new_pass(j)) return false;
+    }
+    return false;
 }
 
 // io_u.c set_rw_ddir(): a trimwrite job trims when its last write was at its
@@ -381,7 +449,8 @@ bool counts_toward_size(const FioJobSpec& s, int d) {
     return s.trim != FioTrim::ThenWrite || d == kFioWrite;
 }
 
-// The next I/O of the job's pattern (get_io_u: direction, length, offset).
+// The next I/O of the job's pattern (get_io_u: direction, length, offset);
+// length 0 when the job's last pass has ended.
 Slot next_io(JobRun& j) {
     const FioJobSpec& s = *j.spec;
     Slot io;
@@ -400,7 +469,10 @@ Slot next_io(JobRun& j) {
             uint64_t left = (j.target_bytes - j.issued_bytes + a - 1) / a * a;
             io.length = std::min(io.length, left);
         }
-        io.offset = pick_offset(j, d, io.length);
+        if (!pick_offset(j, d, io.length, io.offset)) {
+            io.length = 0;
+            return io;
+        }
     }
     if (s.trim == FioTrim::ThenWrite) {
         j.write_after_trim = d == kFioTrim;
@@ -575,6 +647,10 @@ void prepare_batch(JobRun& j, uint64_t now, bool verifying) {
         } else {
             if (j.issued_bytes >= j.target_bytes) break;
             io = next_io(j);
+            if (!io.length) {  // the last pass ended: the job stops issuing
+                j.target_bytes = j.issued_bytes;
+                break;
+            }
         }
         uint32_t slot = j.free_slots.back();
         j.free_slots.pop_back();

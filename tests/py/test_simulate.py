@@ -961,3 +961,43 @@ def test_numjobs_subjobs_are_reported_in_fios_order(tmp_path, engine, mdsplit_mo
                      "offset_increment=16m\nnumjobs=4\nmdsplit_stats=stats/s.json\n")
     for res in (run_fio(job, timeout=60), run_simulated(job)):
         assert [j["read"]["total_ios"] for j in res.jobs] == [16384, 4096, 8192, 12288]
+
+
+@pytest.mark.parametrize("body, ios, sectors", [
+    # A sequential pass runs while the position is inside the region (get_next_offset:
+    # offset < f->io_size); a fixed-size block may pass the region's end: 0, 4k, 8k
+    # (simulate wrapped to 0 for the third block).
+    ("rw=read\nbs=4k\nsize=10k\n", 3, [0, 8, 16]),
+    ("rw=read\nbs=4k\nsize=10k\nloops=3\n", 8, [0, 0, 0, 8, 8, 8, 16, 16]),
+    ("rw=read\nbs=4k\nsize=10k\nio_size=20k\n", 5, [0, 0, 8, 8, 16]),
+    # A random pass ends with its map full; keep_running() stops with less than
+    # one block left of size= (simulate started a second pass: 3 reads).
+    ("rw=randread\nbs=4k\nsize=10k\n", 2, [0, 8]),
+    # A block that would pass the device's end ends the pass (fill_io_u): no I/O
+    # (simulate refused the job: region smaller than one block).
+    ("rw=read\nbs=8k\noffset=65532k\nsize=64k\n", 0, []),
+])
+def test_pass_ends_where_fio_ends_it(tmp_path, engine, mdsplit_module, body, ios, sectors):
+    """io_u.c get_next_offset / fill_io_u and backend.c keep_running: the same
+    I/Os and sectors as a real fio run with the engine."""
+    job = engine_job(tmp_path, engine, "[j]\nmdsplit_trace=tr\n" + body)
+    for run in ("sim", "real"):
+        res = run_simulated(job) if run == "sim" else run_fio(job, timeout=60)
+        assert res.job("j")["read"]["total_ios"] == ios, run
+        assert queued_sectors(mdsplit_module, tmp_path / "tr/md0.blktrace.0") == sectors, run
+        shutil.rmtree(tmp_path / "tr")
+
+
+def test_random_pass_past_the_devices_end_stops_there(tmp_path, mdsplit_module):
+    """randread over a region (offset + size) past the device's end: fio's
+    last_block() draws over size= (up to the device's size), and a block at or
+    past the end ends the pass (get_next_offset: offset >= real_file_size), so
+    no read passes the end and the job ends early (simulate read 6 blocks
+    from a region cut at the end, as many as size= allowed there)."""
+    write_stack(tmp_path)
+    (tmp_path / "r.fio").write_text(job_text(
+        "[j]\nrw=randread\nbs=4k\noffset=65512k\nsize=64k\nnorandommap=1\nmdsplit_trace=tr\n"))
+    j = simulate_job(tmp_path / "r.fio")["jobs"][0]
+    sectors = queued_sectors(mdsplit_module, tmp_path / "tr/md0.blktrace.0")
+    assert j["read"]["total_ios"] == len(sectors) < 6
+    assert all(s * 512 + 4096 <= 64 << 20 for s in sectors)
