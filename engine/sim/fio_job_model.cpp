@@ -99,7 +99,7 @@ struct JobRun {
     // fio's f->io_size (size=, unclipped by the device's end) and the device's
     // end (f->real_file_size, from region_off): where a pass ends.
     uint64_t file_io_size = 0, dev_left = 0;
-    uint32_t passes = 0;  // passes ended (fio's do_io() runs)
+    uint32_t passes = 0;           // passes ended (fio's do_io() runs)
     uint64_t unit = 0, units = 0;  // random offsets: grid of the smallest block / blockalign
     std::vector<uint64_t> map;     // random map (fio's axmap): units used this pass
     uint64_t map_used = 0;
@@ -174,10 +174,10 @@ uint64_t td_min_bs(const FioJobSpec& s) {
 
 uint64_t start_offset(const FioJobSpec& s, uint64_t dev) {
     bool align = s.offset_pct || s.offset_increment_pct;
-    uint64_t increment = s.offset_increment_pct ? s.offset_increment_pct * dev / 100
-                                                : s.offset_increment;
-    uint64_t offset = (s.offset_pct ? dev * s.offset_pct / 100 : s.offset) +
-                      uint64_t(s.subjob) * increment;
+    uint64_t increment =
+        s.offset_increment_pct ? s.offset_increment_pct * dev / 100 : s.offset_increment;
+    uint64_t offset =
+        (s.offset_pct ? dev * s.offset_pct / 100 : s.offset) + uint64_t(s.subjob) * increment;
     if (align) {
         uint64_t bs = td_min_bs(s);
         offset = (offset / bs + (offset % bs != 0)) * bs;

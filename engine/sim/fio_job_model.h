@@ -81,8 +81,8 @@ struct FioJobSpec {
     uint64_t offset_increment = 0;
     uint32_t offset_increment_pct = 0;  // 0 = offset_increment is in bytes
     uint32_t subjob = 0;                // numjobs: this job's subjob number
-    uint64_t size = 0;                                       // region (0 = device size - offset)
-    uint64_t io_size = 0;                                    // bytes per loop (0 = size)
+    uint64_t size = 0;                  // region (0 = device size - offset)
+    uint64_t io_size = 0;               // bytes per loop (0 = size)
     // size=N% / io_size=N% (filesetup.c setup_files()): the region is N% of
     // the device (at most its rest past the offset, rounded down to
     // td_min_bs); the bytes per loop N% of the region. 0 (or 100) = none.
