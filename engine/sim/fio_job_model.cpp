@@ -161,10 +161,6 @@ std::string job_where(const FioJobSpec& s) {
     return s.where.empty() ? "simulate: job " + s.name : s.where;
 }
 
-// filesetup.c get_start_offset(): offset (or offset=N% of the device) plus
-// subjob x offset_increment (or offset_increment=N% of the device); a
-// percentage in either rounds the sum up to td_min_bs(), the smallest block
-// size of the three directions.
 // fio.h td_min_bs(): the smallest block size of the three directions.
 uint64_t td_min_bs(const FioJobSpec& s) {
     uint64_t bs = kNever;
@@ -172,6 +168,9 @@ uint64_t td_min_bs(const FioJobSpec& s) {
     return bs;
 }
 
+// filesetup.c get_start_offset(): offset (or offset=N% of the device) plus
+// subjob x offset_increment (or offset_increment=N% of the device); a
+// percentage in either rounds the sum up to td_min_bs().
 uint64_t start_offset(const FioJobSpec& s, uint64_t dev) {
     bool align = s.offset_pct || s.offset_increment_pct;
     uint64_t increment =
