@@ -49,7 +49,7 @@ def set_keys(text: str, keys: dict) -> str:
             old = line.group(1)
             if not re.search(rf"\b{re.escape(sub)} = ", old):
                 raise KeyError(f"{dotted} not in the stack file")
-            new_line = f"{key} = " + re.sub(rf"\b{re.escape(sub)} = [^,}}\\s]+",
+            new_line = f"{key} = " + re.sub(rf"\b{re.escape(sub)} = [^,}}\s]+",
                                            f"{sub} = {value}", old)
         body = body[:line.start()] + new_line + body[line.end():]
         text = text[:section.start(1)] + body + text[section.end(1):]
