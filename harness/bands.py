@@ -56,6 +56,21 @@ def set_keys(text: str, keys: dict) -> str:
     return text
 
 
+def set_fio_options(text: str, options: dict) -> str:
+    """A fio job file's text with each "section.option" (e.g.
+    "global.thinktime") set to the value; an option the section does not
+    have is an error naming it."""
+    for dotted, value in options.items():
+        section, option = dotted.split(".", 1)
+        block = re.search(rf"(?ms)^\[{re.escape(section)}\]\n(.*?)(?=^\[|\Z)", text)
+        line = block and re.search(rf"(?m)^{re.escape(option)}=.*$", block.group(1))
+        if not line:
+            raise KeyError(f"[{section}] {option}= not in the job file (setting {dotted})")
+        start = block.start(1) + line.start()
+        text = text[:start] + f"{option}={value}" + text[block.start(1) + line.end():]
+    return text
+
+
 def prepare_copy(jobs_dir: Path, dest: Path, setting: dict, drop_traces: bool = True) -> None:
     """jobs_dir's job and stack files in dest with the setting applied; with
     drop_traces the job files' mdsplit_trace lines are left out (a band's
@@ -65,51 +80,68 @@ def prepare_copy(jobs_dir: Path, dest: Path, setting: dict, drop_traces: bool = 
         if p.is_file() and p.suffix in (".fio", ".toml"):
             text = p.read_text()
             if p.name in setting:
-                text = set_keys(text, setting[p.name])
+                text = (set_fio_options if p.suffix == ".fio" else set_keys)(text, setting[p.name])
             if drop_traces and p.suffix == ".fio":
                 text = "\n".join(l for l in text.split("\n")
                                  if not l.startswith("mdsplit_trace="))
             (dest / p.name).write_text(text)
 
 
-def _run_one(args):
+def _call(args):
+    """A worker: (index, fn(arg)) for fn named "module:function"."""
+    index, fn_name, arg = args
+    import importlib
+    module, func = fn_name.rsplit(":", 1)
+    return index, getattr(importlib.import_module(module), func)(arg)
+
+
+def run_pool(fn_name: str, args: list, workers: int = None) -> list:
+    """[fn(a) for a in args] in a pool of `workers` processes (default: the
+    machine's cores), fn named "module:function" (a spawned worker imports
+    it afresh: no engine state is shared)."""
+    tasks = [(i, fn_name, a) for i, a in enumerate(args)]
+    workers = workers or os.cpu_count() or 1
+    out = [None] * len(tasks)
+    if workers == 1 or len(tasks) == 1:
+        for t in tasks:
+            i, figs = _call(t)
+            out[i] = figs
+        return out
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        for i, figs in pool.map(_call, tasks):
+            out[i] = figs
+    return out
+
+
+def simulate_figures(args) -> dict:
     """A worker: the job file in its copy on the virtual clock, --no-data;
-    returns (index, the figures the experiment's `figures` function reads
-    off the run)."""
-    index, copy, job, sections, figures = args
+    the figures the experiment's "module:function" reads off the run."""
+    copy, job, sections, figures = args
+    import importlib
     from harness.fio_runner import run_simulated
     module, func = figures.rsplit(":", 1)
-    import importlib
-    fn = getattr(importlib.import_module(module), func)
     result = run_simulated(Path(copy) / job, sections=sections, data=False)
-    return index, fn(result)
+    return getattr(importlib.import_module(module), func)(result)
 
 
 def run_settings(jobs_dir: Path, work: Path, job: str, settings: list, figures: str,
                  sections=None, workers: int = None) -> list:
     """[figures of each setting] in settings' order: each setting run in
-    work/<i>/ (a new directory) in a pool of `workers` processes (default:
-    the machine's cores). figures is "module:function" taking the run's
-    FioResult and returning {metric: number}."""
+    work/<i>/ (a new directory) in a pool of `workers` processes. figures
+    is "module:function" taking the run's FioResult and returning
+    {metric: number}."""
     work = Path(work)
-    tasks = []
+    copies = []
     for i, setting in enumerate(settings):
         copy = work / f"{i:03d}"
         prepare_copy(jobs_dir, copy, setting)
-        tasks.append((i, str(copy), job, sections, figures))
-    workers = workers or os.cpu_count() or 1
-    out = [None] * len(tasks)
-    if workers == 1 or len(tasks) == 1:
-        for t in tasks:
-            i, figs = _run_one(t)
-            out[i] = figs
-    else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            for i, figs in pool.map(_run_one, tasks):
-                out[i] = figs
-    for t in tasks:               # the runs' member files and sidecars are not kept
-        shutil.rmtree(t[1], ignore_errors=True)
-    return out
+        copies.append(copy)
+    try:
+        return run_pool("harness.bands:simulate_figures",
+                        [(str(c), job, sections, figures) for c in copies], workers)
+    finally:
+        for c in copies:          # the runs' member files and sidecars are not kept
+            shutil.rmtree(c, ignore_errors=True)
 
 
 def quantile(values: list, q: float) -> float:

@@ -56,3 +56,23 @@ def test_sweep_refuses_a_bad_draw_count():
     r = subprocess.run([sys.executable, "-m", "harness", "sweep", "raid5", "--draws", "0"],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip() == "sweep: --draws 0: allowed: an integer >= 1"
+
+
+def test_set_fio_options_replaces_one_option_of_one_section():
+    """global.thinktime is replaced in [global] only; a missing option is an error naming it."""
+    text = "[global]\nthinktime=64\nbs=4k\n\n[a]\nthinktime=1\n"
+    assert bands.set_fio_options(text, {"global.thinktime": "96"}) == \
+        "[global]\nthinktime=96\nbs=4k\n\n[a]\nthinktime=1\n"
+    with pytest.raises(KeyError, match=r"\[global\] iodepth="):
+        bands.set_fio_options(text, {"global.iodepth": "2"})
+
+
+def test_sensitivity_is_the_slope_over_the_range():
+    """A figure linear in one parameter moves by slope x range; the other parameter 0."""
+    from harness.sweep import Param, sensitivity_table
+    params = [Param("a", 0, 10, "", "", None), Param("b", 0, 1, "", "", None)]
+    values = [[0, 0.5], [5, 0.2], [10, 0.9], [2, 0.5]]
+    runs = [{"m": 100 + 2 * a} for a, _ in values]
+    row = sensitivity_table(params, values, runs, ["m"]).splitlines()[1].split()
+    # slope 2 x range 10 = 20 on a median of 107: 18.7 %
+    assert row[0] == "m" and float(row[1]) == pytest.approx(100 * 20 / 107, abs=0.1)
