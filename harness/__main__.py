@@ -542,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     wp = sub.add_parser("sweep", help="the parameters a fit does not pin, swept: each thread "
                                       "figure as a band (virtual clock, --no-data, all cores)")
-    wp.add_argument("which", nargs="?", default="all", help="raid5, bfq, buffered or all (default)")
+    wp.add_argument("which", nargs="?", default="all", help="raid5, bio-size, bfq, buffered or all (default)")
     wp.add_argument("--draws", type=int, default=None, help="draws per sweep (default: its own)")
     wp.set_defaults(func=cmd_sweep)
 

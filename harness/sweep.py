@@ -68,6 +68,48 @@ RAID5 = [
 ]
 
 
+# Seed 001: the buffer layout, the elevator and the cost of a broken
+# stream, none pinned by the max_sectors column (the fit).
+def _bio_all(keys):
+    return {f"bio-{v}.toml": dict(keys) for v in ("original", "align", "max_sectors")}
+
+
+BIO = [
+    Param("layout seed", 1, 9, "", "the 64 MiB buffer's allocator model (jobs/bio-*.toml)",
+          lambda x: _bio_all({"bio.contiguity.seed": str(int(round(x)))})),
+    Param("random_penalty", 0.5, 2, "x command",
+          "a request that breaks the stream costs the device half to two commands' work "
+          "(the stack's own command time; read and write alike)",
+          lambda x: _bio_all({"models.ufs-seed001.random_penalty": f'"{36.49 * x:.2f}us"',
+                              "models.ufs-seed001.write_random_penalty":
+                                  f'"{74.81 * x:.2f}us"'})),
+    Param("elevator", 0, 1, "", "none (UFS 4.0 with MCQ: several hardware queues) below 0.5, "
+          "mq-deadline (one queue, the single-queue default) above",
+          lambda x: _bio_all({"device.scheduler": '"none"' if x < 0.5 else '"mq-deadline"'})),
+]
+
+
+def bio_figures(fio) -> dict:
+    """MB/s per direction and policy (the experiment's metric names) of one
+    run of bio-align.fio, in device time."""
+    from harness.device_time import DeviceTime
+    from harness.experiments.bio_size import POLICIES
+    out = {}
+    for p in POLICIES:
+        for rw in ("read", "write"):
+            sidecar = fio.sidecars[f"stats/bio-{rw}-{p}.json"]
+            out[f"{rw}.{p}_MBps"] = DeviceTime.of(sidecar).rate(
+                fio.job(f"{rw}-{p}")[rw]["bw_bytes"]) / 1e6
+    return out
+
+
+def _run_bio(jobs_dir, params, values, workers):
+    with tempfile.TemporaryDirectory(prefix="mdsplit-sweep-bio-") as tmp:
+        return bands.run_settings(jobs_dir, Path(tmp), "bio-align.fio",
+                                  [setting(params, v) for v in values],
+                                  "harness.sweep:bio_figures", workers=workers)
+
+
 # Seed 004: the two parameters the non-root legacy figure turns on, which
 # the root columns (the fit) do not pin.
 BFQ_TIME_SCALE = 32          # jobs/bfq-*.toml [device] time_scale
@@ -178,7 +220,8 @@ def _run_buffered(jobs_dir, params, values, workers):
 
 # name: (its parameters, how a list of draws runs, default draws, the
 # relative tolerance of figures whose metric states none: the checks')
-SWEEPS = {"raid5": (RAID5, _run_raid5, 36, 0.10), "bfq": (BFQ, _run_bfq, 24, 0.10),
+SWEEPS = {"raid5": (RAID5, _run_raid5, 36, 0.10), "bio-size": (BIO, _run_bio, 24, 0.10),
+          "bfq": (BFQ, _run_bfq, 24, 0.10),
           "buffered": (BUFFERED, _run_buffered, 12, 0.15)}
 
 

@@ -57,3 +57,11 @@ def test_the_diff_sees_a_tuned_constant(tmp_path):
         "seed = 1 }", "seed = 2 }")
     stray = stray_lines(a, b, GROUPS["raid5"][1])
     assert len(stray) == 2 and all(l.startswith("contiguity = ") for l in stray)
+
+
+@pytest.mark.parametrize("files, model", [(GROUPS["bio-size"][0], "ufs-seed001")])
+def test_inline_model_copies_equal_the_fitted_preset(files, model):
+    """A stack's [models.X] copy (what a sweep varies) is jobs/models.toml's fitted preset."""
+    preset = tomllib.loads((JOBS / "models.toml").read_text())["models"][model]
+    for f in files:
+        assert tomllib.loads((JOBS / f).read_text())["models"][model] == preset, f
