@@ -45,7 +45,7 @@ from harness.paths import ROOT
 DEFAULT_PATH = ROOT / "jobs" / "expectations.toml"
 
 __all__ = ["DEFAULT_PATH", "BASES", "ExpressionError", "Metric", "Check", "Expectation", "Fitted",
-           "basis_of", "basis_counts", "basis_line",
+           "basis_of", "basis_counts", "basis_line", "metric_bases",
            "load", "evaluate", "metric_names", "evaluate_checks", "direction",
            "thread_figures"]
 
@@ -443,3 +443,14 @@ def basis_line(counts: dict) -> str:
         if b in counts:
             parts.append(f"{label} {counts[b][0]}/{counts[b][1]}")
     return f"predictions inside tolerance {p}/{n}" + ("; " + ", ".join(parts) if parts else "")
+
+
+def metric_bases(expectation: Expectation) -> dict:
+    """{metric: basis} from the checks that name one metric alone (the
+    first such check's basis)."""
+    out = {}
+    for c in expectation.checks:
+        names = metric_names(c.expr)
+        if len(names) == 1:
+            out.setdefault(names[0], c.basis)
+    return out

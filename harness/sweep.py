@@ -239,17 +239,6 @@ def setting(params: list, values: list) -> dict:
     return out
 
 
-def metric_bases(expectation) -> dict:
-    """{metric: basis} from the checks that name one metric alone."""
-    from harness import expectations as E
-    out = {}
-    for c in expectation.checks:
-        names = E.metric_names(c.expr)
-        if len(names) == 1:
-            out.setdefault(names[0], c.basis)
-    return out
-
-
 def sensitivity_table(params: list, values: list, runs: list, metrics: list) -> str:
     """Per figure and parameter: the least-squares slope over the draws
     times the parameter's range, as % of the figure's median (how much of
@@ -301,7 +290,7 @@ def sweep(name: str, jobs_dir: Path = None, n: int = None, workers: int = None,
                      bands.verdict(band, m.thread,
                                    m.tolerance or (None if m.abs_tolerance else tolerance),
                                    m.abs_tolerance)))
-    basis = metric_bases(E.load()[name])
+    basis = E.metric_bases(E.load()[name])
     rows = [(r[0] + (f" ({basis[r[0]]})" if basis.get(r[0], "prediction") != "prediction"
                      else ""), *r[1:]) for r in rows]
     print(bands.band_table("each thread figure over the draws: median, 10-90 % band (a "

@@ -199,7 +199,8 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         "(--section), as the thread ran one fio per kernel. Information only: the "
         "writers' think time here is the host's real per-I/O cost / time_scale.")
     try:
-        from harness import plots
+        from harness import expectations, plots
+        bases = expectations.metric_bases(expectations.load()[NAME])
         path = out_dir / "bfq-bandwidth.png"
         plots.time_series(path, {k: v for k, v in series.items() if v},
                           title="Total write bandwidth of the 8 jobs over time (device time)")
@@ -207,7 +208,9 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         path = out_dir / "bfq-throughput.png"
         plots.bar_chart(path, {f"{p} {w}": result.metrics[f"{p}.{w}_MiBps"] for p, _ in PLACES for _, w, _ in VARIANTS},
                         ylabel="MiB/s", title="BFQ: 8 sync writers (virtual clock)",
-                        reference={f"{p} {w}": THREAD[(p, v)] for p, _ in PLACES for v, w, _ in VARIANTS})
+                        reference={f"{p} {w}": THREAD[(p, v)] for p, _ in PLACES for v, w, _ in VARIANTS},
+                        fitted={f"{p} {w}" for p, _ in PLACES for _, w, _ in VARIANTS
+                                if bases.get(f"{p}.{w}_MiBps", "prediction") != "prediction"})
         result.figures.append(path.name)
     except ImportError:
         pass
