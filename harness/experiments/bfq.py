@@ -42,7 +42,7 @@ THREAD_MODEL = "thread-nvme"            # jobs/models.toml
 # to bfq_insert_request), on the thread's host; bfq-groups.fio's thinktime
 # is this x its time_scale (a test keeps the two equal). A host figure, not the
 # drive's, and not given by the thread: 2 us is a bare-metal psync cycle. It
-# decides how much bfq injects under the legacy counting (see README "BFQ"):
+# decides how much bfq injects under the legacy counting (see docs/reproductions/bfq.md):
 # the non-root "before" figure is a prediction given this value.
 THINK_NS = 2_000
 # The thread's second test: null_blk irqmode=2 completion_nsec=100 ms

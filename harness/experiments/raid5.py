@@ -40,7 +40,7 @@ THREAD_SEEKS = {
 # read and 5, 3, 0, 2 starting the next, with parity at rows 1 and 9 of that
 # read, the pattern of md's even members (left-symmetric: the parity rotation
 # gives even and odd members two different patterns). The checked rows
-# compare that member's histogram with it (README, "RAID5 split order").
+# compare that member's histogram with it (docs/reproductions/raid5.md).
 TRACED_MEMBER = 0
 # The thread's iostat "sd*" line is one disk too, and not the traced one.
 # iostat -x prints no aggregate of several devices, and the line's per-second
@@ -57,7 +57,7 @@ TRACED_MEMBER = 0
 # 34.29). So the member figures are checked on the odd members (identical on
 # the virtual clock); every member's rMB/s is the same (each reads 560 KiB a
 # read), so the fit does not depend on it. The all-member mean and the even
-# members are printed beside (README, "RAID5 split order").
+# members are printed beside (docs/reproductions/raid5.md).
 IOSTAT_MEMBERS = slice(1, None, 2)
 SEEK_LABELS = ["0 .. 1", "1 .. 2", "2 .. 4", "4 .. 8", "8 .. 16", "16 .. 32", "32 .. 64",
                "64 .. 128", "128 .. 256", "256 .. 512", "512 .. 1024", ">= 1024"]
@@ -208,8 +208,8 @@ def fit_table(m: dict) -> str:
 # The thread's G lines on its traced disk (seed 000): per variant, the reads
 # they fall in (as `read % 4`, the parity phase: md's rotation repeats every
 # 4 reads of 10 stripes), the member rows and the timestamps (s). Legacy, lines
-# 73-79: the end of one read, then the start of the next (README, "RAID5
-# split order"); fixed, lines 105-112: every second row of one read, then of
+# 73-79: the end of one read, then the start of the next (docs/reproductions/
+# raid5.md); fixed, lines 105-112: every second row of one read, then of
 # the next.
 THREAD_G = {
     "legacy": {"phase": 2, "rows": ([9, 7, 8], [5, 3, 0, 2]),
@@ -256,7 +256,7 @@ def g_table(traces: Path, dts: dict) -> str:
     """The traced member's G lines, ours against the thread's: the order of
     the rows and the time between them (us, device time). The order is
     pinned by tests/py/test_raid5_plug_model.py; the times are information
-    (README, "What is still outside"). dts: each variant's DeviceTime."""
+    (docs/reproductions/raid5.md). dts: each variant's DeviceTime."""
     lines = [f"member {TRACED_MEMBER}'s new requests (blktrace G), ours (virtual clock) vs the "
              "thread's (seed 000 lines 73-79, 105-112): rows within a read | the next read, "
              "then the us between them (device time)"]
@@ -310,7 +310,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         f"zero-distance seeks: legacy {m['legacy.seek_zero_pct']:.1f}%, fixed "
         f"{m['fixed.seek_zero_pct']:.1f}% (thread: 45.5% -> 75.0%)\n"
         "Note: the order follows block/blk-core.c's two-list loop, not the thread's FIFO prose "
-        "(README, \"RAID5 split order\").\n"
+        "(docs/reproductions/raid5.md).\n"
         f"this machine (real-clock fio, not checked): legacy {m['machine.legacy.md0_MBps']:.0f} "
         f"MiB/s, fixed {m['machine.fixed.md0_MBps']:.0f} MiB/s (virtual / real: the clock "
         "agreement below)")
