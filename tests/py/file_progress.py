@@ -92,7 +92,7 @@ class FileProgress:
                 f"ETA {fmt_duration(left)} {basis})")
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
-            tr.ensure_newline()
+            tr.write("\n")                   # after the file's progress dots
             tr.write_line(line)
         self.current = None
 
