@@ -66,9 +66,16 @@ def missing_paths(text: str, root: Path = ROOT) -> list:
     return sorted(p for p in found if not path_exists(p, root))
 
 
+def build_targets() -> set:
+    """The names CMakeLists.txt gives its targets (mdsplit_tests, ...): not options."""
+    text = (ROOT / "CMakeLists.txt").read_text()
+    return set(re.findall(r"add_(?:executable|library)\(\s*(\w+)", text)) | \
+        set(re.findall(r"pybind11_add_module\(\s*(\w+)", text))
+
+
 def named_engine_options(text: str) -> set:
     return {o for s in code_texts(text)
-            for o in re.findall(r"(?<![\w/.])(mdsplit_[a-z_]+)(?![\w.(/])", s)}
+            for o in re.findall(r"(?<![\w/.])(mdsplit_[a-z_]+)(?![\w.(/])", s)} - build_targets()
 
 
 def named_toml_keys(text: str) -> set:
