@@ -55,7 +55,7 @@ fi
 cd "$root" && MDSPLIT_BUILD_DIR="$root/build" PYTHONPATH="$root/tests/py${PYTHONPATH:+:$PYTHONPATH}" \
     /usr/bin/python3 -m pytest -q -rs -p file_progress $pytest_files
 if [ $quick = 1 ]; then
-        end_stage
+    end_stage
     echo "== quick tests passed (./mdsplit test runs the whole suite, as CI does)" >&2
     exit 0
 fi
