@@ -72,7 +72,9 @@ def drawn(fig) -> dict:
             xs, ys = ln.get_xdata(), ln.get_ydata()
             lines.append({"label": ln.get_label(), "x": [float(x) for x in xs],
                           "y": [float(y) for y in ys], "linestyle": str(ln.get_linestyle()),
-                          "marker": str(ln.get_marker()), "color": str(ln.get_color())})
+                          "marker": str(ln.get_marker()), "color": str(ln.get_color()),
+                          "markersize": float(ln.get_markersize()),
+                          "linewidth": float(ln.get_linewidth())})
         out["axes"].append({
             "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
             "xticklabels": [tl.get_text() for tl in ax.get_xticklabels()],
@@ -82,6 +84,8 @@ def drawn(fig) -> dict:
         lo, hi = sorted(ax.get_xlim())
         shown = [tl for tl, loc in zip(ax.get_xticklabels(), ax.get_xticks()) if lo <= loc <= hi]
         texts = [ax.title, ax.xaxis.label, ax.yaxis.label] + shown
+        if ax.get_legend():
+            texts += list(ax.get_legend().get_texts())
         for tx in texts:
             if not tx.get_text() or not tx.get_visible():
                 continue
@@ -236,15 +240,19 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
     colour of the series of the same name, with hollow markers."""
     fig, ax = plt.subplots(figsize=(8, 5.2))
     colors = {}
+    n = len(series)
     for i, (name, pts) in enumerate(series.items()):
         xs, ys = _xy(pts)
-        (line,) = ax.plot(xs, ys, label=str(name), linewidth=1.6, markersize=5, **_style(i))
+        # Each later series drawn thinner and with smaller markers: where two
+        # coincide, the earlier one still shows around the later.
+        (line,) = ax.plot(xs, ys, label=str(name), linewidth=1.0 + 0.6 * (n - 1 - i),
+                          markersize=4 + 2.0 * (n - 1 - i), **_style(i))
         colors[name] = line.get_color()
     for i, (name, pts) in enumerate((reference or {}).items()):
         xs, ys = _xy(pts)
         st = _style(list(series).index(name) if name in series else i)
         ax.plot(xs, ys, linestyle=st["linestyle"], marker=st["marker"], markerfacecolor="none",
-                linewidth=0.8, markersize=8, alpha=0.8, label=f"{name} (thread)",
+                linewidth=0.8, markersize=9, alpha=0.8, label=f"{name} (thread)",
                 color=colors.get(name))
     if logx:
         ax.set_xscale("log", base=2)
@@ -253,9 +261,14 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(_wrap(title), fontsize="medium")
-    ax.legend(fontsize="x-small", ncol=2)
+    _legend_below(ax, ncol=2)
     ax.grid(alpha=0.3)
     return _save(fig, path, caption)
+
+
+def _legend_below(ax, ncol: int) -> None:
+    """The legend under the axes, where it covers no line."""
+    ax.legend(fontsize="x-small", ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -0.14))
 
 
 def _wrap(title: str, width: int = 60) -> str:
@@ -283,7 +296,7 @@ def time_series(path, series: dict, *, ylabel: str = "bandwidth (MiB/s)",
     if title:
         ax.set_title(_wrap(title), fontsize="medium")
     if series or levels:
-        ax.legend(fontsize="x-small", ncol=2 if len(series) + len(levels or {}) > 4 else 1)
+        _legend_below(ax, ncol=2 if len(series) + len(levels or {}) > 4 else 1)
     ax.grid(alpha=0.3)
     return _save(fig, path, caption)
 

@@ -312,10 +312,10 @@ def plot(out_dir: Path, result: ExperimentResult, ours: dict) -> None:
                     title="io_uring buffered 4k randread, readahead off (virtual clock, "
                           "seed003 machine)",
                     caption="kIOPS against iodepth for each variant and rasync setting: ours "
-                            "(thick, filled markers) and the thread's (thin, hollow markers, "
-                            "same colour). Every series has its own marker and dash, so lines "
-                            "with equal values (pre-c8d317aa and c8d317aa with rasync off) "
-                            "stay visible; pre-c8d317aa has no thread line (the thread has no "
+                            "(filled markers) and the thread's (thin, hollow markers, same "
+                            "colour). Every series has its own marker and dash, and each is "
+                            "drawn larger than the ones after it, so series with equal values "
+                            "(pre-c8d317aa and c8d317aa) both stay visible; pre-c8d317aa has no thread line (the thread has no "
                             "figures for it). Look at QD 32 and above, where the variants part: "
                             "c8d317aa without rasync reaches the thread's 315 kIOPS at QD128, "
                             "the other thread columns plateau at 156 to 195.")

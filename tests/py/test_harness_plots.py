@@ -167,6 +167,8 @@ def test_buffered_figure_hides_no_series_and_clips_nothing(tmp_path):
     pre = next(ln for ln in mine if ln["label"] == "pre-c8d317aa rasync off")
     c8 = next(ln for ln in mine if ln["label"] == "c8d317aa rasync off")
     assert pre["y"] == c8["y"]                               # equal values, both drawn
+    # drawn first, so drawn larger: it shows around the later one
+    assert pre["markersize"] > c8["markersize"] and pre["linewidth"] > c8["linewidth"]
     thread = {ln["label"] for ln in ax["lines"] if ln["label"].endswith("(thread)")}
     assert thread == {f"{v} rasync {'on' if r else 'off'} (thread)" for v, r in buffered.THREAD}
     assert d["caption"]
