@@ -41,10 +41,10 @@ from harness.sidecar import Sidecar
 KNOWN = ["passthrough", "raid5", "bio-size", "bfq", "buffered"]
 # Progress estimates (seconds, steps) for an experiment with no recorded run
 # in the history database: its duration in `python3 -m harness reproduce all`
-# on the 2-core development VM (issue 43), under a concurrent load.
-# (`python3 -m harness reproduce all`, 10:09 in all, at a load average near 20).
-DEFAULT_DURATIONS = {"passthrough": (19.0, 1), "raid5": (129.0, 2), "bio-size": (110.0, 10),
-                     "bfq": (236.0, 10), "buffered": (115.0, 11)}
+# on the 2-core development VM (issue 43), at a load average near 16 from
+# other work (the history database's runs table, duration_s and steps).
+DEFAULT_DURATIONS = {"passthrough": (7.0, 1), "raid5": (14.0, 2), "bio-size": (40.0, 10),
+                     "bfq": (239.0, 10), "buffered": (115.0, 11)}
 PACKAGE = "harness.experiments"
 REPORTS = ROOT / "reports"
 
