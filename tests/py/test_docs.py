@@ -266,6 +266,16 @@ def test_the_readme_example_runs_as_shown(engine, tmp_path):
             assert got == json.loads(value), (name, key, got, value)
             checked += 1
     assert checked >= 8
+    # Every field the run's sidecar holds is defined in docs/sidecar.md.
+    sidecar_doc = (ROOT / "docs" / "sidecar.md").read_text()
+    fields = set(stats) | {k for d in stats["devices"] for k in d}
+    for obj in ("io_uring", "page_cache"):
+        fields |= set(stats[obj])
+    for d in stats["devices"]:
+        for k in ("seek", "read"):
+            fields |= set(d.get(k, {}))
+    undocumented = sorted(f for f in fields if f"`{f}`" not in sidecar_doc)
+    assert not undocumented, f"sidecar fields without an entry in docs/sidecar.md: {undocumented}"
     shown = re.search(r"<!-- from: blkparse -->\n```\n(.*?)\n```", readme, re.S).group(1)
     parsed = subprocess.run(["blkparse", "-i", "traces/md0", "-i", "traces/m0"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=60).stdout.splitlines()
