@@ -6,7 +6,7 @@ from harness import plots
 def test_fitted_bars_are_hatched(monkeypatch, tmp_path):
     """bar_chart(fitted={...}) hatches exactly those of our bars and says so in the legend."""
     saved = {}
-    monkeypatch.setattr(plots, "_save", lambda fig, path: saved.setdefault("fig", fig) and path)
+    monkeypatch.setattr(plots, "_save", lambda fig, path, *a, **k: saved.setdefault("fig", fig) and path)
     plots.bar_chart(tmp_path / "b.png", {"a": 1, "b": 2}, ylabel="x",
                     reference={"a": 1, "b": 2}, fitted={"a"})
     ax = saved["fig"].axes[0]
