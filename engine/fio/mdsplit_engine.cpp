@@ -267,6 +267,31 @@ StackUse stack_use(thread_data* self, const std::string& config, const char* lab
     return use;
 }
 
+// fio will never start job @td: run_threads() reaped it when setup_files()
+// failed (TD_REAPED before it ran), or it was marked terminate before its
+// turn (a signal, exitall_on_error: "never got a chance to start"). Such a
+// job never reaches the engine's cleanup.
+bool never_starts(thread_data* td) {
+    int state = __atomic_load_n(&td->runstate, __ATOMIC_RELAXED);
+    return state == TD_REAPED ||
+           (state == TD_NOT_CREATED && __atomic_load_n(&td->terminate, __ATOMIC_RELAXED));
+}
+
+// Another job set up on @stack (its user) that fio may still start or that
+// is still running: while there is one, @self is not the stack's last user.
+// Only jobs that start count (never_starts()): the last one that did
+// stops the array and writes the sidecars. Call under registry_mutex.
+bool stack_user_still_to_end(thread_data* self, const SharedStack* stack) {
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (td == self || td->io_ops != self->io_ops || !td->io_ops_data) continue;
+        if (static_cast<EngineData*>(td->io_ops_data)->stack.get() == stack && !never_starts(td))
+            return true;
+    }
+    return false;
+}
+
 // `path` and each target of the symbolic links of its last component,
 // absolute, to the file they end at (at most 40 links, as the kernel).
 std::vector<std::filesystem::path> link_chain(const std::string& path) {
@@ -1225,16 +1250,20 @@ void mdsplit_cleanup(thread_data* td) {
     }
     {
         std::lock_guard<std::mutex> l(registry_mutex);
-        if (d->stack->detach()) {
+        // A job fio never starts keeps its use of the stack: the stack
+        // outlives the last job that ran, which stops it instead.
+        bool last = d->stack->detach() || !stack_user_still_to_end(td, d->stack.get());
+        td->io_ops_data = nullptr;  // no user from here on (stack_user_still_to_end)
+        if (last) {
             // md logs a member failure (raid5_error's pr_crit); the last job out says it here.
             std::string failed = d->stack->stack().member_failure_notice();
             if (!failed.empty()) log_err("%s\n", failed.c_str());
             if (!write_sidecars(*d->stack)) td->error = EIO;
+            d->stack->stop_md();
         }
         d->stack.reset();  // the last job out destroys the stack
     }
     delete d;
-    td->io_ops_data = nullptr;
 }
 
 // Hands one io_u to the stack (`submit` queues it): it joins the batch that

@@ -251,17 +251,20 @@ void Stack::open_members_and_device(const StackOptions& options,
 // flush_traces() (the engine's job end, the simulate runner); a destructor
 // must not throw it again (that was std::terminate, fio aborting).
 Stack::~Stack() {
-    // md's clean stop: the superblocks say clean (unless I/O is still in
-    // flight, which a clean stop never leaves).
-    if (md_.kept && top_ && !loop_.has_pending())
-        if (std::string e = stop_md_array(config_, md_, top_->failed_members()); !e.empty())
-            std::fprintf(stderr, "%s\n", e.c_str());
+    stop_md();
     for (auto& sink : trace_sinks_) {
         try {
             sink->flush();
         } catch (const std::exception&) {
         }
     }
+}
+
+void Stack::stop_md() {
+    if (md_stopped_ || !md_.kept || !top_ || loop_.has_pending()) return;
+    md_stopped_ = true;
+    if (std::string e = stop_md_array(config_, md_, top_->failed_members()); !e.empty())
+        std::fprintf(stderr, "%s\n", e.c_str());
 }
 
 std::vector<std::string> Stack::trace_paths(const StackConfig& config, const std::string& dir,

@@ -7,7 +7,8 @@ Kinds (the doc's "Definitions" section):
   toml+loop   the same, with loop devices (root, losetup)
   fio         "STACK: job lines": real fio with the engine; the message is a
               line of fio's stderr ("error=ENAME": fio's job error), and fio
-              exits non-zero; "(accepted)": fio succeeds
+              exits non-zero; "(accepted)": fio succeeds; "(stopped clean)": the
+              raid5's members say state=clean and stats.json was written
   fio+loop    the same on loop devices (root, losetup); after each refused
               run the device's bytes are checked unchanged
   io          "STACK: op offset length" through mdsplit.Simulation; the
@@ -347,6 +348,11 @@ def test_row(row, tmp_path, mdsplit_module, engine):
                 assert digest(subst["{loop}"]) == before, "a refused job changed the device"
             if message == "(accepted)":
                 assert result.returncode == 0, result.stderr
+            elif message == "(stopped clean)":  # md's clean stop, whatever fio's exit
+                members = sorted(tmp.glob("r*.img"))
+                assert members and all(b" state=clean " in os.getxattr(m, "user.mdsplit.md")
+                                       for m in members), result.stderr
+                assert (tmp / "stats.json").exists(), result.stderr
             elif message.startswith("error="):  # fio's job error (JSON output has no line)
                 assert result.returncode != 0
                 assert result.jobs[0]["error"] == getattr(errno, message[6:]), result.stderr
