@@ -70,6 +70,8 @@ STACKS = {
     "loop": '[[members]]\npath = "{loop}"\n',
     "loop+force": '[[members]]\npath = "{loop}"\nforce = true\n',
     "self": '[[members]]\npath = "stack.toml"\nsize = "4k"\ngrow = true\n',
+    "jobfile": '[[members]]\npath = "row.fio"\nsize = "4k"\ngrow = true\n',
+    "bwlog": '[[members]]\npath = "x_bw.1.log"\nsize = "1m"\n',
     "new": '[[members]]\npath = "new/m.img"\nsize = "1m"\n',
     "loop-small": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n' + "".join(
         f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in (1, 2)),
