@@ -171,6 +171,7 @@ private:
     void open_members_and_device(const StackOptions& options, std::vector<IoUringBackend*>& opened);
     void check_trace_paths(const std::vector<std::string>& paths) const;
     void claim_members(const StackOptions& options);
+    void mark_forced_md_members(const StackOptions& options);
     static void dio_endio(Bio* dio);
     // The modelled submitting CPU: runs the task's steps (TaskSubmitCpu) as
     // far as its CPU is free now, then waits on a timer for the rest.

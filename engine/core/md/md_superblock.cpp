@@ -236,6 +236,43 @@ std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text) {
     return sb;
 }
 
+namespace {
+
+// The member file's superblock text: nullopt when it has none, or it cannot
+// be read.
+std::optional<std::string> superblock_text(const std::string& path) {
+    char buf[1024];
+    ssize_t n = ::getxattr(path.c_str(), kMdSuperblockXattr, buf, sizeof buf);
+    if (n < 0) return std::nullopt;
+    return std::string(buf, size_t(n));
+}
+
+}  // namespace
+
+std::string md_member_signature(const std::string& path) {
+    std::optional<std::string> text = superblock_text(path);
+    if (!text) return "";
+    std::string where = std::string("xattr ") + kMdSuperblockXattr;
+    if (std::optional<MdSuperblock> sb = MdSuperblock::parse(*text))
+        return "an md superblock (" + where + ": member " + std::to_string(sb->role) +
+               " of a raid5 of " + std::to_string(sb->raid_disks) + " members)";
+    return "an md superblock (" + where + ")";
+}
+
+std::string mark_written_outside_array(const std::string& path) noexcept {
+    try {
+        std::optional<std::string> text = superblock_text(path);
+        if (!text) return "";
+        std::optional<MdSuperblock> sb = MdSuperblock::parse(*text);
+        if (!sb || sb->state != MdSuperblock::State::Clean) return "";
+        sb->state = MdSuperblock::State::Active;
+        store_superblock(path, *sb);
+        return "";
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+}
+
 MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable,
                              const std::function<void(const std::string&)>& log) {
     MdAssembly a;
