@@ -74,6 +74,8 @@ STACKS = {
     "bwlog": '[[members]]\npath = "x_bw.1.log"\nsize = "1m"\n',
     "mdmember": '[[members]]\npath = "md.img"\n',
     "mdmember+force": '[[members]]\npath = "md.img"\nforce = true\n',
+    "mdwrap": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "wrap.img"\n' + "".join(
+        f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in (1, 2)),
     "new": '[[members]]\npath = "new/m.img"\nsize = "1m"\n',
     "loop-small": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n' + "".join(
         f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in (1, 2)),
@@ -141,8 +143,11 @@ def make_files(tmp):
     (tmp / "m0.img").write_bytes(b"\0" * 1048576)
     (tmp / "afile").write_text("not a directory\n")
     (tmp / "md.img").write_bytes(b"\0" * 1048576)
-    try:  # member 1 of a raid5 (md_superblock.h); rows on it skip where xattrs are missing
+    (tmp / "wrap.img").write_bytes(b"\0" * 1048576)
+    try:  # md superblocks (md_superblock.h); rows on them skip where xattrs are missing
         os.setxattr(tmp / "md.img", "user.mdsplit.md", MD_MEMBER)
+        os.setxattr(tmp / "wrap.img", "user.mdsplit.md",
+                    MD_MEMBER.replace(b"disks=3", b"disks=4294967297").replace(b"role=1", b"role=0"))
     except OSError:
         pass
 
@@ -354,7 +359,7 @@ def test_row(row, tmp_path, mdsplit_module, engine):
             if stack_name.startswith("loop") and stack_name not in STACKS:
                 stack_name = "loop+force" if stack_name.endswith("+force") else "loop"
             stack_text = STACKS[stack_name]
-            if stack_name.startswith("mdmember"):
+            if stack_name.startswith("mdmember") or stack_name == "mdwrap":
                 try:
                     os.getxattr(tmp / "md.img", "user.mdsplit.md")
                 except OSError as e:

@@ -49,8 +49,10 @@ struct MdSuperblock {
     std::vector<uint32_t> faulty_roles;
 
     std::string format() const;
-    // nullopt for text that is no superblock of ours.
-    static std::optional<MdSuperblock> parse(const std::string& text);
+    // nullopt for text that is no superblock of ours, @why (when given)
+    // saying which field is wrong. Numbers are decimal digits within their
+    // field's range (never wrapped to 32 bits).
+    static std::optional<MdSuperblock> parse(const std::string& text, std::string* why = nullptr);
 };
 
 // What assemble_md_array() found and did.
