@@ -1065,7 +1065,7 @@ void read_bfq(const Reader& reader, const toml::table& table, BfqConfig& bfq) {
 
 void read_page_cache(const Reader& reader, const toml::table& table, PageCacheConfig& cache) {
     const std::string path = "page_cache";
-    reader.check_keys(table, path, {"size", "ra_kb", "rasync", "variant"});
+    reader.check_keys(table, path, {"size", "ra_kb", "folio_kb", "rasync", "variant"});
     if (auto size = reader.size(table, "size", path)) {
         if (*size == 0 || *size % kPageSize != 0) {
             reader.fail(key_path(path, "size"),
@@ -1081,6 +1081,14 @@ void read_page_cache(const Reader& reader, const toml::table& table, PageCacheCo
                         "a multiple of 4 (0 turns readahead off)");
         }
         cache.ra_kb = uint32_t(*ra_kb);
+    }
+    if (auto folio_kb = reader.integer(table, "folio_kb", path, 4, 256)) {
+        if ((*folio_kb & (*folio_kb - 1)) != 0) {
+            reader.fail(key_path(path, "folio_kb"),
+                        std::to_string(*folio_kb) + " is not a power of two",
+                        "a power of two from 4 to 256");
+        }
+        cache.folio_kb = uint32_t(*folio_kb);
     }
     cache.rasync = reader.boolean(table, "rasync", path).value_or(cache.rasync);
     cache.variant =

@@ -135,6 +135,10 @@ struct BfqConfig {
 struct PageCacheConfig {
     uint64_t size_bytes = 1ull << 30;
     uint32_t ra_kb = 128;
+    // Large folios (page_cache_ra_order()): readahead allocates folios of
+    // this many KiB, and a read bio holds up to BIO_MAX_VECS of them, as
+    // iomap_readahead()'s does (one bio_vec per folio). 4 = single pages.
+    uint32_t folio_kb = 4;
     bool rasync = true;
     BufferedVariant variant = BufferedVariant::ForcedRa;
 };

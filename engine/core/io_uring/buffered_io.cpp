@@ -15,7 +15,8 @@ namespace mdsplit {
 BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
                        std::vector<MemberQueue*> members, const PageCacheConfig& config)
     : loop_(loop), config_(config) {
-    cache_ = std::make_unique<PageCache>(config.size_bytes, top.capacity() << kSectorShift);
+    cache_ = std::make_unique<PageCache>(config.size_bytes, top.capacity() << kSectorShift,
+                                         config.folio_kb / (kCachePageSize / 1024));
     filemap_ = std::make_unique<Filemap>(loop, layer, top, std::move(members), config_, *cache_,
                                          costs_, stats_);
     WritebackClient& client = *this;
@@ -72,7 +73,9 @@ BufferedStats BufferedIo::stats() const {
 
 void BufferedIo::write_unused_json(JsonWriter& j, const PageCacheConfig& config) {
     j.begin_object().field("enabled", false).field("size_bytes", config.size_bytes);
-    j.field("ra_kb", config.ra_kb).field("rasync", config.rasync);
+    j.field("ra_kb", config.ra_kb)
+        .field("folio_kb", config.folio_kb)
+        .field("rasync", config.rasync);
     j.field("variant", buffered_variant_name(config.variant)).end_object();
 }
 
@@ -90,6 +93,7 @@ void BufferedIo::write_json(JsonWriter& j) const {
     uint64_t looks = s.hits + s.misses;
     j.begin_object().field("enabled", used_).field("size_bytes", config_.size_bytes);
     j.field("capacity_pages", cache_->capacity_pages()).field("ra_kb", config_.ra_kb);
+    j.field("folio_kb", config_.folio_kb);
     j.field("rasync", config_.rasync).field("variant", buffered_variant_name(config_.variant));
     j.field("virtual_time", virtual_time()).field("max_workers", max_workers());
     j.field("pages", pages).field("dirty", dirty).field("writeback", writeback);

@@ -434,7 +434,7 @@ void Filemap::submit_pages(std::vector<Page*>& pages, Op op, uint32_t pid, bool 
         Page* first = pages[i];
         uint64_t bytes = cache_.page_bytes(first->index);
         size_t j = i + 1;
-        while (j < pages.size() && j - i < kBioMaxPages && bytes == (j - i) * kCachePageSize &&
+        while (j < pages.size() && j - i < bio_max_pages() && bytes == (j - i) * kCachePageSize &&
                pages[j]->index == pages[j - 1]->index + 1 &&
                pages[j]->data == pages[j - 1]->data + kCachePageSize) {
             bytes += cache_.page_bytes(pages[j]->index);

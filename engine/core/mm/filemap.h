@@ -134,7 +134,11 @@ private:
     static void fire_waiter_cb(void* arg, uint64_t);
     void kick();
 
-    static constexpr size_t kBioMaxPages = 256;  // BIO_MAX_VECS
+    static constexpr size_t kBioMaxVecs = 256;  // BIO_MAX_VECS
+    // A read bio's pages: BIO_MAX_VECS folios of config_.folio_kb.
+    size_t bio_max_pages() const {
+        return kBioMaxVecs * (config_.folio_kb / (kCachePageSize / 1024));
+    }
 
     EventLoop& loop_;
     BlockLayer& layer_;

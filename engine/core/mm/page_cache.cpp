@@ -14,14 +14,16 @@ constexpr size_t kShrinkScan = 32;  // unreclaimable LRU pages passed over per p
 constexpr size_t kShrinkReferenced = 1024;  // referenced pages given a second chance per page
 }  // namespace
 
-PageCache::PageCache(uint64_t capacity_bytes, uint64_t file_bytes)
+PageCache::PageCache(uint64_t capacity_bytes, uint64_t file_bytes, uint64_t folio_pages)
     : capacity_pages_(std::max<uint64_t>(capacity_bytes >> kPageShift, kMinPages)),
-      file_bytes_(file_bytes) {
+      file_bytes_(file_bytes),
+      slab_pages_(kSlabPages * folio_pages),
+      slab_used_(slab_pages_) {
     index_.resize(size_t((file_pages() + kIndexChunk - 1) >> kIndexShift));
 }
 
 PageCache::~PageCache() {
-    for (uint8_t* slab : slabs_) munmap(slab, kSlabPages * kCachePageSize);
+    for (uint8_t* slab : slabs_) munmap(slab, slab_pages_ * kCachePageSize);
 }
 
 uint32_t PageCache::page_bytes(uint64_t index) const {
@@ -30,7 +32,7 @@ uint32_t PageCache::page_bytes(uint64_t index) const {
     return uint32_t(std::min<uint64_t>(kCachePageSize, file_bytes_ - start));
 }
 
-// The buddy allocator's part: 4 KiB page frames carved from 2 MiB slabs, so
+// The buddy allocator's part: 4 KiB page frames carved from slabs of 512 folios, so
 // pages allocated together for one readahead window are usually adjacent in
 // memory (and their I/O can go out as one bio, as the kernel's would).
 uint8_t* PageCache::alloc_data() {
@@ -39,13 +41,13 @@ uint8_t* PageCache::alloc_data() {
         free_data_.pop_back();
         return p;
     }
-    if (slab_used_ == kSlabPages) {
-        void* slab = mmap(nullptr, kSlabPages * kCachePageSize, PROT_READ | PROT_WRITE,
+    if (slab_used_ == slab_pages_) {
+        void* slab = mmap(nullptr, slab_pages_ * kCachePageSize, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (slab == MAP_FAILED) throw std::bad_alloc();
         slabs_.push_back(static_cast<uint8_t*>(slab));
         slab_used_ = 0;
-        stats_.data_bytes += kSlabPages * kCachePageSize;
+        stats_.data_bytes += slab_pages_ * kCachePageSize;
     }
     return slabs_.back() + (slab_used_++) * kCachePageSize;
 }

@@ -91,7 +91,9 @@ class PageCache {
 public:
     // capacity_bytes: the size limit (rounded down to pages, at least 16
     // pages); file_bytes: the file (virtual device) size.
-    PageCache(uint64_t capacity_bytes, uint64_t file_bytes);
+    // `folio_pages`: pages per large folio; page memory comes in slabs of
+    // 512 folios, so the folios of one readahead window are adjacent.
+    PageCache(uint64_t capacity_bytes, uint64_t file_bytes, uint64_t folio_pages = 1);
     ~PageCache();
     PageCache(const PageCache&) = delete;
     PageCache& operator=(const PageCache&) = delete;
@@ -167,7 +169,7 @@ public:
 
 private:
     static constexpr size_t kWaitQueues = 64;
-    static constexpr size_t kSlabPages = 512;  // page memory comes in 2 MiB slabs
+    static constexpr size_t kSlabPages = 512;  // struct page arrays; data slabs: 512 folios
     static constexpr unsigned kIndexShift = 12;
     static constexpr uint64_t kIndexChunk = uint64_t(1) << kIndexShift;  // 16 MiB of file per chunk
     uint8_t* alloc_data();
@@ -194,7 +196,8 @@ private:
     std::vector<Page*> free_pages_;
     std::vector<uint8_t*> slabs_;
     std::vector<uint8_t*> free_data_;
-    size_t slab_used_ = kSlabPages;
+    size_t slab_pages_;
+    size_t slab_used_;
     PageCacheStats stats_;
 };
 
