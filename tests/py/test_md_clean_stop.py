@@ -25,15 +25,7 @@ STACK = ('[device]\nkind = "raid5"\nchunk = "64k"\n' +
 
 
 @pytest.fixture
-def array(workdir):
-    probe = workdir / "xattr-probe"
-    probe.write_bytes(b"")
-    try:
-        os.setxattr(probe, "user.probe", b"1")
-    except OSError as e:
-        pytest.skip(f"no user xattrs on {workdir}: {e.strerror}")
-    finally:
-        probe.unlink()
+def array(workdir, xattrs):
     (workdir / "r5.toml").write_text(STACK)
     return workdir
 
