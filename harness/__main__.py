@@ -145,13 +145,6 @@ def cmd_run_hosts(args) -> int:
 
 # --- reference (harness/experiments/<name>.py: reference(); kernel_fixtures.py) ---
 
-def _parse_size(text: str) -> int:
-    m = __import__("re").fullmatch(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", text.lower())
-    if not m:
-        raise argparse.ArgumentTypeError(f"bad size {text!r} (e.g. 64m, 4g)")
-    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
-
-
 # --emulator's words besides a report, per experiment (harness/experiments/<name>.py).
 EMULATOR_WORDS = {"bio-size": ("run", "none"), "bfq": ("run", "none"), "buffered": ("none",)}
 
@@ -204,9 +197,10 @@ def _reference_args_error(args) -> str:
         return f"--runtime {args.runtime:g}: allowed: a number of seconds >= 0.001 (e.g. 0.5, 3)"
     if not (math.isfinite(args.delay_scale) and args.delay_scale >= 0):
         return f"--delay-scale {args.delay_scale:g}: allowed: a number >= 0 (e.g. 0.1, 1)"
+    from harness.units import parse_size
     try:
-        args.size = _parse_size(args.size_text)
-    except argparse.ArgumentTypeError:
+        args.size = parse_size(args.size_text)
+    except ValueError:
         args.size = None
     if args.size is None or args.size < 4096 or args.size % 4096:
         return (f"--size {args.size_text}: allowed: a multiple of 4k, at least 4k "
