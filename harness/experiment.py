@@ -42,6 +42,28 @@ class ExperimentResult:
         self.engine_version = fio.fio.get("mdsplit-version")
 
 
+def _ignore_factory(src: Path):
+    transient = {"stats", "traces", "work"}
+
+    def ignore(directory, names):
+        rel = Path(directory).resolve().relative_to(src)
+        if rel.parts and rel.parts[0] in transient:
+            return [n for n in names if not (Path(directory) / n).is_dir()]
+        return [n for n in names if n.endswith((".img", ".state")) or n == "__pycache__"]
+    return ignore
+
+
+def prepare_jobs(out_dir: Path, src: Path = None) -> Path:
+    """A fresh copy of jobs/ in out_dir/jobs, without member images, verify
+    state or earlier stats and traces. out_dir/jobs must not exist yet
+    (FileExistsError): nothing already there is replaced or deleted."""
+    from harness.paths import ROOT
+    src = (src or ROOT / "jobs").resolve()
+    dest = out_dir / "jobs"
+    shutil.copytree(src, dest, ignore=_ignore_factory(src), symlinks=True)
+    return dest
+
+
 def engine_under_test():
     """The engine every experiment's real-clock fio run loads instead of the
     one the shipped job files name (/usr/local/lib/mdsplit/libmdsplit.so,

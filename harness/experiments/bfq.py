@@ -30,6 +30,11 @@ from harness.units import parse_duration_ns
 NAME = "bfq"
 TITLE = "BFQ group idling (8 x psync 4k randwrite, nvme), root/non-root x legacy/fixed"
 SEEDS = ["004_6558d1061db502df.txt"]
+ORDER = 30  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (239.0, 10)  # (s, steps) when the history has no run (2-core VM)
+# `reference bfq`: its options (dest: default) and --emulator's words
+REFERENCE_OPTIONS = {"runtime": None, "delay_scale": 1.0, "rounds": 3, "no_warmup": False}
+EMULATOR_WORDS = ("run", "none")
 PLACES = [("root", "root cgroup"), ("nonroot", "non-root cgroup")]
 VARIANTS = [("legacy", "before", "v5.18-rc1"), ("fixed", "after", "v5.18-rc1-patched")]
 # The thread's "test result" (seed 004): MiB/s.
@@ -260,7 +265,7 @@ def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
     import shutil
     import statistics
     import tempfile
-    from harness.reproduce import prepare_jobs
+    from harness.experiment import prepare_jobs
     per = {p: [] for p, _ in PLACES}
     with tempfile.TemporaryDirectory(prefix="mdsplit-bfq-") as tmp:
         jobs_dir = prepare_jobs(Path(tmp))

@@ -33,6 +33,11 @@ from harness.paths import import_mdsplit
 NAME = "bio-size"
 TITLE = "Direct-I/O bio sizing vs max_sectors (dd bs=64m x5, ufs, max_sectors 512 KiB)"
 SEEDS = ["001_514a3f5c1dbaada1.txt"]
+ORDER = 20  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (40.0, 10)  # (s, steps) when the history has no run (2-core VM)
+# `reference bio-size`: its options (dest: default) and --emulator's words
+REFERENCE_OPTIONS = {"no_hugepages": False}
+EMULATOR_WORDS = ("run", "none")
 POLICIES = ["original", "max_sectors", "align"]
 LABELS = {"original": "Original", "max_sectors": "Limited to max_sectors", "align": "Aligned 256KB"}
 # The thread's table (seed 001): "Sequential Read/Write (average of 5 rounds)".

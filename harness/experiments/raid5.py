@@ -11,6 +11,8 @@ NAME = "raid5"
 TITLE = ("md RAID5 recursive split order (dd bs=4480k, 64 KiB chunks, 8 x sas-ssd-seed000 fitted on "
          "the fixed column, dd's CPU from the thread's trace)")
 SEEDS = ["000_fa5278d1f568ad45.txt", "002_8e50d1a4837276ef.txt"]
+ORDER = 10  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (14.0, 2)  # (s, steps) when the history has no run (2-core VM)
 VARIANTS = ["legacy", "fixed"]
 
 # The thread's figures (seed 000, "Test results"): iostat lines and the seek
