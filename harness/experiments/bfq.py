@@ -28,6 +28,7 @@ from harness.jobfile import parse_size, parse_time_us, read_sections, write_sect
 from harness.units import parse_duration_ns
 
 NAME = "bfq"
+EXPECTATIONS = "bfq"  # its section of jobs/expectations.toml
 TITLE = "BFQ group idling (8 x psync 4k randwrite, nvme), root/non-root x legacy/fixed"
 SEEDS = ["004_6558d1061db502df.txt"]
 ORDER = 30  # `reproduce all` runs the experiments by ORDER, then name
@@ -206,7 +207,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         "writers' think time here is the host's real per-I/O cost / time_scale.")
     try:
         from harness import expectations, plots
-        bases = expectations.metric_bases(expectations.load()[NAME])
+        bases = expectations.metric_bases(expectations.load()[EXPECTATIONS])
         result.figures.append(bandwidth_figure(out_dir, series, result.metrics).name)
         path = out_dir / "bfq-throughput.png"
         plots.bar_chart(path, {f"{p} {w}": result.metrics[f"{p}.{w}_MiBps"] for p, _ in PLACES for _, w, _ in VARIANTS},

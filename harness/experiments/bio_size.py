@@ -31,6 +31,7 @@ from harness.fio_runner import FioError, run_fio
 from harness.paths import import_mdsplit
 
 NAME = "bio-size"
+EXPECTATIONS = "bio-size"  # its section of jobs/expectations.toml
 TITLE = "Direct-I/O bio sizing vs max_sectors (dd bs=64m x5, ufs, max_sectors 512 KiB)"
 SEEDS = ["001_514a3f5c1dbaada1.txt"]
 ORDER = 20  # `reproduce all` runs the experiments by ORDER, then name

@@ -26,6 +26,7 @@ from harness.fio_runner import FioError, launch_fio, run_fio
 from harness.paths import import_mdsplit
 
 NAME = "buffered"
+EXPECTATIONS = "buffered"  # its section of jobs/expectations.toml
 TITLE = "io_uring buffered 4k randread, readahead off, QD 1..128 (virtual clock, seed003 machine)"
 SEEDS = ["003_9641b861c116c450.txt"]
 ORDER = 40  # `reproduce all` runs the experiments by ORDER, then name

@@ -29,6 +29,7 @@ from harness.fio_runner import run_fio
 from harness.tables import iostat_table, job_table
 
 NAME = "passthrough"
+EXPECTATIONS = "passthrough"  # its section of jobs/expectations.toml
 TITLE = "foundation demo: randwrite + crc32c verify, then 4k randread QD32"
 SEEDS = []
 ORDER = 0  # `reproduce all` runs the experiments by ORDER, then name

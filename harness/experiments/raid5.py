@@ -8,6 +8,7 @@ from harness.device_time import DeviceTime
 from harness.fio_runner import run_fio
 
 NAME = "raid5"
+EXPECTATIONS = "raid5"  # its section of jobs/expectations.toml
 TITLE = ("md RAID5 recursive split order (dd bs=4480k, 64 KiB chunks, 8 x sas-ssd-seed000 fitted on "
          "the fixed column, dd's CPU from the thread's trace)")
 SEEDS = ["000_fa5278d1f568ad45.txt", "002_8e50d1a4837276ef.txt"]
@@ -215,7 +216,7 @@ def layout_band_table(b: dict) -> str:
     """The thread's figures against the band over the layout seeds."""
     from harness import bands
     from harness import expectations as E
-    metrics = E.load().get(NAME).metrics
+    metrics = E.load().get(EXPECTATIONS).metrics
     rows = []
     for name, (med, lo, hi) in b.items():
         m = metrics.get(name)
