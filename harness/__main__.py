@@ -2,7 +2,7 @@
 
   run JOB.fio [--hosts H ...]           one job file, fio JSON + sidecars summarised
   simulate JOB.fio [--section S ...]    the job file on the virtual clock (fio's JSON shape)
-  reference bio-size|buffered|bfq       kernel reference runs with fio's own engines
+  reference EXPERIMENT                  kernel reference runs with fio's own engines
   reproduce [EXPERIMENT|all]            the reproductions, their tables and a report
   history [EXPERIMENT] [--metric M]     recorded runs (--mark-baseline RUN ...)
   check [EXPERIMENT ...] [--repeat N]   newest run vs baseline; exit 1 on a regression
@@ -536,7 +536,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     wp = sub.add_parser("sweep", help="the parameters a fit does not pin, swept: each thread "
                                       "figure as a band (virtual clock, --no-data, all cores)")
-    wp.add_argument("which", nargs="?", default="all", help="raid5, bio-size, bfq, buffered or all (default)")
+    from harness.sweep import SWEEPS
+    wp.add_argument("which", nargs="?", default="all",
+                    help=f"{', '.join(SWEEPS)} or all (default)")
     wp.add_argument("--draws", type=int, default=None, help="draws per sweep (default: its own)")
     wp.set_defaults(func=cmd_sweep)
 
