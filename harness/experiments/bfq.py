@@ -29,6 +29,7 @@ from harness.units import parse_duration_ns
 
 NAME = "bfq"
 EXPECTATIONS = "bfq"  # its section of jobs/expectations.toml
+JOB = "bfq-groups.fio"  # in jobs/
 TITLE = "BFQ group idling (8 x psync 4k randwrite, nvme), root/non-root x legacy/fixed"
 SEEDS = ["004_6558d1061db502df.txt"]
 ORDER = 30  # `reproduce all` runs the experiments by ORDER, then name
@@ -130,7 +131,7 @@ def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progres
         lines.append(f"running fio on {label}")
         for variant, when, kernel in VARIANTS:
             progress(f"simulate bfq-groups.fio, the {place}-{variant} run (8 jobs)")
-            fio = simulate_copy(jobs_dir, "bfq-groups.fio", out_dir,
+            fio = simulate_copy(jobs_dir, JOB, out_dir,
                                 sections=place_sections(jobs_dir, place, variant)[0])
             result.raw["simulate"][f"{place}-{variant}"] = fio.fio
             virtual_runs[f"{place}-{variant}"] = fio
@@ -232,14 +233,14 @@ def run_place(jobs_dir: Path, place: str, variant: str):
     so every run is staggered as the first one of a whole-file run is.
     Returns (fio result, each job's startdelay in seconds)."""
     names, delays = place_sections(jobs_dir, place, variant)
-    job = use_engine_under_test(jobs_dir / "bfq-groups.fio")
+    job = use_engine_under_test(jobs_dir / JOB)
     return run_fio(job, args=[f"--section={n}" for n in names]), delays
 
 
 def place_sections(jobs_dir: Path, place: str, variant: str) -> tuple:
     """The job names of one of bfq-groups.fio's four runs and each one's
     startdelay in seconds."""
-    job = Path(jobs_dir) / "bfq-groups.fio"
+    job = Path(jobs_dir) / JOB
     sections = [(n, dict(o)) for n, o in read_sections(job.read_text(), job)
                 if n.startswith(f"{place}-{variant}-")]
     if not sections:
@@ -307,7 +308,7 @@ def _bandwidth_over_time(jobs_dir: Path, delays_s: list, dt: DeviceTime,
 
 # --- kernel reference (`python3 -m harness reference bfq`) ----------------------
 
-BFQ_JOB = ROOT / "jobs" / "bfq-groups.fio"
+BFQ_JOB = ROOT / "jobs" / JOB
 # Options of the emulator's job file that do not carry over to fio's psync
 # engine on a loop device (the engine, its device and its sidecars, the logs).
 _EMULATOR_ONLY = ("ioengine", "filename", "write_bw_log", "write_lat_log", "write_iops_log",

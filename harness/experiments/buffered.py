@@ -27,6 +27,7 @@ from harness.paths import import_mdsplit
 
 NAME = "buffered"
 EXPECTATIONS = "buffered"  # its section of jobs/expectations.toml
+JOB = "uring-buffered-ra.fio"  # in jobs/
 TITLE = "io_uring buffered 4k randread, readahead off, QD 1..128 (virtual clock, seed003 machine)"
 SEEDS = ["003_9641b861c116c450.txt"]
 ORDER = 40  # `reproduce all` runs the experiments by ORDER, then name
@@ -70,7 +71,6 @@ def stack_text(jobs_dir: Path, variant: str) -> str:
 
 
 IOS_PER_POINT = 20000  # the measured-cost sweep (bindings), per point
-JOB = "uring-buffered-ra.fio"
 # The real-clock points run with fio (the job file's runtime each).
 REAL_VARIANTS = ["c8d317aa", "forced-ra"]
 REAL_DEPTHS = [1, 32, 128]

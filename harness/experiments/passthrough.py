@@ -30,12 +30,12 @@ from harness.tables import iostat_table, job_table
 
 NAME = "passthrough"
 EXPECTATIONS = "passthrough"  # its section of jobs/expectations.toml
+JOB = "passthrough-demo.fio"  # in jobs/
 TITLE = "foundation demo: randwrite + crc32c verify, then 4k randread QD32"
 SEEDS = []
 ORDER = 0  # `reproduce all` runs the experiments by ORDER, then name
 DURATION = (7.0, 1)  # (s, steps) when the history has no run (2-core VM)
 
-JOB = "passthrough-demo.fio"
 
 
 def _rel(path, out_dir) -> str:

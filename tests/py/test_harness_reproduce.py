@@ -216,7 +216,8 @@ def experiment_modules():
 def test_experiment_modules_follow_the_interface(modname):
     """Every module in harness/experiments/: NAME is its CLI name, TITLE a
     line, SEEDS existing seed files, ORDER, a stated DURATION (no "ETA
-    unknown"), an expectations section, run(jobs_dir, out_dir, progress)."""
+    unknown"), an expectations section, its JOB file in jobs/,
+    run(jobs_dir, out_dir, progress)."""
     from harness import expectations as E
     mod = importlib.import_module(f"{R.PACKAGE}.{modname}")
     assert mod.NAME == modname.replace("_", "-")
@@ -226,6 +227,7 @@ def test_experiment_modules_follow_the_interface(modname):
     seconds, steps = mod.DURATION
     assert seconds > 0 and steps >= 1
     assert R.expectations_section(mod, mod.NAME) in E.load()
+    assert (ROOT / "jobs" / mod.JOB).is_file()
     seeds = ROOT.parent / "shared" / "seeds"
     for s in mod.SEEDS:
         if seeds.is_dir():
