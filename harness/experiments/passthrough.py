@@ -37,7 +37,6 @@ ORDER = 0  # `reproduce all` runs the experiments by ORDER, then name
 DURATION = (7.0, 1)  # (s, steps) when the history has no run (2-core VM)
 
 
-
 def _rel(path, out_dir) -> str:
     return os.path.relpath(path, out_dir)
 
