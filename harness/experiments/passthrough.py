@@ -26,12 +26,15 @@ from harness import plots
 from harness.blktrace import read_trace_dir
 from harness.experiment import ExperimentResult, use_engine_under_test
 from harness.fio_runner import run_fio
+from harness.tables import iostat_table, job_table
 
 NAME = "passthrough"
+EXPECTATIONS = "passthrough"  # its section of jobs/expectations.toml
+JOB = "passthrough-demo.fio"  # in jobs/
 TITLE = "foundation demo: randwrite + md5 verify, then 4k randread QD32"
 SEEDS = []
-
-JOB = "passthrough-demo.fio"
+ORDER = 0  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (7.0, 1)  # (s, steps) when the history has no run (2-core VM)
 
 
 def _rel(path, out_dir) -> str:
@@ -39,7 +42,6 @@ def _rel(path, out_dir) -> str:
 
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
-    from harness.reproduce import iostat_table, job_table   # table helpers shared by experiments
 
     progress("passthrough-demo.fio: randwrite + verify, 4k randread QD32")
     result = run_fio(use_engine_under_test(jobs_dir / JOB))
