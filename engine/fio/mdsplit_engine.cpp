@@ -1167,7 +1167,12 @@ int mdsplit_setup(thread_data* td) {
         if (data->buffered) data->stack->set_buffered_iodepth(data->depth);
         f->real_file_size = data->stack->size_bytes();
         fio_file_set_size_known(f);
-        td->io_ops_data = data.release();
+        {
+            // Another job's cleanup reads it (stack_user_still_to_end): with
+            // create_serialize=0 this runs in the job's own thread.
+            std::lock_guard<std::mutex> l(registry_mutex);
+            td->io_ops_data = data.release();
+        }
     } catch (const std::exception& e) {
         report_error(td, e.what());
         return 1;
