@@ -13,9 +13,11 @@
 #      (harness/vm/seed-000-submit-bio-chain-head.patch): one object differs
 # Each step prints one progress line with its time, and is skipped when its
 # stamp (the pins, the config fragment, the patch) is unchanged.
-# Usage: harness/vm/prepare.sh [--check | --without-builds]
-#   --check           exit 1 if anything is missing, prepare nothing
-#   --without-builds  everything but steps 5 and 6 (the kernel builds)
+# Usage: harness/vm/prepare.sh [--check] [KERNEL ...]
+#   KERNEL   stock, fixed, debian-6.12 (default: all three); only these are
+#            prepared (stock and fixed share one build tree)
+#   --check  exit 1 if anything the kernels need is missing, prepare nothing
+# Runs are serialized by a lock in the cache (a second one waits).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/pins.env"
@@ -36,15 +38,22 @@ fstamp=$(stamp_of "$here/kernel.config" "$here/seed-000-submit-bio-chain-head.pa
 istamp=$(stamp_of "$here/init.sh" "$0")
 # The modules the guest loads on a modular (Debian) kernel; built in on ours.
 GUEST_MODULES="configfs null_blk raid456 9pnet_virtio 9p bfq"
-builds=1
-[ "${1:-}" = "--without-builds" ] && builds=0
-if [ "${1:-}" = "--check" ]; then
-    step_done "$cache/kernels/stock/stamp" "$kstamp" || exit 1
-    step_done "$cache/kernels/fixed/stamp" "$fstamp" || exit 1
+check=0
+[ "${1:-}" = "--check" ] && { check=1; shift; }
+wanted=" ${*:-stock fixed debian-6.12} "
+for k in $wanted; do
+    case $k in stock|fixed|debian-6.12) ;; *) die "kernel $k: allowed: stock, fixed, debian-6.12" ;; esac
+done
+want() { case $wanted in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if [ "$check" = 1 ]; then
     step_done "$cache/initramfs.stamp" "$istamp" || exit 1
-    step_done "$cache/kernels/debian-6.12/stamp" "$(stamp_of)" || exit 1
+    ! want stock || step_done "$cache/kernels/stock/stamp" "$kstamp" || exit 1
+    ! want fixed || step_done "$cache/kernels/fixed/stamp" "$fstamp" || exit 1
+    ! want debian-6.12 || step_done "$cache/kernels/debian-6.12/stamp" "$(stamp_of)" || exit 1
     exit 0
 fi
+exec 9>"$cache/.prepare.lock"
+flock 9
 
 # 1. host packages
 PKGS="qemu-system-x86 busybox-static kmod cpio flex bison bc libelf-dev libssl-dev xz-utils gcc make fio"
@@ -121,7 +130,7 @@ if ! step_done "$cache/initramfs.stamp" "$istamp"; then
 fi
 # 4. Debian's packaged kernel and the modules the reference loads
 dstamp=$(stamp_of)
-if ! step_done "$cache/kernels/debian-6.12/stamp" "$dstamp"; then
+if want debian-6.12 && ! step_done "$cache/kernels/debian-6.12/stamp" "$dstamp"; then
     s=$(date +%s)
     say "[4/6] fetching $DEBIAN_KERNEL_PACKAGE=$DEBIAN_KERNEL_VERSION"
     deb=$(fetch "$DEBIAN_KERNEL_PACKAGE" "$DEBIAN_KERNEL_VERSION")
@@ -176,12 +185,12 @@ unpatch() { # the tree as Debian ships it
         patch -d "$tree" -p1 -R -s -f <"$patch_file"
     fi
 }
-if [ "$builds" = 1 ] && ! step_done "$cache/kernels/stock/stamp" "$kstamp"; then
+if want stock && ! step_done "$cache/kernels/stock/stamp" "$kstamp"; then
     unpatch
     configure
     build_kernel stock "$kstamp" 5
 fi
-if [ "$builds" = 1 ] && ! step_done "$cache/kernels/fixed/stamp" "$fstamp"; then
+if want fixed && ! step_done "$cache/kernels/fixed/stamp" "$fstamp"; then
     [ -f "$obj/.config" ] || configure
     unpatch
     patch -d "$tree" -p1 -s <"$patch_file" || die "seed 000's patch does not apply to $LINUX_SOURCE_TREE"
