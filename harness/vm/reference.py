@@ -30,6 +30,57 @@ class VmRunError(RuntimeError):
     """A run failed in the guest; str(e) is one line."""
 
 
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+def toml_text(doc: dict) -> str:
+    """A stack document as TOML (tables, arrays of tables, inline values)."""
+    lines = []
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            lines.append(f"[{key}]")
+            for k, v in value.items():
+                if isinstance(v, dict) and key == "models":
+                    lines.append(f"[{key}.{k}]")
+                    lines += [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()]
+                else:
+                    lines.append(f"{k} = {_toml_value(v)}")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            for item in value:
+                lines.append(f"[[{key}]]")
+                lines += [f"{k} = {_toml_value(v)}" for k, v in item.items()]
+        else:
+            lines.insert(0, f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def emulator_stack(stack: Path, g: translate.GuestJob, out: Path) -> Path:
+    """The stack the emulator runs beside the guest: the job's own, its
+    members' paths under `out` and the dio buffer as physically contiguous
+    as the guest's (THP always: one run of the block's pages, [bio]
+    contiguity = { pattern = [pages] }); md0's Q sequence in diff.md checks
+    that both sides built the same bios."""
+    import tomllib
+    doc = tomllib.loads(stack.read_text())
+    doc.setdefault("bio", {})["contiguity"] = {"pattern": [max(g.warmup_bs // 4096, 1)]}
+    for i, m in enumerate(doc.get("members", [])):
+        m["path"] = str((out / f"member{i}.img").resolve())
+    path = out / f"{g.section}.toml"
+    path.write_text(toml_text(doc))
+    return path
+
+
 def _emulator_job(job, stack: Path, out: Path) -> str:
     lines = [f"[{job.section}]"]
     for k, v in job.options.items():
@@ -42,11 +93,12 @@ def _emulator_job(job, stack: Path, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_emulator(pairs, out: Path) -> dict:
+def run_emulator(pairs, guests, out: Path) -> dict:
     """{section: {dev: records}} of simulate's run of the jobs."""
     from harness import simulate
     out.mkdir(parents=True, exist_ok=True)
-    text = "".join(_emulator_job(job, stack, out) + "stonewall\n" for job, stack in pairs)
+    text = "".join(_emulator_job(job, emulator_stack(stack, g, out), out) + "stonewall\n"
+                   for (job, stack), g in zip(pairs, guests))
     jf = out / "job.fio"
     jf.write_text(text)
     simulate.simulate_job(jf, data=False)
@@ -114,7 +166,7 @@ def run(job_file: Path, report: Path, kernel: str = None, sections=None,
         report.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         say(f"reference --vm: the emulator (simulate) on {job_file}")
-        emulated = run_emulator(pairs, report / "emulator")
+        emulated = run_emulator(pairs, guests, report / "emulator")
         say(f"reference --vm: simulate took {time.monotonic() - t0:.1f} s")
         sections_md = []
         identical = True

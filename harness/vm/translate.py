@@ -166,9 +166,9 @@ def translate(job, config_path: Path, kernel_override: str = None) -> GuestJob:
         g.notes.append("plug_order = \"fifo\": Linux 6.12 flushes a plug newest first "
                        "(blk_mq_flush_plug_list before 6.13's rq_list tail), so the insert "
                        "order into each member's elevator can differ")
-    if "bio" in doc and "contiguity" in doc["bio"]:
-        g.notes.append("bio.contiguity: the guest's fio buffer has its own physical layout "
-                       "(THP always); the emulator uses the stack's pattern")
+    g.notes.append("bio.contiguity: the guest's fio buffer is physically contiguous (THP "
+                   "always); the emulator runs with contiguity = { pattern = [block pages] } "
+                   "in place of the stack's")
     if "cpu" in doc or "models" in doc or "time_scale" in device:
         g.notes.append("[cpu], models and time_scale: timing only; the VM compares order and "
                        "sizes, not times (TCG)")
@@ -226,7 +226,15 @@ def guest_script(g: GuestJob) -> str:
           # The first O_DIRECT read after boot splits oddly (issue 38): one
           # untraced read of the job's block size first.
           f"dd if=/dev/md0 of=/dev/null bs={g.warmup_bs} count=2 iflag=direct 2>/dev/null",
-          "echo 0 > $T/tracing_on", "echo > $T/trace", "echo 65536 > $T/buffer_size_kb"]
+          ]
+    # The warm-up leaves the elevators' state behind (mq-deadline's
+    # latest_pos: the next dispatch would start past the job's sectors and
+    # fall back to FIFO order); switching the elevator off and on again
+    # gives the job a fresh one, as the emulator's.
+    for m in g.members:
+        s += [f"echo none > /sys/block/{m.name}/queue/scheduler",
+              f"echo {q(g.scheduler)} > /sys/block/{m.name}/queue/scheduler"]
+    s += ["echo 0 > $T/tracing_on", "echo > $T/trace", "echo 65536 > $T/buffer_size_kb"]
     for ev in ("block_bio_queue", "block_getrq", "block_rq_insert", "block_rq_issue",
                "block_rq_complete", "block_bio_backmerge", "block_bio_frontmerge",
                "block_rq_merge", "block_split", "block_bio_remap"):
