@@ -4,8 +4,9 @@
 
 REPORT/
   kernel/<job>/<dev>.blktrace.0      the guest's tracefs events (guest_trace.py)
-  kernel/<job>/run/                  run.sh, job.fio, run.log, console.log,
-                                     out/ (fio.json, trace.txt, members)
+  kernel/<job>/                      run.sh, job.fio, out/ (fio.json,
+                                     trace.txt, members, dmesg)
+  kernel/<kernel>.run.log, .console.log   one boot per kernel, its jobs in turn
   emulator/<job>/<dev>.blktrace.0    simulate's mdsplit_trace
   emulator/job.fio                   the job file simulate ran
   diff.md                            per job and device (diff.py)
@@ -17,9 +18,9 @@ translated (one line naming what).
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.blktrace import read_trace_dir
@@ -110,32 +111,44 @@ def _overruns(stats: str) -> int:
                if line.startswith("overrun:"))
 
 
-def run_kernel(g: translate.GuestJob, out: Path, progress=None) -> tuple:
-    """({dev: records}, seconds) of the job on the real kernel."""
-    share = out / "run"
-    (share / "out").mkdir(parents=True, exist_ok=True)
-    (share / "run.sh").write_text(translate.guest_script(g))
-    (share / "job.fio").write_text(translate.guest_job_file(g))
-    boot = machine.boot(g.kernel, share)
+def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
+    """({section: {dev: records}}, seconds) of the jobs on one kernel, in
+    one boot (each job builds its members and md0 and tears them down)."""
+    (out).mkdir(parents=True, exist_ok=True)
+    lines = ["set -e"]
+    for g in guests:
+        d = out / g.section
+        (d / "out").mkdir(parents=True, exist_ok=True)
+        (d / "run.sh").write_text(translate.guest_script(g, f"/share/{g.section}"))
+        (d / "job.fio").write_text(translate.guest_job_file(g))
+        lines.append(f"sh /share/{g.section}/run.sh")
+    (out / "run.sh").write_text("\n".join(lines) + "\n")
+    boot = machine.boot(kernel, out)
+    for f in ("run.sh", "run.log", "console.log"):
+        if (out / f).exists():
+            (out / f).replace(out / f"{kernel}.{f}")
     if boot.rc != 0:
         tail = (boot.log.strip().splitlines() or ["(no output)"])[-1]
-        raise VmRunError(f"job {g.section} failed in the VM ({g.kernel}, exit {boot.rc}): "
-                         f"{tail} (log: {share / 'run.log'})")
-    stats = (share / "out/trace.stats").read_text()
-    if _overruns(stats):
-        raise VmRunError(f"job {g.section}: the guest's trace buffer overran "
-                         f"({_overruns(stats)} events lost); the job is too long for one "
-                         "trace")
-    devices = guest_trace.read_members(share / "out/members")
-    records = guest_trace.parse((share / "out/trace.txt").read_text(), devices)
-    guest_trace.write_dir(records, out)
-    return records, boot.seconds
+        raise VmRunError(f"the jobs failed in the VM ({kernel}, exit {boot.rc}): {tail} "
+                         f"(log: {out / (kernel + '.run.log')})")
+    result = {}
+    for g in guests:
+        d = out / g.section
+        stats = (d / "out/trace.stats").read_text()
+        if _overruns(stats):
+            raise VmRunError(f"job {g.section}: the guest's trace buffer overran "
+                             f"({_overruns(stats)} events lost); the job is too long for one "
+                             "trace")
+        devices = guest_trace.read_members(d / "out/members")
+        result[g.section] = guest_trace.parse((d / "out/trace.txt").read_text(), devices)
+        guest_trace.write_dir(result[g.section], d)
+    return result, boot.seconds
 
 
 def _header(g: translate.GuestJob, seconds: float, fio_json: Path) -> list:
     lines = [f"- kernel: **{g.kernel}** ({machine.KERNELS[g.kernel]}), chosen by "
-             f"{g.kernel_why}; {seconds:.1f} s of wall time for boot + job under TCG "
-             "(this machine)",
+             f"{g.kernel_why}; {seconds:.1f} s of wall time for the boot and its jobs "
+             "under TCG (this machine)",
              f"- members: {len(g.members)} null_blk devices "
              f"({g.members[0].size_mb} MiB, max_sectors {g.members[0].max_sectors}, "
              f"blocksize {g.members[0].logical_block_size}, hw_queue_depth "
@@ -150,15 +163,31 @@ def _header(g: translate.GuestJob, seconds: float, fio_json: Path) -> list:
     return lines
 
 
-def run(job_file: Path, report: Path, kernel: str = None, sections=None,
-        progress=None) -> int:
+@dataclass
+class Outcome:
+    rc: int                                   # the exit status
+    devices: dict = field(default_factory=dict)   # section -> [diff.DeviceDiff]
+    seconds: dict = field(default_factory=dict)   # kernel -> wall seconds of its boot
+
+    def identical(self, section: str) -> bool:
+        return all(d.q.identical and d.d.identical for d in self.devices[section])
+
+
+def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None,
+                 progress=None) -> Outcome:
+    """Runs the job file on both sides; writes the traces and diff.md."""
     say = progress or (lambda s: None)
+    if kernel is not None and kernel not in machine.KERNELS:
+        print(f"reference --vm: --kernel {kernel}: allowed: {', '.join(machine.KERNELS)}",
+              file=sys.stderr)
+        return Outcome(2)
     try:
         pairs = translate.jobs_of(job_file, sections)
         guests = [translate.translate(job, stack, kernel) for job, stack in pairs]
     except translate.Untranslatable as e:
         print(f"reference --vm: {e}", file=sys.stderr)
-        return 2
+        return Outcome(2)
+    out = Outcome(0)
     try:
         spent = machine.prepare(sorted({g.kernel for g in guests}), say)
         if spent:
@@ -168,28 +197,45 @@ def run(job_file: Path, report: Path, kernel: str = None, sections=None,
         say(f"reference --vm: the emulator (simulate) on {job_file}")
         emulated = run_emulator(pairs, guests, report / "emulator")
         say(f"reference --vm: simulate took {time.monotonic() - t0:.1f} s")
+        kernel_records = {}
+        for k in dict.fromkeys(g.kernel for g in guests):
+            mine = [g for g in guests if g.kernel == k]
+            say(f"reference --vm: {len(mine)} job(s) on the {k} kernel (QEMU TCG)")
+            records, out.seconds[k] = run_kernel(k, mine, report / "kernel")
+            kernel_records.update(records)
+            say(f"reference --vm: {out.seconds[k]:.1f} s in the VM ({k}: boot and "
+                f"{len(mine)} job(s))")
         sections_md = []
-        identical = True
         for g in guests:
-            say(f"reference --vm: job {g.section} on the {g.kernel} kernel (QEMU TCG)")
-            out = report / "kernel" / g.section
-            records, seconds = run_kernel(g, out, say)
-            say(f"reference --vm: job {g.section}: {seconds:.1f} s in the VM")
-            devices = diff.diff_devices(records, emulated[g.section])
-            identical &= all(d.q.identical and d.d.identical for d in devices)
+            out.devices[g.section] = diff.diff_devices(kernel_records[g.section],
+                                                       emulated[g.section])
             sections_md.append(diff.markdown(
-                f"job {g.section}", _header(g, seconds, out / "run/out/fio.json"), devices))
+                f"job {g.section}",
+                _header(g, out.seconds[g.kernel],
+                        report / "kernel" / g.section / "out/fio.json"),
+                out.devices[g.section]))
     except (machine.VmUnavailable, VmRunError) as e:
         print(f"reference --vm: {e}", file=sys.stderr)
-        return 1
+        return Outcome(1)
     except Exception as e:  # simulate's own refusals
         from harness.simulate import SimulateError
         if isinstance(e, SimulateError):
             print(f"reference --vm: {e}", file=sys.stderr)
-            return 1
+            return Outcome(1)
         raise
     (report / "diff.md").write_text("\n".join(sections_md))
-    say(f"reference --vm: {report / 'diff.md'}")
-    print(f"reference --vm: {'identical' if identical else 'differences'}: "
+    identical = all(out.identical(s) for s in out.devices)
+    out.rc = 0 if identical else 1
+    return out
+
+
+def run(job_file: Path, report: Path, kernel: str = None, sections=None,
+        progress=None) -> int:
+    """`harness reference --vm`: the exit status (0 identical, 1 differences
+    or a failed run, 2 untranslatable)."""
+    out = compare_jobs(job_file, report, kernel, sections, progress)
+    if out.rc == 2 or not out.devices:
+        return out.rc
+    print(f"reference --vm: {'identical' if out.rc == 0 else 'differences'}: "
           f"{report / 'diff.md'}")
-    return 0 if identical else 1
+    return out.rc

@@ -198,10 +198,12 @@ def guest_job_file(g: GuestJob) -> str:
     return "\n".join(lines) + "\n"
 
 
-def guest_script(g: GuestJob) -> str:
-    """run.sh for the guest: members, md0, warm-up read, traced job."""
+def guest_script(g: GuestJob, root: str) -> str:
+    """The guest's script of one job (its files under `root` in the
+    share): members, md0, warm-up read, traced job, teardown (md0 stopped,
+    the null_blk devices removed, so the next job starts afresh)."""
     q = shlex.quote
-    s = ["set -e", "T=/sys/kernel/tracing", "C=/sys/kernel/config/nullb", "O=/share/out",
+    s = ["set -e", "T=/sys/kernel/tracing", "C=/sys/kernel/config/nullb", f"O={root}/out",
          "mkdir -p $O", "trap 'dmesg > $O/dmesg' EXIT"]
     for m in g.members:
         s += [f"mkdir $C/{m.name}",
@@ -240,9 +242,12 @@ def guest_script(g: GuestJob) -> str:
                "block_rq_merge", "block_split", "block_bio_remap"):
         s.append(f"echo 1 > $T/events/block/{ev}/enable")
     s += ["echo 1 > $T/tracing_on",
-          "fio --output-format=json --output=$O/fio.json /share/job.fio",
+          f"fio --output-format=json --output=$O/fio.json {root}/job.fio",
           "echo 0 > $T/tracing_on",
           "cat $T/per_cpu/cpu*/stats > $O/trace.stats",
           "cat $T/trace > $O/trace.txt",
-          "mdadm --stop /dev/md0 >/dev/null 2>&1 || true"]
+          "mdadm --stop /dev/md0 >/dev/null"]
+    for m in g.members:
+        s += [f"echo 0 > $C/{m.name}/power", f"rmdir $C/{m.name}"]
+    s.append("trap - EXIT")
     return "\n".join(s) + "\n"
