@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-MAX_DISTANCE = 5000
+MAX_DISTANCE = 200
 NEXT_EVENTS = 10
 # Seek buckets (sectors from the previous request's end to this one's start).
 SEEK_BUCKETS = (("backward", None, -1), ("0", 0, 0), ("1-127", 1, 127),

@@ -8,7 +8,7 @@ REPORT/
                                      trace.txt, members, dmesg)
   kernel/<kernel>.run.log, .console.log   one boot per kernel, its jobs in turn
   emulator/<job>/<dev>.blktrace.0    simulate's mdsplit_trace
-  emulator/job.fio                   the job file simulate ran
+  emulator/<job>.fio, <job>.toml     the job and stack simulate ran
   diff.md                            per job and device (diff.py)
 
 Exit status: 0 when every compared sequence (Q and D of every device) is
@@ -98,12 +98,16 @@ def run_emulator(pairs, guests, out: Path) -> dict:
     """{section: {dev: records}} of simulate's run of the jobs."""
     from harness import simulate
     out.mkdir(parents=True, exist_ok=True)
-    text = "".join(_emulator_job(job, emulator_stack(stack, g, out), out) + "stonewall\n"
-                   for (job, stack), g in zip(pairs, guests))
-    jf = out / "job.fio"
-    jf.write_text(text)
-    simulate.simulate_job(jf, data=False)
-    return {job.section: read_trace_dir(out / job.section) for job, _ in pairs}
+    # One job file per job: fio seeds a job's random generators from its
+    # number in the run (init.c: FIO_RANDSEED * thread_number), and the
+    # guest runs each job alone.
+    result = {}
+    for (job, stack), g in zip(pairs, guests):
+        jf = out / f"{job.section}.fio"
+        jf.write_text(_emulator_job(job, emulator_stack(stack, g, out), out))
+        simulate.simulate_job(jf, data=False)
+        result[job.section] = read_trace_dir(out / job.section)
+    return result
 
 
 def _overruns(stats: str) -> int:

@@ -162,10 +162,6 @@ def translate(job, config_path: Path, kernel_override: str = None) -> GuestJob:
         ioengine=ioengine, fio_options=options,
         warmup_bs=parse_size("bs", bs.split(",")[0].split(":")[0].split("-")[0]))
     g.notes.append(f"ioengine={ioengine} (the job's iodepth={depth}); filename=/dev/md0")
-    if g.plug_order == "fifo":
-        g.notes.append("plug_order = \"fifo\": Linux 6.12 flushes a plug newest first "
-                       "(blk_mq_flush_plug_list before 6.13's rq_list tail), so the insert "
-                       "order into each member's elevator can differ")
     g.notes.append("bio.contiguity: the guest's fio buffer is physically contiguous (THP "
                    "always); the emulator runs with contiguity = { pattern = [block pages] } "
                    "in place of the stack's")
