@@ -1,6 +1,5 @@
 """The VM reference (harness/vm, docs/vm-reference.md): the pieces on their
 own, and the held-out matrix against real kernels in QEMU."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -149,7 +148,7 @@ def test_raid5_read_matrix_against_the_kernel(tmp_path, mdsplit_module):
     and unaligned, 4k to several stripes) on the stock kernel: every case
     identical, or a known difference (matrix.KNOWN) with its kernel function."""
     _need_vm()
-    result = matrix.run(matrix.READ_CASES, tmp_path, kernel=os.environ.get("MDSPLIT_VM_KERNEL"))
+    result = matrix.run(matrix.READ_CASES, tmp_path)
     print(result.summary())
     ran = result.identical + result.explained + result.differing
     assert len(ran) == len(matrix.READ_CASES), result.summary()
