@@ -50,8 +50,12 @@ def emulator_device(name: str) -> int:
     return 9 << 20
 
 
-def parse(text: str, devices: dict) -> dict:
-    """{name: [TraceRecord]} of the devices in `devices` (read_members)."""
+def parse(text: str, devices: dict, outside: dict = None) -> dict:
+    """{name: [TraceRecord]} of the devices in `devices` (read_members).
+    A member's I/O before md's data area (md_update_sb()'s superblock
+    writes when the first write marks the array dirty, and again when it
+    goes clean) is md's metadata, which the emulator does not write: left
+    out, and counted per device in `outside` when given."""
     out = {name: [] for name, _ in devices.values()}
     t0 = None
     for line in text.splitlines():
@@ -68,17 +72,21 @@ def parse(text: str, devices: dict) -> dict:
             continue
         name, offset = devices[dev]
         letter = LETTERS[m["event"]]
+        if offset and int(b["sector"]) < offset:
+            if outside is not None:
+                outside[name] = outside.get(name, 0) + 1
+            continue
         ts = int(round(float(m["ts"]) * 1e9))
         t0 = ts if t0 is None else t0
         rwbs = b["rwbs"]
         sector = int(b["sector"])
         rec = TraceRecord(sequence=0, time_ns=ts - t0, device=emulator_device(name),
                           action=letter, op="W" if "W" in rwbs or "D" in rwbs else "R",
-                          sector=max(sector - offset, 0), nr_sectors=0, bytes=0,
+                          sector=sector - offset, nr_sectors=0, bytes=0,
                           pid=int(m["pid"]), error=0, sync="S" in rwbs, flush="F" in rwbs,
                           cpu=int(m["cpu"]))
         if b["sep"] == "/":          # block_split: sector / new_sector
-            rec.new_sector = max(int(b["n"]) - offset, 0)
+            rec.new_sector = int(b["n"]) - offset
             rec.nr_sectors = 0
         else:
             rec.nr_sectors = int(b["n"])

@@ -50,6 +50,18 @@ READ_CASES = [
          "300k", "6m", "8k"),
 ]
 
+# RAID5 writes through md's stripe cache: read-modify-write (4k into a
+# 64k chunk), reconstruct-write (128k of a 256k stripe), full stripes.
+WRITE_CASES = [
+    Case("w4-c64k-ls-4k-rmw", 4, "64k", "left-symmetric", "legacy", "write", "4k", "64k"),
+    Case("w5-c64k-ls-128k-rcw", 5, "64k", "left-symmetric", "legacy", "write", "128k", "1m"),
+    Case("w4-c64k-ls-192k-full", 4, "64k", "left-symmetric", "legacy", "write", "192k",
+         "1536k"),
+    Case("w4-c64k-ls-192k-full-fixed", 4, "64k", "left-symmetric", "fixed", "write", "192k",
+         "1536k"),
+]
+CASES = READ_CASES + WRITE_CASES
+
 # Cases whose sequences differ for a reason the emulator leaves as it is:
 # case name -> (the kernel function, why); docs/vm-reference.md lists them.
 KNOWN: dict = {

@@ -144,7 +144,12 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
                              f"({_overruns(stats)} events lost); the job is too long for one "
                              "trace")
         devices = guest_trace.read_members(d / "out/members")
-        result[g.section] = guest_trace.parse((d / "out/trace.txt").read_text(), devices)
+        outside = {}
+        result[g.section] = guest_trace.parse((d / "out/trace.txt").read_text(), devices,
+                                              outside)
+        g.notes.append("md metadata I/O before the data area (superblock updates), left out: "
+                       + (", ".join(f"{k} {v} events" for k, v in sorted(outside.items()))
+                          or "none"))
         guest_trace.write_dir(result[g.section], d)
     return result, boot.seconds
 
