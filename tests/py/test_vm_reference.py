@@ -162,3 +162,13 @@ def test_raid5_matrix_against_the_kernel(tmp_path, mdsplit_module):
     ran = result.identical + result.explained + result.differing
     assert len(ran) == len(matrix.CASES), result.summary()
     assert not result.differing, result.summary()
+
+
+def test_unknown_kernel_is_refused_with_one_line(tmp_path):
+    """--kernel names one of the prepared kernels; anything else: exit 2, one line."""
+    jf = _job(tmp_path, matrix.raid5_stack(3, "64k", "left-symmetric", "legacy", 16 << 20))
+    r = subprocess.run([sys.executable, "-m", "harness", "reference", "--vm", str(jf),
+                        "--kernel", "5.9"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "reference --vm: --kernel 5.9: allowed: stock, fixed, debian-6.12"]
