@@ -44,8 +44,7 @@ READ_CASES = [
     Case("r8-c64k-ls-4480k", 8, "64k", "left-symmetric", "legacy", "read", "4480k", "44800k"),
     Case("r3-c256k-rs-randread-16k", 3, "256k", "right-symmetric", "legacy", "randread", "16k",
          "1m"),
-    Case("r8-c64k-ls-4480k-fixed", 8, "64k", "left-symmetric", "fixed", "read", "4480k",
-         "44800k"),
+    Case("r8-c64k-ls-1m-fixed", 8, "64k", "left-symmetric", "fixed", "read", "1m", "20m"),
     Case("r5-c16k-ra-300k-unaligned-fixed", 5, "16k", "right-asymmetric", "fixed", "read",
          "300k", "6m", "8k"),
 ]
@@ -122,23 +121,39 @@ class MatrixResult:
                  f"{len(self.differing)} differing of {n} cases in {self.seconds:.0f} s "
                  f"({per:.1f} s per case; VM boots: " +
                  ", ".join(f"{k} {v:.0f} s" for k, v in self.vm_seconds.items()) +
-                 f"); diff.md: {self.report / 'diff.md'}"]
+                 f"); diff.md under {self.report}"]
         lines += [f"  differing: {name}" for name in self.differing]
         lines += [f"  explained: {name}: {KNOWN[name][0]}" for name in self.explained]
         return "\n".join(lines)
 
 
+# The kernel of each split order in the matrix. Legacy cases run on Debian's
+# own build of 6.12.118 (the stock code): on the tinyconfig builds fio's
+# buffer is not physically contiguous in every boot (reference.BOOTS), which
+# changes the bios of reads over BIO_MAX_VECS pages; Debian's build gave a
+# contiguous buffer in every boot here. Fixed cases run on the patched build
+# with reads of at most BIO_MAX_VECS pages (one bio whatever the layout).
+MATRIX_KERNELS = {"legacy": "debian-6.12", "fixed": "fixed"}
+
+
 def run(cases, directory: Path, kernel: str = None, progress=None) -> MatrixResult:
     t0 = time.monotonic()
-    jf = job_file(cases, directory / "jobs")
-    out = reference.compare_jobs(jf, directory / "report", kernel=kernel,
-                                 progress=progress or (lambda s: print(s, file=sys.stderr)))
-    result = MatrixResult(out.rc, seconds=time.monotonic() - t0, vm_seconds=out.seconds,
-                          report=directory / "report")
+    say = progress or (lambda s: print(s, file=sys.stderr))
+    devices, seconds, rc = {}, {}, 0
+    for order in dict.fromkeys(c.order for c in cases):
+        mine = [c for c in cases if c.order == order]
+        jf = job_file(mine, directory / order / "jobs")
+        out = reference.compare_jobs(jf, directory / order / "report",
+                                     kernel=kernel or MATRIX_KERNELS[order], progress=say)
+        devices.update(out.devices)
+        seconds.update(out.seconds)
+        rc = max(rc, out.rc)
+    result = MatrixResult(rc, seconds=time.monotonic() - t0, vm_seconds=seconds,
+                          report=directory)
     for c in cases:
-        if c.name not in out.devices:
+        if c.name not in devices:
             continue
-        if out.identical(c.name):
+        if all(d.q.identical and d.d.identical for d in devices[c.name]):
             result.identical.append(c.name)
         elif c.name in KNOWN:
             result.explained.append(c.name)

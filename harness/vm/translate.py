@@ -232,6 +232,10 @@ def guest_script(g: GuestJob, root: str) -> str:
     for m in g.members:
         s += [f"echo none > /sys/block/{m.name}/queue/scheduler",
               f"echo {q(g.scheduler)} > /sys/block/{m.name}/queue/scheduler"]
+    # fio's buffer takes whatever free pages the allocator hands out: a
+    # compacted free memory gives it physically contiguous runs (one md0
+    # bio per read, as the emulator's contiguity pattern assumes).
+    s += ["echo 3 > /proc/sys/vm/drop_caches", "echo 1 > /proc/sys/vm/compact_memory"]
     s += ["echo 0 > $T/tracing_on", "echo > $T/trace", "echo 65536 > $T/buffer_size_kb"]
     for ev in ("block_bio_queue", "block_getrq", "block_rq_insert", "block_rq_issue",
                "block_rq_complete", "block_bio_backmerge", "block_bio_frontmerge",
