@@ -34,7 +34,8 @@ BOOTS = 3
 
 
 def _top_bios(records: dict) -> list:
-    return [(r.op, r.sector, r.nr_sectors) for r in records.get("md0", []) if r.action == "Q"]
+    """md0's bio sizes (the order and places are what diff.md compares)."""
+    return sorted((r.op, r.nr_sectors) for r in records.get("md0", []) if r.action == "Q")
 
 
 class VmRunError(RuntimeError):
