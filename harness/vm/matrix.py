@@ -63,14 +63,17 @@ CASES = READ_CASES + WRITE_CASES
 
 # Cases whose sequences differ for a reason the emulator leaves as it is:
 # case name -> (the kernel function, why); docs/vm-reference.md lists them.
+_NO_PLUG = (
+    "block/fops.c blkdev_direct_IO() -> __blkdev_direct_IO_simple()",
+    "a synchronous O_DIRECT read of at most BIO_MAX_VECS pages is submitted without a "
+    "plug, so each member bio becomes a request dispatched at once (Q G I D, nothing "
+    "merges); the emulator plugs every fio batch (Stack::begin_batch, the io_uring/libaio "
+    "submission path) and merges a member's adjacent chunks of one read. Member Q "
+    "sequences are identical; D differs in merging only")
 KNOWN: dict = {
-    "r7-c32k-la-700k-unaligned": (
-        "block/fops.c blkdev_direct_IO() -> __blkdev_direct_IO_simple()",
-        "a synchronous O_DIRECT read of at most BIO_MAX_VECS pages (700k: 175) is "
-        "submitted without a plug, so each member bio becomes a request dispatched at once "
-        "(Q G I D, nothing merges); the emulator plugs every fio batch (Stack::begin_batch, "
-        "the io_uring/libaio submission path) and merges a member's adjacent chunks of one "
-        "read. Member Q sequences are identical; D differs in merging only"),
+    "r7-c32k-la-700k-unaligned": _NO_PLUG,           # 175 pages
+    "r8-c64k-ls-1m-fixed": _NO_PLUG,                 # 256 pages
+    "r5-c16k-ra-300k-unaligned-fixed": _NO_PLUG,     # 75 pages
     "r3-c256k-rs-randread-16k": (
         "none (fio's random offsets, not the kernel)",
         "fio 3.33 in the guest reads 48k, 752k, 848k, 480k, 400k, ... (the host's fio "
