@@ -511,7 +511,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run the job file in the emulator and on real kernels in a VM "
                          "(docs/vm-reference.md)")
     kp.add_argument("--kernel", help="--vm: the kernel (stock, fixed, debian-6.12; default "
-                                     "from each stack's split_order)")
+                                     "from each stack's split_order: legacy debian-6.12, "
+                                     "fixed fixed)")
     kp.add_argument("--report-dir", dest="vm_report",
                     help="--vm: where the traces and diff.md go (default reports/vm-<time>)")
     kp.add_argument("--keep", metavar="DIR", help="keep job files, fio JSON and traces in DIR")

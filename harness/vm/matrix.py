@@ -130,13 +130,10 @@ class MatrixResult:
         return "\n".join(lines)
 
 
-# The kernel of each split order in the matrix. Legacy cases run on Debian's
-# own build of 6.12.118 (the stock code): on the tinyconfig builds fio's
-# buffer is not physically contiguous in every boot (reference.BOOTS), which
-# changes the bios of reads over BIO_MAX_VECS pages; Debian's build gave a
-# contiguous buffer in every boot here. Fixed cases run on the patched build
-# with reads of at most BIO_MAX_VECS pages (one bio whatever the layout).
-MATRIX_KERNELS = {"legacy": "debian-6.12", "fixed": "fixed"}
+# Each case runs on its split order's kernel (translate.choose_kernel); the
+# fixed cases run on the patched tinyconfig build with reads of at most
+# BIO_MAX_VECS pages (one bio whatever the buffer's physical layout, which
+# varies from boot to boot on that build: reference.BOOTS).
 
 
 def run(cases, directory: Path, kernel: str = None, progress=None) -> MatrixResult:
@@ -147,7 +144,7 @@ def run(cases, directory: Path, kernel: str = None, progress=None) -> MatrixResu
         mine = [c for c in cases if c.order == order]
         jf = job_file(mine, directory / order / "jobs")
         out = reference.compare_jobs(jf, directory / order / "report",
-                                     kernel=kernel or MATRIX_KERNELS[order], progress=say)
+                                     kernel=kernel, progress=say)
         devices.update(out.devices)
         seconds.update(out.seconds)
         rc = max(rc, out.rc)

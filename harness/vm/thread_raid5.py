@@ -1,6 +1,6 @@
 """`reproduce raid5`'s VM rows: the thread's dd job (jobs/raid5-split-order.fio,
-both variants) on the real kernels (legacy -> stock build, fixed -> the
-build with seed 000's patch) beside the emulator on the same null_blk-like
+both variants) on the real kernels (legacy -> Debian's 6.12.118, fixed
+-> the tinyconfig build with seed 000's patch) beside the emulator on the same null_blk-like
 members, as reference.compare_jobs runs them: member request order and
 sizes, merges and zero-distance seeks, with the thread's figures.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.vm import diff, machine, reference
 
 THREAD = {"legacy": (93.34, 45.5), "fixed": (112.00, 75.0)}   # rareq-sz KiB, 0-distance %
-KERNELS = ("stock", "fixed")
+KERNELS = ("debian-6.12", "fixed")
 
 
 def figures(devices: list) -> dict:
@@ -40,7 +40,7 @@ def table(jobs_dir: Path, out_dir: Path, progress) -> tuple:
     if not machine.prepared(KERNELS):
         return ("VM reference: not run (the kernels are not prepared: harness/vm/prepare.sh, "
                 "or ./mdsplit reference --vm jobs/raid5-split-order.fio)"), {}
-    progress("VM reference: raid5-split-order.fio on the stock and patched 6.12 kernels")
+    progress("VM reference: raid5-split-order.fio on Debian's 6.12 and the patched 6.12")
     out = reference.compare_jobs(jobs_dir / "raid5-split-order.fio", out_dir / "vm-reference",
                                  progress=progress)
     if out.rc not in (0, 1) or not out.devices:
@@ -51,7 +51,7 @@ def table(jobs_dir: Path, out_dir: Path, progress) -> tuple:
              "kernel / emulator / thread | merges kernel / emulator | Q order | D order |",
              "|---|---|---|---|---|---|---|"]
     metrics = {}
-    for v, kernel in (("legacy", "stock"), ("fixed", "fixed")):
+    for v, kernel in (("legacy", "debian-6.12"), ("fixed", "fixed")):
         f = figures(out.devices[v])
         k, e = f["kernel"], f["emulator"]
         lines.append(

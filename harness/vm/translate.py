@@ -18,8 +18,8 @@ For one job (a section of the job file and its stack file):
                libaio above: stated in the report), filename (/dev/md0)
                and the engine's own mdsplit_* options (dropped)
 
-The kernel: split_order "legacy" -> the stock build, "fixed" -> the
-patched one (machine.KERNELS). What has no counterpart here is refused
+The kernel: split_order "legacy" -> Debian's 6.12.118 (the stock code),
+"fixed" -> the patched tinyconfig build (machine.KERNELS). What has no counterpart here is refused
 with one line naming it (Untranslatable): passthrough stacks (no
 dm-linear in the reference kernel), BFQ groups, [page_cache] (the
 buffered variants model 5.9-era code), fault injection, failed members.
@@ -101,7 +101,10 @@ def choose_kernel(device: dict, override: str = None) -> tuple:
     order = device.get("split_order", "fixed")
     if override:
         return override, f"--kernel {override}"
-    kernel = {"legacy": "stock", "fixed": "fixed"}.get(order)
+    # Legacy: Debian's build of 6.12.118, the stock code; the tinyconfig stock
+    # build gives fio a physically contiguous buffer in some boots only
+    # (reference.BOOTS), Debian's in every boot here. --kernel stock takes it.
+    kernel = {"legacy": "debian-6.12", "fixed": "fixed"}.get(order)
     if kernel is None:
         raise Untranslatable(f"device.split_order = {order!r}: allowed: \"legacy\" or \"fixed\"")
     return kernel, f"device.split_order = \"{order}\""

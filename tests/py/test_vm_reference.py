@@ -127,8 +127,8 @@ def test_bfq_groups_are_refused_with_one_line(tmp_path):
 
 
 def test_split_order_chooses_the_kernel(tmp_path):
-    """legacy -> the stock build, fixed -> the patched build."""
-    for order, kernel in (("legacy", "stock"), ("fixed", "fixed")):
+    """legacy -> Debian's 6.12 (stock code), fixed -> the patched build."""
+    for order, kernel in (("legacy", "debian-6.12"), ("fixed", "fixed")):
         jf = _job(tmp_path, matrix.raid5_stack(4, "64k", "left-symmetric", order, 16 << 20))
         job, path = translate.jobs_of(jf)[0]
         assert translate.translate(job, path).kernel == kernel
