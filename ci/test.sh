@@ -46,6 +46,12 @@ sources=$(git ls-files '*.cpp' '*.h' 2>/dev/null ||
 echo "$sources" | xargs clang-format --dry-run --Werror
 stage ctest
 ctest --test-dir "$root/build" --output-on-failure -j2
+stage "VM reference: prepare once (harness/vm/prepare.sh, cached in ~/.cache/mdsplit/vm)"
+# QEMU, Debian's kernel source and packages, two kernel builds (~8 min of 2
+# idle cores on a fresh machine, nothing when cached); tests/py/
+# test_vm_reference.py runs the held-out matrix on them. Without root the
+# matrix test skips (QEMU cannot be installed).
+if [ "$(id -u)" = 0 ]; then "$root/harness/vm/prepare.sh"; fi
 stage pytest
 pytest_files=tests/py
 if [ $quick = 1 ]; then
