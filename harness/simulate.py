@@ -956,6 +956,12 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
             # that was let pass; it did not fail (fio's exit status stays 0).
             j["error"] = j["first_error"]
         jobs.append(j)
+        if r["verify_unchecked"]:
+            # data=False: the figures stay those of a run with data, the check is not made.
+            warnings.append(
+                f"simulate: job {job.name}: verify={job.options['verify']}: --no-data keeps no "
+                f"data, so its {r['verify_unchecked']} bytes of verify reads were timed but not "
+                "compared")
         if r["silent_writeback_pages"]:
             # The engine's cleanup line (mdsplit_cleanup); the job's error stays.
             warnings.append(

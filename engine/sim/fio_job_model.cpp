@@ -564,8 +564,13 @@ bool reap_completions(JobRun& j, uint64_t now) {
         Slot& io = j.slots[slot];
         size_t d = io.op == Op::Discard ? kFioTrim : io.op == Op::Write ? kFioWrite : kFioRead;
         FioDirectionResult& dir = j.r.dir[d];
-        if (io.verify_read && !c.error)
-            j.r.verify_errors += count_mismatches(s, j.buffers[slot].get(), io.offset, io.length);
+        if (io.verify_read && !c.error) {
+            if (s.verify_compare)
+                j.r.verify_errors +=
+                    count_mismatches(s, j.buffers[slot].get(), io.offset, io.length);
+            else
+                j.r.verify_unchecked += io.length - c.resid;
+        }
         if (c.error) {
             dir.errors++;
             note_error(j, d, c.error);

@@ -1,0 +1,48 @@
+"""harness simulate against what a user of fio expects (issue 41, items 6-9):
+--no-data with verify, per-direction runtimes of a write-then-verify job,
+sidecars of a real fio run, and the messages of include cycles and of
+forked jobs sharing a RAID5."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.simulate import simulate_job
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FILE_STACK = ('[device]\nkind = "passthrough"\n[[members]]\npath = "m0.img"\nsize = "16m"\n'
+              'model = "nvme"\n')
+
+
+def job_text(body, engine="/usr/local/lib/mdsplit/libmdsplit.so"):
+    return (f"[global]\nioengine=external:{engine}\nmdsplit_config=stack.toml\n"
+            "filename=md0\ndirect=1\n" + body)
+
+
+def run_cli(args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "harness", "simulate", *args], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def test_no_data_times_verify_reads_without_comparing_them(tmp_path, mdsplit_module):
+    """--no-data on a job that verifies: exit 0, the same figures as with data,
+    and one line saying the verify reads were not compared."""
+    (tmp_path / "stack.toml").write_text(FILE_STACK)
+    job = tmp_path / "v.fio"
+    job.write_text(job_text("[v]\nrw=randwrite\nbsrange=4k-64k\nsize=4m\niodepth=8\n"
+                            "verify=crc32c\ndo_verify=1\n"))
+    out = {}
+    for mode in ("data", "no-data"):
+        p = run_cli([str(job), "--output-format", "json", "--output", str(tmp_path / mode)]
+                    + (["--no-data"] if mode == "no-data" else []))
+        assert p.returncode == 0, p.stderr
+        out[mode] = (json.loads((tmp_path / mode).read_text()), p.stderr)
+    with_data, no_data = out["data"][0]["jobs"][0], out["no-data"][0]["jobs"][0]
+    assert no_data["error"] == 0 and no_data["verify_errors"] == 0
+    assert no_data["read"] == with_data["read"] and no_data["write"] == with_data["write"]
+    note = ("simulate: job v: verify=crc32c: --no-data keeps no data, so its 4194304 bytes "
+            "of verify reads were timed but not compared")
+    assert out["no-data"][1].splitlines() == [note]
+    assert out["no-data"][0]["warnings"] == [note]
+    assert out["data"][1] == ""
