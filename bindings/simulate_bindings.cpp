@@ -250,6 +250,7 @@ py::dict direction_dict(const FioDirectionResult& r) {
     d["ios"] = r.ios;
     d["bytes"] = r.bytes;
     d["errors"] = r.errors;
+    d["runtime_ns"] = r.runtime_ns;
     d["slat"] = latency_dict(r.slat);
     d["clat"] = latency_dict(r.clat);
     d["lat"] = latency_dict(r.lat);

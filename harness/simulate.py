@@ -904,13 +904,18 @@ def _lat(stat, with_percentiles=False):
     return d
 
 
-def _direction(r, runtime_ns):
-    ms = int(round(runtime_ns / 1e6))
+def _direction(r):
+    """One direction as stat.c add_ddir_status_json() reports it, over the
+    direction's own runtime (fio's ts.runtime[ddir]: the phases that moved
+    its bytes, so a write-then-verify job's reads take the verify phase's
+    time). "runtime" is fio's milliseconds, rounded up from microseconds
+    (backend.c update_runtime()); bw and iops use the nanoseconds."""
+    runtime_ns = r["runtime_ns"]
     bw_bytes = int(r["bytes"] * 1e9 / runtime_ns) if runtime_ns else 0
     iops = r["ios"] * 1e9 / runtime_ns if runtime_ns else 0.0
     return {
         "io_bytes": r["bytes"], "io_kbytes": r["bytes"] // 1024, "bw_bytes": bw_bytes,
-        "bw": bw_bytes // 1024, "iops": iops, "runtime": ms if r["ios"] else 0,
+        "bw": bw_bytes // 1024, "iops": iops, "runtime": (runtime_ns // 1000 + 999) // 1000,
         # fio counts an I/O that completed in error among total_ios, not in io_bytes.
         "total_ios": r["ios"] + r["errors"], "short_ios": 0, "drop_ios": 0,
         "slat_ns": _lat(r["slat"]), "clat_ns": _lat(r["clat"], True), "lat_ns": _lat(r["lat"]),
@@ -937,9 +942,9 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
             "verify_errors": r["verify_errors"],
             "total_err": r["total_err"], "first_error": -r["first_error"],
             "job options": dict(sorted(job.options.items())),
-            "read": _direction(r["read"], r["runtime_ns"]),
-            "write": _direction(r["write"], r["runtime_ns"]),
-            "trim": _direction(r["trim"], r["runtime_ns"]),
+            "read": _direction(r["read"]),
+            "write": _direction(r["write"]),
+            "trim": _direction(r["trim"]),
             "sync": {"total_ios": r["syncs"]},
             "job_runtime": int(round(r["runtime_ns"] / 1e6)),
             "job_start_ns": r["start_ns"], "job_end_ns": r["end_ns"],

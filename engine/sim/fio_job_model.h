@@ -138,6 +138,9 @@ struct FioLatency {
 
 struct FioDirectionResult {
     uint64_t ios = 0, bytes = 0, errors = 0;
+    // fio's ts.runtime[ddir] (backend.c update_runtime()), in ns: the time of
+    // the phases that moved this direction's bytes (a verify phase: reads).
+    uint64_t runtime_ns = 0;
     FioLatency slat, clat, lat;
     // io_u_mark_latency(): clat counts in fio's ns/us/ms buckets
     // (2,4,10,20,50,100,250,500,750,1000 [, 2000, >=2000 ms]).

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.simulate import simulate_job
+import pytest
+
+from harness.fio_runner import run_fio, run_simulated
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,3 +48,27 @@ def test_no_data_times_verify_reads_without_comparing_them(tmp_path, mdsplit_mod
     assert out["no-data"][1].splitlines() == [note]
     assert out["no-data"][0]["warnings"] == [note]
     assert out["data"][1] == ""
+
+
+def test_write_then_verify_reports_each_phase_with_its_own_time(tmp_path, engine, mdsplit_module):
+    """randwrite + verify: as fio (backend.c update_runtime()), the write runtime
+    is the write phase's and the read runtime the verify phase's, so the two
+    add up to the job's runtime, in real fio and in simulate alike."""
+    (tmp_path / "stack.toml").write_text(FILE_STACK)
+    job = tmp_path / "v.fio"
+    job.write_text(job_text("[v]\nrw=randwrite\nbs=4k\nsize=1m\nrate_iops=1000\n"
+                            "verify=crc32c\ndo_verify=1\n", engine))
+    real = run_fio(job, timeout=120).job("v")
+    sim = run_simulated(job).job("v")
+    for who, j in (("fio", real), ("simulate", sim)):
+        w, r = j["write"], j["read"]
+        assert w["total_ios"] == r["total_ios"] == 256, who
+        # 256 writes at 1000 IOPS: at least a quarter second (a busy host adds).
+        assert w["runtime"] >= 250, (who, w["runtime"])
+        # The phases do not overlap: each runtime (rounded up to a ms) is
+        # its own phase's, within the job's (rounded down).
+        assert 0 < r["runtime"] and w["runtime"] + r["runtime"] <= j["job_runtime"] + 3, \
+            (who, w["runtime"], r["runtime"], j["job_runtime"])
+        for d in (w, r):  # each direction's IOPS over its own runtime
+            assert d["iops"] == pytest.approx(256 / (d["runtime"] / 1000), rel=0.06), (who, d)
+    assert sim["write"]["runtime"] <= 260  # the virtual clock: the rate alone
