@@ -474,6 +474,12 @@ def _build_run(job_file, sections, seed, env, report):
                     f"mdsplit: mdsplit_stats={option}: cannot write it (Permission denied); "
                     "allowed: a writable file or stream", 1)
             continue  # each job appends its own document
+        if foreign := _not_simulates(m["stats"]):
+            what, loss = foreign
+            raise SimulateError(
+                f"simulate: mdsplit_stats={option} holds {what}, which simulate did not write: "
+                f"replacing it would lose {loss}; allowed: move it away first, or simulate a "
+                "copy of the job file naming another mdsplit_stats")
         first = sidecar_stack.setdefault(os.path.realpath(m["stats"]), (spec["stack"], spec["name"]))
         if first[0] != spec["stack"]:
             rel = os.path.relpath(m["stats"], base)
@@ -726,6 +732,30 @@ def _trace_file_at(stacks, stack_names, path):
             if _file_identity(trace) == ident:
                 return f"the trace file {os.path.join(option, name)} of job {job}"
     return ""
+
+
+def _not_simulates(path):
+    """What replacing the regular file at the sidecar `path` would lose, as
+    (what it is, what is lost): a real-clock run's sidecar ("clock": "real",
+    fio with the engine) or any other file that is not a sidecar simulate
+    wrote ("clock": "virtual", Stack::stats_json()); None for no file there,
+    an empty one, or simulate's own."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or not st.st_size:
+        return None
+    try:  # a sidecar is a few KiB: a large file is something else
+        doc = json.loads(Path(path).read_bytes()) if st.st_size <= 1 << 24 else None
+    except (OSError, ValueError):
+        doc = None
+    clock = doc.get("clock") if isinstance(doc, dict) else None
+    if clock == "virtual":
+        return None
+    if clock == "real":
+        return "the sidecar of a real-clock run (fio with the engine)", "that run's figures"
+    return "a file that is not simulate's sidecar", "it"
 
 
 def _sidecar_cannot_be_created(path):

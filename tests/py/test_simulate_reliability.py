@@ -72,3 +72,27 @@ def test_write_then_verify_reports_each_phase_with_its_own_time(tmp_path, engine
         for d in (w, r):  # each direction's IOPS over its own runtime
             assert d["iops"] == pytest.approx(256 / (d["runtime"] / 1000), rel=0.06), (who, d)
     assert sim["write"]["runtime"] <= 260  # the virtual clock: the rate alone
+
+
+def test_a_real_runs_sidecar_is_not_replaced(tmp_path, engine, mdsplit_module):
+    """After fio with the engine wrote a job's sidecar, simulate of the same
+    job file refuses with one line (exit 2) and leaves the sidecar as it was;
+    its own sidecar it replaces, run after run."""
+    (tmp_path / "stack.toml").write_text(FILE_STACK)
+    job = tmp_path / "s.fio"
+    job.write_text(job_text("[s]\nrw=randread\nsize=1m\nmdsplit_stats=stats/s.json\n", engine))
+    for _ in range(2):
+        p = run_cli([str(job)])
+        assert p.returncode == 0, p.stderr
+        assert json.loads((tmp_path / "stats/s.json").read_text())["clock"] == "virtual"
+    run_fio(job, timeout=120)
+    real = (tmp_path / "stats/s.json").read_bytes()
+    assert json.loads(real)["clock"] == "real"
+    p = run_cli([str(job)])
+    assert p.returncode == 2
+    assert p.stderr.splitlines() == [
+        "simulate: mdsplit_stats=stats/s.json holds the sidecar of a real-clock run (fio with "
+        "the engine), which simulate did not write: replacing it would lose that run's figures; "
+        "allowed: move it away first, or simulate a copy of the job file naming another "
+        "mdsplit_stats"]
+    assert (tmp_path / "stats/s.json").read_bytes() == real
