@@ -508,7 +508,8 @@ def _build_run(job_file, sections, seed, env, report):
                 "overwrite the other's; allowed: a directory per job, or thread=1 with the same "
                 "mdsplit_config and filename (one shared device, one set of traces)", 1)
     _check_shared_device_options(jobs_info, base)
-    _check_raid5_rivals(jobs_info, jf.jobs)
+    threads = [i["thread"] for i in jobs_info]
+    _check_device_owners(jobs_info, jf.jobs, job_order, threads)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
         st["allow_mounted_write"] = allow_mounted.get(st["config"], False)
@@ -519,7 +520,6 @@ def _build_run(job_file, sections, seed, env, report):
     for info, (_, job) in zip(jobs_info, job_order):
         devices.setdefault((info["config"], info["label"]), []).append((info, job))
     device_order = [((i["config"], i["label"]), job) for i, (_, job) in zip(jobs_info, job_order)]
-    threads = [i["thread"] for i in jobs_info]
     for config_path, users in all_configs.items():
         forked = [j for j, thread in users if not thread]
         if forked and _has_ram_members(config_path):
@@ -535,22 +535,6 @@ def _build_run(job_file, sections, seed, env, report):
                     f"{os.path.relpath(config_path, base)}, but as forked processes each has its "
                     "own empty memory; allowed: thread=1 (one device in one process), or members "
                     "on files", 1)
-        pair = _overlap_pair(job_order, config_path, threads)
-        if pair:
-            try:
-                text = read_input_text(config_path, "stack file")
-            except JobFileError as e:
-                raise SimulateError(str(e), 1) from None
-            # the loader's own view of the stack (kind, scheduler)
-            kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
-            if _toml_value(text, "scheduler") == "bfq":
-                kind = kind or "bfq"
-            if kind:
-                raise SimulateError(
-                    f"mdsplit: jobs {pair[0]} and {pair[1]} share the device of "
-                    f"{config_path} ({kind}) and may run at the same time, but it needs one "
-                    "owner: add thread=1 so they share it in one process, or stonewall so "
-                    "they run one after another", 1)
         # As the engine: forked processes each keep their own page cache, per
         # device (stack file and filename).
         for device, mine in devices.items():
@@ -806,10 +790,48 @@ def _file_of_run(path, jf, jobs_info, stacks, stack_names):
         paths.import_mdsplit().file_in_use(path)
 
 
-def _check_raid5_rivals(jobs_info, jobs):
+def _check_device_owners(jobs_info, jobs, job_order, threads):
+    """As the engine's mdsplit_setup, job by job: a forked job on a raid5 or
+    bfq device that jobs fio may run at once share needs one owner (checked
+    first), then member_rival(); the first job refused gives the line."""
+    refusals = [r for r in (_one_owner_refusal(jobs_info, job_order, threads),
+                            _raid5_rival(jobs_info, jobs)) if r]
+    if refusals:
+        raise SimulateError(min(refusals, key=lambda r: r[0])[1], 1)
+
+
+def _one_owner_refusal(jobs_info, job_order, threads):
+    """(job index, line) of the first forked job whose stack file is a raid5
+    or uses bfq and is named by two jobs fio may run at once (stack_use()'s
+    overlap), None for none."""
+    for index, info in enumerate(jobs_info):
+        if info["thread"]:
+            continue
+        pair = _overlap_pair(job_order, info["config"], threads)
+        if not pair:
+            continue
+        try:
+            text = read_input_text(info["config"], "stack file")
+        except JobFileError as e:
+            raise SimulateError(str(e), 1) from None
+        # the loader's own view of the stack (kind, scheduler)
+        kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
+        if _toml_value(text, "scheduler") == "bfq":
+            kind = kind or "bfq"
+        if kind:
+            return index, (
+                f"mdsplit: jobs {pair[0]} and {pair[1]} share the device of "
+                f"{info['config_option']} ({kind}) and may run at the same time, but it needs "
+                "one owner: add thread=1 so they share it in one process, or stonewall so they "
+                "run one after another")
+    return None
+
+
+def _raid5_rival(jobs_info, jobs):
     """As the engine's member_rival(): two devices over one member, one a
     raid5, in use at once (threads, or jobs fio may run together), and a job
-    that may write: two stripe caches and parities corrupt the array."""
+    that may write: two stripe caches and parities corrupt the array. (job
+    index, line) of the first job with a rival, None for none."""
     members = {}
     for info in jobs_info:
         if info["config"] not in members:
@@ -827,13 +849,14 @@ def _check_raid5_rivals(jobs_info, jobs):
                 continue
             shared = [mem_b[ident] for ident in mem_b if ident in mem_a]
             if shared:
-                raise SimulateError(
+                return i, (
                     f"mdsplit: job {a['name']} and job {b['name']} ({shared[0]}) reach one "
                     "member through two devices (another mdsplit_config or filename) that may "
                     "be in use at once, one of them a raid5 with its own stripe cache and "
                     "parity: writing would corrupt the array; allowed: the same mdsplit_config "
                     "and filename for both with thread=1 (one shared device), or forked jobs "
-                    "with a stonewall between them", 1)
+                    "with a stonewall between them")
+    return None
 
 
 def _stack_doc(config_path):

@@ -438,6 +438,10 @@ CROSS_JOB_REFUSALS = {
                            "[b]\nfilename=md0\nthread=1\nrw=read\nsize=1m\nmdsplit_trace=trb\n"),
     "raid5-two-names": ("r5.toml", "[a]\nfilename=md0\nthread=1\nrw=write\nsize=1m\n"
                         "[b]\nfilename=md1\nthread=1\nrw=write\nsize=1m\n"),
+    # Forked jobs on one raid5 that may run at once: one owner (thread=1).
+    "raid5-forked": ("r5.toml", "[a]\nfilename=md0\nrw=write\nsize=1m\n"
+                     "[b]\nfilename=md0\nrw=read\nsize=1m\n"),
+    "raid5-forked-numjobs": ("r5.toml", "[a]\nfilename=md0\nrw=write\nsize=1m\nnumjobs=2\n"),
     "ram-forked-reader": ("ram.toml", "[w]\nfilename=md0\nrw=write\nsize=1m\n"
                           "[r]\nfilename=md0\nrw=read\nsize=1m\nstonewall\n"),
     "buffered-forked": ("files.toml", "[w]\nfilename=md0\nrw=write\nsize=1m\ndirect=0\n"
