@@ -3,6 +3,7 @@
 sidecars of a real fio run, and the messages of include cycles and of
 forked jobs sharing a RAID5."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,9 @@ def job_text(body, engine="/usr/local/lib/mdsplit/libmdsplit.so"):
 
 
 def run_cli(args, cwd=ROOT):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))  # from any directory
     return subprocess.run([sys.executable, "-m", "harness", "simulate", *args], cwd=cwd,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
 
 
 def test_no_data_times_verify_reads_without_comparing_them(tmp_path, mdsplit_module):
@@ -96,3 +98,21 @@ def test_a_real_runs_sidecar_is_not_replaced(tmp_path, engine, mdsplit_module):
         "allowed: move it away first, or simulate a copy of the job file naming another "
         "mdsplit_stats"]
     assert (tmp_path / "stats/s.json").read_bytes() == real
+
+
+def test_an_include_cycle_is_one_line_naming_it(tmp_path, mdsplit_module):
+    """A job file that includes itself, or two that include each other:
+    exit 2 and one line naming the cycle (it was a 63-line RecursionError)."""
+    (tmp_path / "stack.toml").write_text(FILE_STACK)
+    (tmp_path / "self.fio").write_text(job_text("[j]\nrw=read\ninclude self.fio\n"))
+    (tmp_path / "a.fio").write_text(job_text("[j]\nrw=read\ninclude b.inc\n"))
+    (tmp_path / "b.inc").write_text("size=1m\ninclude a.fio\n")
+    (tmp_path / "c.fio").write_text(job_text("[j]\nrw=read\ninclude s.inc\n"))
+    (tmp_path / "s.inc").write_text("size=1m\ninclude s.inc\n")
+    for job, cycle in (("self.fio", "self.fio -> self.fio"), ("a.fio", "a.fio -> b.inc -> a.fio"),
+                       ("c.fio", "s.inc -> s.inc")):
+        p = run_cli([job], cwd=tmp_path)
+        assert p.returncode == 2
+        assert p.stderr.splitlines() == [
+            f"simulate: {cycle.split()[0]}: a cycle of includes ({cycle}); allowed: includes "
+            "that do not lead back to a file that includes them"], p.stderr
