@@ -17,12 +17,6 @@ import math
 import os
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-
 __all__ = ["SEEK_BUCKET_LABELS", "seek_buckets", "bar_chart", "histogram_compare",
            "size_distribution", "line_plot", "time_series", "read_fio_log", "bw_log_series",
            "histogram_comparison", "size_distributions"]
@@ -41,12 +35,26 @@ def seek_buckets(buckets_kb) -> dict:
             for i, c in enumerate(buckets_kb)}
 
 
+def _pyplot():
+    """matplotlib.pyplot on the Agg backend, imported when a figure is drawn:
+    the commands that draw nothing (simulate, run, the helpers below that
+    read fio's logs) work where matplotlib is not installed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _figure(figsize):
+    return _pyplot().subplots(figsize=figsize)
+
+
 def _save(fig, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=_DPI, format="png")
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -55,7 +63,7 @@ def bar_chart(path, values: dict, *, ylabel: str, title: str = "", reference: di
     """One bar per variant; with `reference` (e.g. the thread's figures), a
     second bar beside each."""
     labels = list(values)
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(labels) + 2), 4))
+    fig, ax = _figure((max(4.5, 1.2 * len(labels) + 2), 4))
     x = range(len(labels))
     if reference:
         w = 0.38
@@ -93,7 +101,7 @@ def histogram_compare(path, hists: dict, *, xlabel: str = "seek distance (KiB)",
     histograms legacy vs fixed). normalize=True plots percentages."""
     keys = _ordered_keys(hists.values())
     n = max(len(hists), 1)
-    fig, ax = plt.subplots(figsize=(min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
+    fig, ax = _figure((min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
     w = 0.8 / n
     for j, (name, h) in enumerate(hists.items()):
         total = sum(h.values()) or 1
@@ -128,7 +136,7 @@ def size_distribution(path, dists: dict, *, unit: str = "sectors", xlabel: str =
             conv[name][kib] = conv[name].get(kib, 0) + count
     keys = sorted({k for d in conv.values() for k in d})
     n = max(len(conv), 1)
-    fig, ax = plt.subplots(figsize=(min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
+    fig, ax = _figure((min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
     w = 0.8 / n
     for j, (name, d) in enumerate(conv.items()):
         total = sum(d.values()) or 1
@@ -160,7 +168,7 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
               logx: bool = False, reference: dict = None) -> Path:
     """y against x per series ({name: {x: y}} or {name: [(x, y), ...]}), e.g.
     IOPS against iodepth; `reference` series are drawn dashed (the thread's)."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = _figure((7, 4.5))
     colors = {}
     for name, pts in series.items():
         xs, ys = _xy(pts)
@@ -172,7 +180,8 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
                 color=colors.get(name))
     if logx:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        from matplotlib.ticker import FuncFormatter
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -185,7 +194,7 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
 def time_series(path, series: dict, *, ylabel: str = "bandwidth (MiB/s)",
                 xlabel: str = "time (s)", title: str = "") -> Path:
     """Per-job (or per-group) values over time: {name: [(t_seconds, value)]}."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = _figure((8, 4.5))
     for name, pts in series.items():
         xs, ys = _xy(pts)
         ax.plot(xs, ys, label=str(name), linewidth=1.2)

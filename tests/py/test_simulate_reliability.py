@@ -116,3 +116,32 @@ def test_an_include_cycle_is_one_line_naming_it(tmp_path, mdsplit_module):
         assert p.stderr.splitlines() == [
             f"simulate: {cycle.split()[0]}: a cycle of includes ({cycle}); allowed: includes "
             "that do not lead back to a file that includes them"], p.stderr
+
+
+# A python3 where matplotlib cannot be imported (as on a host without it).
+NO_MATPLOTLIB = """
+import runpy, sys
+class NoMatplotlib:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "matplotlib":
+            raise ModuleNotFoundError(f"No module named {name!r}")
+sys.meta_path.insert(0, NoMatplotlib())
+sys.argv = ["harness"] + sys.argv[1:]
+runpy.run_module("harness", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("args", [["simulate", "{job}"], ["run", "--simulate", "{job}"],
+                                  ["history", "--help"], ["check", "--help"],
+                                  ["compare", "--help"], ["reproduce", "--help"]])
+def test_commands_that_draw_nothing_run_without_matplotlib(tmp_path, mdsplit_module, args):
+    """simulate, run and the commands' help never import matplotlib: without
+    it they work (they died with a 30-line ModuleNotFoundError)."""
+    (tmp_path / "stack.toml").write_text(FILE_STACK)
+    job = tmp_path / "r.fio"
+    job.write_text(job_text("[r]\nrw=read\nsize=64k\n"))
+    p = subprocess.run([sys.executable, "-c", NO_MATPLOTLIB,
+                        *[a.format(job=job) for a in args]], cwd=ROOT, capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.returncode == 0, p.stderr
+    assert "matplotlib" not in p.stderr
