@@ -1031,7 +1031,8 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
             "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"],
             # The jobs an error ended (fio's exit status is non-zero for them).
             "jobs_in_error": in_error, "jobs": jobs,
-            # Lines the engine prints on stderr without failing a job.
+            # Lines printed on stderr without failing a job: the engine's, and
+            # simulate's note on verify reads --no-data could not compare.
             "warnings": warnings}
 
 
