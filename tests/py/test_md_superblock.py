@@ -93,9 +93,9 @@ def test_a_new_array_on_empty_members_is_clean_and_marked(engine, workdir, xattr
     stack(workdir)
     run_fio(job(engine, workdir, "w", WRITE + "do_verify=1\n"), timeout=60)
     assert assembly(workdir, "w") == {"superblocks": True, "action": "new", "resync_rows": 0,
-                                      "recovered_rows": 0}
+                                      "recovered_rows": 0, "kicked": [], "events": 1}
     for i, m in enumerate(members(workdir)):
-        assert f" disks=4 chunk=65536 layout=2 role={i} state=clean" in superblock(m)
+        assert f" disks=4 chunk=65536 layout=2 role={i} state=clean events=2 " in superblock(m)
 
 
 def test_a_new_array_over_members_holding_data_is_resynced(engine, workdir, xattrs):
@@ -259,8 +259,8 @@ def test_two_new_members_are_refused(engine, workdir, xattrs):
     r = run_fio(job(engine, workdir, "v", VERIFY), check=False, timeout=60)
     assert r.returncode != 0
     assert "m0.img), members[3] (" in r.stderr
-    assert "are new (no md superblock, xattr user.mdsplit.md) or failed in an array that " \
-           "survives one" in r.stderr
+    assert "are new (no md superblock, xattr user.mdsplit.md), non-fresh (kicked: an older " \
+           "event count) or failed in an array that survives one" in r.stderr
 
 
 def test_a_member_failed_in_the_stack_file_stays_out_after_a_run_that_wrote(engine, workdir,
