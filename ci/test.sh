@@ -66,7 +66,7 @@ stage "ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j2
 
-stage "soak 2 min, fuzzing 60 s per target"
+stage "soak 2 min, fuzzing 60 s per target, stale-member soak 30 s"
 soak_log=$(mktemp /tmp/mdsplit-ci-soak.XXXXXX)
 MDSPLIT_ENGINE="$root/build/libmdsplit.so" "$root/bench/soak.sh" 120 >"$soak_log" 2>&1 &
 soak=$!
@@ -76,7 +76,10 @@ soak_rc=0
 wait $soak || soak_rc=$?
 cat "$soak_log"
 rm -f "$soak_log"
-[ $fuzz_rc -eq 0 ] && [ $soak_rc -eq 0 ] || { echo "fuzz exit $fuzz_rc, soak exit $soak_rc" >&2; exit 1; }
+stale_rc=0
+MDSPLIT_ENGINE="$root/build/libmdsplit.so" "$root/bench/soak-stale.sh" 30 || stale_rc=$?
+[ $fuzz_rc -eq 0 ] && [ $soak_rc -eq 0 ] && [ $stale_rc -eq 0 ] ||
+    { echo "fuzz exit $fuzz_rc, soak exit $soak_rc, soak-stale exit $stale_rc" >&2; exit 1; }
 
 stage "TSan: jobs sharing one stack"
 "$root/ci/build.sh" "$root/build-tsan" -DMDSPLIT_SANITIZE=thread -DMDSPLIT_BUILD_PYTHON=OFF \
