@@ -506,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=None,
                     help="base random seed (default 137, fio's randrepeat=1: every run the same)")
     sp.add_argument("--no-data", action="store_true",
-                    help="members on files are not read or written (same figures, no host I/O)")
+                    help="members on files are not read or written (same figures, no host I/O; "
+                         "verify reads are timed, not compared)")
     sp.set_defaults(func=cmd_simulate)
 
     kp = sub.add_parser("reference", help="kernel reference runs with fio's own engines "
