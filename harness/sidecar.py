@@ -17,6 +17,7 @@ class Sidecar:
     # The stack's io_uring ring (setup_flags, registered_buffer_bytes,
     # fixed_buffer_ios); empty when no member uses io_uring.
     io_uring: dict = field(default_factory=dict)
+    clock: str = ""   # "real" (fio with the engine) or "virtual" (harness simulate)
 
     def device(self, name: str) -> dict:
         for d in self.devices:
@@ -38,7 +39,7 @@ def load_sidecar(path) -> Sidecar:
     data = json.loads(Path(path).read_text())
     return Sidecar(path=str(path), elapsed_ns=data["elapsed_ns"], devices=data["devices"],
                    time_scale=float(data.get("time_scale", 1.0)),
-                   io_uring=data.get("io_uring", {}))
+                   io_uring=data.get("io_uring", {}), clock=data.get("clock", ""))
 
 
 def expected_sidecars(job_file, sections=None, extra_args=(), cwd=None, env=None) -> list:

@@ -634,6 +634,10 @@ std::string Stack::stats_json() const {
     uint64_t now = loop_.now();
     uint64_t elapsed = now - (have_first_io_ ? first_io_ns_ : start_ns_);
     j.begin_object().field("version", 1).field("elapsed_ns", elapsed);
+    // Which clock ran the device: "real" (fio with the engine) or "virtual"
+    // (harness simulate, the bindings), so a reader, and simulate before it
+    // replaces one, knows which run wrote the file.
+    j.field("clock", loop_.clock().is_virtual() ? "virtual" : "real");
     j.field("time_scale", config_.device.time_scale).key("devices").begin_array();
     json_device(j, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
     for (auto& m : members_) json_device(j, *m, "member", now, elapsed, m.get(), nullptr);
@@ -648,7 +652,10 @@ std::string Stack::stats_json() const {
         // How the array was assembled from its superblocks (md_superblock.h).
         j.key("md_assembly").begin_object().field("superblocks", md_.kept);
         j.field("action", md_.action).field("resync_rows", md_.resync_rows);
-        j.field("recovered_rows", md_.recovered_rows).end_object();
+        j.field("recovered_rows", md_.recovered_rows).key("kicked").begin_array();
+        for (size_t i = 0; i < md_.kicked.size(); i++)
+            if (md_.kicked[i]) j.value(uint64_t(i));
+        j.end_array().field("events", md_.events).end_object();
     }
     j.end_object();
     return j.str();
