@@ -20,6 +20,7 @@
 #include "sim/workload.h"
 #include "stack/device_safety.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 #include "workload_args.h"
 
 namespace py = pybind11;

@@ -18,6 +18,7 @@
 #include "sim/fio_job_model.h"
 #include "stack/device_safety.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace py = pybind11;
 using namespace mdsplit;

@@ -31,6 +31,7 @@
 #include "stack/member_claim.h"
 #include "stack/shared_stack.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 extern "C" {
 #include "fio.h"
