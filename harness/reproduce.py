@@ -39,6 +39,12 @@ from harness.sidecar import Sidecar
 # The command-line names, in the order `all` runs them (the quick foundation
 # demo first: it shows in seconds whether the engine works at all).
 KNOWN = ["passthrough", "raid5", "bio-size", "bfq", "buffered"]
+# Progress estimates (seconds, steps) for an experiment with no recorded run
+# in the history database: its duration in `python3 -m harness reproduce all`
+# on the 2-core development VM (issue 43), at a load average near 16 from
+# other work (the history database's runs table, duration_s and steps).
+DEFAULT_DURATIONS = {"passthrough": (7.0, 1), "raid5": (14.0, 2), "bio-size": (40.0, 10),
+                     "bfq": (239.0, 10), "buffered": (115.0, 11)}
 PACKAGE = "harness.experiments"
 REPORTS = ROOT / "reports"
 
@@ -325,6 +331,9 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
             lines += ["### Figures", ""]
             for f in r.figures:
                 lines += [f"![{Path(f).stem}]({o.name}/{f})", ""]
+                caption = plots_caption(o.out_dir / f) if o.out_dir else ""
+                if caption:
+                    lines += [f"*{caption}*", ""]
         if o.checks:
             lines += ["### Checks", ""]
             for desc, ok, detail in o.checks:
@@ -338,7 +347,18 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
         lines += ["### Raw results", "", ", ".join(raw), ""]
     path = report / "summary.md"
     path.write_text("\n".join(lines).rstrip("\n") + "\n")
+    from harness.report_html import write_report_html
+    write_report_html(report)
     return path
+
+
+def plots_caption(png: Path) -> str:
+    """The caption the plot helper wrote beside a figure (harness/plots.py)."""
+    try:
+        from harness.plots import caption_of
+    except ImportError:                     # no matplotlib: no figures either
+        return ""
+    return caption_of(png)
 
 
 def _stamp() -> str:
@@ -500,16 +520,21 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
     for i in range(repeat):
         for n in runnable:
             labels.append(n if repeat == 1 else f"{n} #{i + 1}")
-    estimates = {}
+    estimates, defaulted = {}, set()
     for n in runnable:
         try:
             est = expected_duration(history, n, machine["hostname"])
         except HistoryError:                # no estimate; recording says what is wrong
             est = (None, None)
+        default = est[0] is None and n in DEFAULT_DURATIONS
+        if default:
+            est = DEFAULT_DURATIONS[n]
         for lbl in labels:
             if lbl == n or lbl.startswith(n + " #"):
                 estimates[lbl] = est
-    progress = Progress(labels, estimates=estimates, stream=err, tty=tty)
+                if default:
+                    defaulted.add(lbl)
+    progress = Progress(labels, estimates=estimates, stream=err, tty=tty, defaults=defaulted)
     for n in names:
         if modules[n] is None:
             print(f"reproduce: {n}: not built yet (no {package}.{module_name(n)} module)",

@@ -801,7 +801,7 @@ int mdsplit_setup(thread_data* td) {
     if (!o->config || !*o->config) {
         report_error(td,
                      "mdsplit: mdsplit_config is required: the TOML file describing the device "
-                     "stack (see README, \"TOML reference\")");
+                     "stack (see docs/stack-toml.md)");
         return 1;
     }
     if (const char* w = option_text(td, "mdsplit_group_weight"); w && !integer_in(w, 1, 1000)) {

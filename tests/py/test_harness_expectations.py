@@ -8,7 +8,7 @@ import pytest
 from harness import expectations as E
 from harness.paths import ROOT
 
-SEEDS = ROOT / "docs" / "seeds"  # copies of the five threads (../shared/seeds)
+SEEDS = ROOT / "docs" / "seeds"  # the five seed threads
 REQUIRED = {
     "raid5": ["legacy.md0_MBps", "fixed.md0_MBps", "legacy.seek_zero_pct", "fixed.seek_zero_pct"],
     "bio-size": [f"{d}.{p}_MBps" for d in ("read", "write") for p in ("original", "align", "max_sectors")],

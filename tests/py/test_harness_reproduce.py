@@ -83,7 +83,8 @@ def test_all_skips_what_is_not_built(package, tmp_path):
     assert "FAIL  fixed.seek_zero_pct - legacy.seek_zero_pct >= 20" in out
     assert "PASS  fixed.md0_MBps / legacy.md0_MBps >= 1.3" in out
     assert "PASS  own check: fine" in out
-    assert "[1/1] raid5: legacy dd (0:00 elapsed, ETA unknown)" in err
+    # no recorded run: the stated default (harness/reproduce.py, DEFAULT_DURATIONS)
+    assert "[1/1] raid5: legacy dd (step 1/2, 0:00 elapsed, ETA 0:14 (default))" in err
     summary = (report / "summary.md").read_text()
     # jobs/expectations.toml's 40 raid5 checks + the experiment's own; the 38 tolerance
     # checks (issue 16) name figures the fake experiment does not report, so they fail

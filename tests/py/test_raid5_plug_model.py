@@ -1,7 +1,7 @@
 """Seeds 000/002: the emulator's member access pattern for the dd job
 (jobs/raid5-split-order.fio on the virtual clock) equals an independent model
 written from the 6.17 sources: two bios per read, 3 MiB and 1.375 MiB (the
-stack files' [bio] layout; README, "RAID5 split order"), each through
+stack files' [bio] layout; docs/reproductions/raid5.md), each through
 __submit_bio_noacct's two-list loop with md_submit_bio's 1 MiB split
 and chunk_aligned_read's per-chunk split, then dd's plug
 (blk_attempt_plug_merge: the tail request, or the first of the same queue;
