@@ -6,6 +6,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <set>
+
+#include "base/resolved_path.h"
+#include "stack/device_safety.h"
+#include "stack/member_claim.h"
+#include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 
@@ -331,6 +338,167 @@ std::string RunPlan::sharing_refusal(size_t self, const StackConfig& config) con
                    "create_serialize=1 (the default), or members on files";
     }
     return "";
+}
+
+// ---- Stack files: inputs, members, traces -------------------------------------
+
+std::string file_identity(const std::string& path) {
+    struct stat st;
+    if (path.empty()) return "path:";
+    if (stat(path.c_str(), &st) != 0) return "path:" + resolved_path(path);
+    if (S_ISBLK(st.st_mode)) return "dev:" + std::to_string(st.st_rdev);
+    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+const std::optional<StackConfig>& RunPlan::stack_of(size_t i) {
+    static const std::optional<StackConfig> none;
+    if (jobs_[i].config.empty()) return none;
+    auto [it, added] = stacks_.try_emplace(config_path(i));
+    if (added) {
+        try {
+            it->second = load_stack_file(jobs_[i].config);
+        } catch (const std::exception&) {
+        }
+    }
+    return it->second;
+}
+
+// The run's inputs, which no output of the engine (a sidecar, a trace) may
+// replace: every job's stack file and the file members of its stack, by
+// file_identity(), as "the stack file s.toml" or "members[1] of s.toml" (the
+// first job that names it).
+std::map<std::string, std::string> RunPlan::run_inputs() {
+    std::map<std::string, std::string> inputs;
+    std::set<std::string> seen;  // config_path() of the stack files taken
+    for (size_t i = 0; i < jobs_.size(); i++) {
+        const PlanJob& job = jobs_[i];
+        if (!job.ours || job.config.empty() || !seen.insert(config_path(i)).second) continue;
+        inputs.emplace(file_identity(job.config), "the stack file " + job.config);
+        const std::optional<StackConfig>& config = stack_of(i);
+        for (size_t k = 0; config && k < config->members.size(); k++)
+            if (config->members[k].backend == BackendKind::IoUring)
+                inputs.emplace(file_identity(config->members[k].path),
+                               "members[" + std::to_string(k) + "] of " + job.config);
+    }
+    return inputs;
+}
+
+// What writing `path` would destroy among the run's inputs, "" when nothing.
+std::string RunPlan::input_at(const std::string& path) {
+    if (!inputs_) inputs_ = run_inputs();
+    auto it = inputs_->find(file_identity(path));
+    return it == inputs_->end() ? "" : it->second;
+}
+
+// The trace file of some job of the run that `path` names, as
+// "the trace file md0.blktrace.0 of job j", or "".
+std::string RunPlan::trace_file_at(const std::string& path) {
+    std::string id = file_identity(path);
+    for (size_t i = 0; i < jobs_.size(); i++) {
+        std::string dir = trace_dir(i);
+        if (!jobs_[i].ours || dir.empty() || jobs_[i].filename.empty()) continue;
+        const std::optional<StackConfig>& config = stack_of(i);
+        std::vector<std::string> traces;
+        try {
+            if (config) traces = Stack::trace_paths(*config, dir, jobs_[i].filename);
+        } catch (const std::exception&) {
+            continue;  // that job reports its own filename
+        }
+        for (const std::string& trace : traces)
+            if (file_identity(trace) == id)
+                return "the trace file " + trace + " of job " + jobs_[i].name;
+    }
+    return "";
+}
+
+// Another job of the run that reaches one of self's members through a
+// device of its own while both devices exist (threads: one process holds
+// every stack) or may run at the same time, when either device is a raid5
+// and either job may write: two stripe caches and parities over the same
+// member corrupt the array.
+std::string RunPlan::member_rival_refusal(size_t self, const StackConfig& config) {
+    std::set<std::string> ours;
+    for (const MemberConfig& m : config.members)
+        if (m.backend == BackendKind::IoUring) ours.insert(file_identity(m.path));
+    const std::string key = stack_key(self);
+    const PlanJob& mine = jobs_[self];
+    // By config_path(): the path of its first member that is one of ours
+    // ("" for none), so each stack file is looked at once.
+    std::map<std::string, std::string> shared_member;
+    for (size_t i = 0; i < jobs_.size(); i++) {
+        const PlanJob& job = jobs_[i];
+        if (i == self || !job.ours || job.config.empty() || stack_key(i) == key) continue;
+        if (!mine.writes && !job.writes) continue;
+        bool coexist = (mine.thread && job.thread) ||
+                       (job.number < mine.number ? may_overlap(i, self) : may_overlap(self, i));
+        if (!coexist) continue;
+        auto [shared, added] = shared_member.try_emplace(config_path(i));
+        if (added) {
+            const std::optional<StackConfig>& other = stack_of(i);
+            if (!other || (config.device.kind != DeviceKind::Raid5 &&
+                           other->device.kind != DeviceKind::Raid5))
+                continue;
+            for (const MemberConfig& m : other->members)
+                if (m.backend == BackendKind::IoUring && ours.count(file_identity(m.path))) {
+                    shared->second = m.path;
+                    break;
+                }
+        }
+        if (!shared->second.empty())
+            return "mdsplit: job " + mine.name + " and job " + job.name + " (" + shared->second +
+                   ") reach one member through two devices (another mdsplit_config or filename) "
+                   "that may be in use at once, one of them a raid5 with its own stripe cache "
+                   "and parity: writing would corrupt the array; allowed: the same "
+                   "mdsplit_config and filename for both with thread=1 (one shared device), or "
+                   "forked jobs with a stonewall between them";
+    }
+    return "";
+}
+
+// The trace files are truncated as the device opens: never over an input.
+std::string RunPlan::trace_outputs_refusal(size_t self, const StackConfig& config) {
+    const std::string dir = trace_dir(self);
+    if (dir.empty()) return "";
+    if (std::string rival = trace_refusal(self); !rival.empty()) return rival;
+    for (const std::string& path : Stack::trace_paths(config, dir, jobs_[self].device)) {
+        if (std::string input = input_at(path); !input.empty())
+            return "mdsplit: mdsplit_trace=" + dir + ": its file " + path + " is " + input +
+                   ": the trace would overwrite it; allowed: a directory where no member or "
+                   "stack file of the run has a trace file's name";
+        if (std::string holder = file_claim_holder(path); !holder.empty())
+            return "mdsplit: mdsplit_trace=" + dir + ": its file " + path + " is a member " +
+                   holder +
+                   ": the trace would overwrite it; allowed: a directory where no member in "
+                   "use has a trace file's name";
+    }
+    return "";
+}
+
+std::string RunPlan::stats_outputs_refusal(size_t self) {
+    const std::string path = stats_path(self);
+    if (path.empty()) return "";
+    if (std::string input = input_at(path); !input.empty())
+        return "mdsplit: mdsplit_stats=" + path + " is " + input +
+               ": the sidecar would overwrite it; allowed: a file that is neither a member nor "
+               "a stack file of the run";
+    if (std::string holder = file_claim_holder(path); !holder.empty())
+        return "mdsplit: mdsplit_stats=" + path + " is a member " + holder +
+               ": the sidecar would overwrite it; allowed: a file that is no member in use";
+    if (std::string use = find_file_use(path); !use.empty())
+        return "mdsplit: mdsplit_stats=" + path + " is " + use +
+               ": the sidecar would replace it; allowed: a file that no loop device or swap "
+               "area uses";
+    if (std::string trace = sidecar_is_stream(path) ? "" : trace_file_at(path); !trace.empty())
+        return "mdsplit: mdsplit_stats=" + path + " is " + trace +
+               ": the sidecar would replace it; allowed: a file that is not a trace file of "
+               "the run";
+    return stats_rival_refusal(self);
+}
+
+std::string RunPlan::output_refusal(size_t self, const StackConfig& config) {
+    if (std::string why = trace_outputs_refusal(self, config); !why.empty()) return why;
+    if (std::string why = trace_agreement_refusal(self); !why.empty()) return why;
+    return stats_outputs_refusal(self);
 }
 
 }  // namespace mdsplit

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +102,15 @@ public:
     std::string stats_rival_refusal(size_t self) const;
     // create_serialize=0 beside a forked job (fio frees its options).
     std::string create_serialize_refusal(size_t self) const;
+    // Two devices over one member, one a raid5, in use at once.
+    std::string member_rival_refusal(size_t self, const StackConfig& config);
+    // What job `self`'s traces (in trace_dir(self), for its device over
+    // `config`) and sidecar would overwrite: an input of the run (a stack
+    // file, a member), a member in use, a file a loop device or swap uses,
+    // another job's trace file; another device's traces or sidecar; and
+    // jobs of one device naming different trace directories. In the
+    // engine's order; "" when none.
+    std::string output_refusal(size_t self, const StackConfig& config);
 
 private:
     std::string output_rival(size_t self, const std::string& path,
@@ -109,10 +120,25 @@ private:
     const PlanJob* group_weight_rival(size_t self) const;
     const PlanJob* trace_disagreement(size_t self) const;
     std::string config_path(size_t i) const;
+    const std::optional<StackConfig>& stack_of(size_t i);
+    std::map<std::string, std::string> run_inputs();
+    std::string input_at(const std::string& path);
+    std::string trace_file_at(const std::string& path);
+    std::string trace_outputs_refusal(size_t self, const StackConfig& config);
+    std::string stats_outputs_refusal(size_t self);
 
     std::vector<PlanJob> jobs_;
     Resolve resolve_;
+    // The stack files of the run's jobs, each loaded at most once (a
+    // thousand jobs naming two stack files load two), by resolved path;
+    // nullopt for one that does not load (its job reports it).
+    std::map<std::string, std::optional<StackConfig>> stacks_;
+    std::optional<std::map<std::string, std::string>> inputs_;
 };
+
+// What a path names, whichever name it goes by: a block device's number, a
+// file's device and inode, or (not there yet) its absolute path.
+std::string file_identity(const std::string& path);
 
 // A sidecar path that is a stream (a character device, a FIFO, or an open
 // descriptor: /dev/stderr, /dev/fd/N, /proc/self/fd/N, through any link):
