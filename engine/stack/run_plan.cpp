@@ -16,8 +16,13 @@
 
 namespace mdsplit {
 
-RunPlan::RunPlan(std::vector<PlanJob> jobs, Resolve resolve)
-    : jobs_(std::move(jobs)), resolve_(std::move(resolve)) {}
+RunPlan::RunPlan(std::vector<PlanJob> jobs, Resolve resolve, std::string base)
+    : jobs_(std::move(jobs)), resolve_(std::move(resolve)), base_(std::move(base)) {}
+
+std::string RunPlan::at(const std::string& path) const {
+    if (base_.empty() || path.empty() || path[0] == '/') return path;
+    return base_ + "/" + path;
+}
 
 std::string RunPlan::config_path(size_t i) const {
     return jobs_[i].config.empty() ? "" : resolve_(jobs_[i].config);
@@ -122,7 +127,7 @@ std::string RunPlan::stats_path(size_t i) const {
     const PlanJob& job = jobs_[i];
     if (job.stats.empty()) return "";
     std::string path = job.stats;
-    if (job.subjob && !sidecar_is_stream(path)) path += "." + std::to_string(job.subjob);
+    if (job.subjob && !sidecar_is_stream(at(path))) path += "." + std::to_string(job.subjob);
     return path;
 }
 
@@ -197,7 +202,7 @@ std::string RunPlan::trace_agreement_refusal(size_t self) const {
 // Jobs writing one stream each add a document; one file would be replaced.
 std::string RunPlan::stats_rival_refusal(size_t self) const {
     const std::string path = stats_path(self);
-    if (path.empty() || sidecar_is_stream(path)) return "";
+    if (path.empty() || sidecar_is_stream(at(path))) return "";
     std::string rival = output_rival(self, path, &RunPlan::stats_path);
     if (rival.empty()) return "";
     return "mdsplit: mdsplit_stats=" + path + ": job " + rival +
@@ -356,7 +361,7 @@ const std::optional<StackConfig>& RunPlan::stack_of(size_t i) {
     auto [it, added] = stacks_.try_emplace(config_path(i));
     if (added) {
         try {
-            it->second = load_stack_file(jobs_[i].config);
+            it->second = load_stack_file(at(jobs_[i].config));
         } catch (const std::exception&) {
         }
     }
@@ -373,7 +378,7 @@ std::map<std::string, std::string> RunPlan::run_inputs() {
     for (size_t i = 0; i < jobs_.size(); i++) {
         const PlanJob& job = jobs_[i];
         if (!job.ours || job.config.empty() || !seen.insert(config_path(i)).second) continue;
-        inputs.emplace(file_identity(job.config), "the stack file " + job.config);
+        inputs.emplace(file_identity(at(job.config)), "the stack file " + job.config);
         const std::optional<StackConfig>& config = stack_of(i);
         for (size_t k = 0; config && k < config->members.size(); k++)
             if (config->members[k].backend == BackendKind::IoUring)
@@ -386,14 +391,14 @@ std::map<std::string, std::string> RunPlan::run_inputs() {
 // What writing `path` would destroy among the run's inputs, "" when nothing.
 std::string RunPlan::input_at(const std::string& path) {
     if (!inputs_) inputs_ = run_inputs();
-    auto it = inputs_->find(file_identity(path));
+    auto it = inputs_->find(file_identity(at(path)));
     return it == inputs_->end() ? "" : it->second;
 }
 
 // The trace file of some job of the run that `path` names, as
 // "the trace file md0.blktrace.0 of job j", or "".
 std::string RunPlan::trace_file_at(const std::string& path) {
-    std::string id = file_identity(path);
+    std::string id = file_identity(at(path));
     for (size_t i = 0; i < jobs_.size(); i++) {
         std::string dir = trace_dir(i);
         if (!jobs_[i].ours || dir.empty() || jobs_[i].filename.empty()) continue;
@@ -405,7 +410,7 @@ std::string RunPlan::trace_file_at(const std::string& path) {
             continue;  // that job reports its own filename
         }
         for (const std::string& trace : traces)
-            if (file_identity(trace) == id)
+            if (file_identity(at(trace)) == id)
                 return "the trace file " + trace + " of job " + jobs_[i].name;
     }
     return "";
@@ -465,7 +470,7 @@ std::string RunPlan::trace_outputs_refusal(size_t self, const StackConfig& confi
             return "mdsplit: mdsplit_trace=" + dir + ": its file " + path + " is " + input +
                    ": the trace would overwrite it; allowed: a directory where no member or "
                    "stack file of the run has a trace file's name";
-        if (std::string holder = file_claim_holder(path); !holder.empty())
+        if (std::string holder = file_claim_holder(at(path)); !holder.empty())
             return "mdsplit: mdsplit_trace=" + dir + ": its file " + path + " is a member " +
                    holder +
                    ": the trace would overwrite it; allowed: a directory where no member in "
@@ -481,14 +486,14 @@ std::string RunPlan::stats_outputs_refusal(size_t self) {
         return "mdsplit: mdsplit_stats=" + path + " is " + input +
                ": the sidecar would overwrite it; allowed: a file that is neither a member nor "
                "a stack file of the run";
-    if (std::string holder = file_claim_holder(path); !holder.empty())
+    if (std::string holder = file_claim_holder(at(path)); !holder.empty())
         return "mdsplit: mdsplit_stats=" + path + " is a member " + holder +
                ": the sidecar would overwrite it; allowed: a file that is no member in use";
-    if (std::string use = find_file_use(path); !use.empty())
+    if (std::string use = find_file_use(at(path)); !use.empty())
         return "mdsplit: mdsplit_stats=" + path + " is " + use +
                ": the sidecar would replace it; allowed: a file that no loop device or swap "
                "area uses";
-    if (std::string trace = sidecar_is_stream(path) ? "" : trace_file_at(path); !trace.empty())
+    if (std::string trace = sidecar_is_stream(at(path)) ? "" : trace_file_at(path); !trace.empty())
         return "mdsplit: mdsplit_stats=" + path + " is " + trace +
                ": the sidecar would replace it; allowed: a file that is not a trace file of "
                "the run";

@@ -66,9 +66,11 @@ struct StackUse {
 class RunPlan {
 public:
     // `resolve`: a path as open(2) reaches it (resolved_path(); the engine
-    // caches it for the run).
+    // caches it for the run). `base`: the directory the jobs' relative
+    // paths start from ("" the working directory, as fio's); messages
+    // show paths as the jobs write them.
     using Resolve = std::function<std::string(const std::string&)>;
-    RunPlan(std::vector<PlanJob> jobs, Resolve resolve);
+    RunPlan(std::vector<PlanJob> jobs, Resolve resolve, std::string base = "");
 
     const std::vector<PlanJob>& jobs() const { return jobs_; }
     std::string resolved(const std::string& path) const { return resolve_(path); }
@@ -120,6 +122,7 @@ private:
     const PlanJob* group_weight_rival(size_t self) const;
     const PlanJob* trace_disagreement(size_t self) const;
     std::string config_path(size_t i) const;
+    std::string at(const std::string& path) const;
     const std::optional<StackConfig>& stack_of(size_t i);
     std::map<std::string, std::string> run_inputs();
     std::string input_at(const std::string& path);
@@ -129,6 +132,7 @@ private:
 
     std::vector<PlanJob> jobs_;
     Resolve resolve_;
+    std::string base_;
     // The stack files of the run's jobs, each loaded at most once (a
     // thousand jobs naming two stack files load two), by resolved path;
     // nullopt for one that does not load (its job reports it).
