@@ -126,15 +126,23 @@ def caption_of(png) -> str:
 
 def bar_chart(path, values: dict, *, ylabel: str, title: str = "", reference: dict = None,
               reference_label: str = "thread", ours_label: str = "mdsplit",
-              caption: str = "") -> Path:
+              caption: str = "", fitted: set = None) -> Path:
     """One bar per variant; with `reference` (e.g. the thread's figures), a
-    second bar beside each."""
+    second bar beside each. Our bars whose label is in `fitted` (a figure a
+    model parameter was chosen on, or one that follows from such) are
+    hatched: they are not predictions."""
     labels = list(values)
     fig, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(labels) + 2), 4))
     x = range(len(labels))
     if reference:
         w = 0.38
-        ax.bar([i - w / 2 for i in x], [values[k] for k in labels], w, label=ours_label)
+        bars = ax.bar([i - w / 2 for i in x], [values[k] for k in labels], w, label=ours_label)
+        for bar, k in zip(bars, labels):
+            if k in (fitted or ()):
+                bar.set_hatch("//")
+        if fitted:
+            ours_label += " (hatched: fitted, not a prediction)"
+            bars.set_label(ours_label)
         ax.bar([i + w / 2 for i in x], [reference.get(k, 0) or 0 for k in labels], w,
                label=reference_label, alpha=0.7)
         ax.legend()

@@ -201,6 +201,9 @@ def _jsonable(obj):
 def print_outcome(o: Outcome, out, expectations) -> None:
     r = o.result
     print(f"== {o.name}: {o.title}" if o.title else f"== {o.name}", file=out)
+    if o.checks:
+        print("  " + exp_mod.basis_line(exp_mod.basis_counts(o.name, o.checks, expectations)),
+              file=out)
     tt = thread_table(o.name, r.metrics, expectations)
     if tt:
         print("the thread's figures beside ours:", file=out)
@@ -277,6 +280,26 @@ def _md_table(text: str) -> str:
     return "```text\n" + text.rstrip("\n") + "\n```\n"
 
 
+def basis_summary(outcomes: list, expectations) -> list:
+    """summary.md's first table: per thread, the predictions inside their
+    tolerance, then the checks that are fits, identities or constructions
+    (jobs/expectations.toml, each check's basis)."""
+    lines = ["", "## What is evidence", "",
+             "Per thread: checks whose figure nothing was chosen on (predictions), then those "
+             "that are fits, identities of fitted figures, or true by construction "
+             "(docs/reproductions/basis.md).", "",
+             "| experiment | predictions inside tolerance | fits | identities | constructions |",
+             "|---|---|---|---|---|"]
+    for o in outcomes:
+        if o.status != "ok" or not o.checks:
+            continue
+        c = exp_mod.basis_counts(o.name, o.checks, expectations)
+        cell = {b: (f"{c[b][0]}/{c[b][1]}" if b in c else "0") for b in exp_mod.BASES}
+        lines.append(f"| {o.name} | {cell['prediction']} | {cell['fit']} | {cell['identity']} | "
+                     f"{cell['construction']} |")
+    return lines
+
+
 def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, started: str,
                   command: str, history_path=None, batch=None, expectations=None,
                   history_error: str = "") -> Path:
@@ -294,6 +317,7 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
         if history_error and missed:
             lines.append(f"- **not recorded** in the history: {', '.join(missed)} "
                          f"({history_error})")
+    lines += basis_summary(outcomes, expectations)
     lines += ["", "| experiment | status | checks | time |", "|---|---|---|---|"]
     for o in outcomes:
         if o.status == "ok":
@@ -320,6 +344,11 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
         e = expectations.get(o.name)
         if e and e.note:
             lines += [e.note.strip(), ""]
+        if e and e.fitted:
+            lines += ["### Fitted parameters", "", "| parameter | value | fitted on |",
+                      "|---|---|---|"]
+            lines += [f"| {f.parameter} | {f.value} | {f.figure} |" for f in e.fitted]
+            lines.append("")
         tt = thread_table(o.name, r.metrics, expectations)
         if tt:
             lines += ["### The thread's figures beside ours", "", _md_table(tt)]
@@ -336,8 +365,10 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
                     lines += [f"*{caption}*", ""]
         if o.checks:
             lines += ["### Checks", ""]
+            bases = exp_mod.basis_of(o.name, expectations)
             for desc, ok, detail in o.checks:
-                lines.append(f"- **{'PASS' if ok else 'FAIL'}** `{desc}`: {detail}")
+                lines.append(f"- **{'PASS' if ok else 'FAIL'}** `{desc}` "
+                             f"[{bases.get(desc) or 'unlabelled'}]: {detail}")
             lines.append("")
         raw = [f"[result.json]({o.name}/result.json)"]
         for key, val in (r.raw or {}).items():

@@ -199,16 +199,20 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         "(--section), as the thread ran one fio per kernel. Information only: the "
         "writers' think time here is the host's real per-I/O cost / time_scale.")
     try:
-        from harness import plots
+        from harness import expectations, plots
+        bases = expectations.metric_bases(expectations.load()[NAME])
         result.figures.append(bandwidth_figure(out_dir, series, result.metrics).name)
         path = out_dir / "bfq-throughput.png"
         plots.bar_chart(path, {f"{p} {w}": result.metrics[f"{p}.{w}_MiBps"] for p, _ in PLACES for _, w, _ in VARIANTS},
                         ylabel="MiB/s", title="BFQ: 8 sync writers (virtual clock)",
                         reference={f"{p} {w}": THREAD[(p, v)] for p, _ in PLACES for v, w, _ in VARIANTS},
+                        fitted={f"{p} {w}" for p, _ in PLACES for _, w, _ in VARIANTS
+                                if bases.get(f"{p}.{w}_MiBps", "prediction") != "prediction"},
                         caption="The checked figures (virtual clock) beside the thread's: "
                                 "the non-root group before the patch (legacy counting) idles "
                                 "and loses bandwidth (thread 349 MiB/s), after it does not "
-                                "(550); the root group is unaffected.")
+                                "(550); the root group is unaffected. Hatched: fitted, not "
+                                "predicted.")
         result.figures.append(path.name)
     except ImportError:
         pass

@@ -181,6 +181,53 @@ def variant_figures(fio, v: str) -> tuple:
     return md0, sd, (buckets, count, zero), metrics, sidecar
 
 
+# The layout distribution's seeds (jobs/raid5-*.toml [bio] contiguity): each
+# seed is one dd process's buffer, the same seeds for both variants. The
+# checked figures are the medians over them; the 10-90 % band is printed
+# beside (harness/bands.py).
+LAYOUT_SEEDS = list(range(1, 10))
+
+
+def run_figures(fio) -> dict:
+    """The checked figures of one run of raid5-split-order.fio (both
+    variants): iostat figures of md0 and the odd members, the traced
+    member's seek rows in the thread's convention."""
+    out = {}
+    for v in VARIANTS:
+        _, _, _, metrics, sidecar = variant_figures(fio, v)
+        out.update({f"{v}.{k}": x for k, x in metrics.items()})
+        traced = seek_pcts(*seek_totals([sidecar.members[TRACED_MEMBER]], "buckets_kb_thread")[:2])
+        for label, pct in zip(SEEK_LABELS, traced):
+            key = label.replace(" .. ", "_").replace(">= ", "gt")
+            out[f"{v}.seek_thread_pct_{key}"] = pct
+    return out
+
+
+def layout_settings(seeds=None) -> list:
+    """One setting per layout seed, applied to both variants' stack files."""
+    return [{f"raid5-{v}.toml": {"bio.contiguity.seed": str(k)} for v in VARIANTS}
+            for k in (seeds or LAYOUT_SEEDS)]
+
+
+def layout_band_table(b: dict) -> str:
+    """The thread's figures against the band over the layout seeds."""
+    from harness import bands
+    from harness import expectations as E
+    metrics = E.load().get(NAME).metrics
+    rows = []
+    for name, (med, lo, hi) in b.items():
+        m = metrics.get(name)
+        if m is None or m.thread is None:
+            continue
+        rows.append((name, m.thread, (med, lo, hi),
+                     bands.verdict((med, lo, hi), m.thread, m.tolerance, m.abs_tolerance)))
+    return bands.band_table(
+        f"over {len(LAYOUT_SEEDS)} dd buffer layouts (one allocator model for both variants, "
+        "jobs/raid5-*.toml [bio] contiguity seeds "
+        f"{LAYOUT_SEEDS[0]}..{LAYOUT_SEEDS[-1]}): median and 10-90 % band; the checked figure is "
+        "the median", rows)
+
+
 def fit_table(m: dict) -> str:
     """The fit (one number, the member bandwidth, on the fixed column's member
     rMB/s; dd's CPU read off the thread's blktrace) and what it predicts
@@ -196,8 +243,8 @@ def fit_table(m: dict) -> str:
             ("prediction", "legacy", "member_r_s", "sd", "r_s"),
             ("prediction", "legacy", "sd_r_await_ms", "sd", "r_await_ms")]
     lines = ["fit on the fixed column only: the sas-ssd-seed000 bandwidth on the member rMB/s "
-             "(jobs/models.toml); dd's CPU ([cpu] submit_bio 2.14 us, dispatch 6.2 us) read off the "
-             "thread's blktrace G timestamps, not fitted; the rest are checks of the fit or predictions",
+             "(jobs/models.toml); dd's CPU ([cpu] submit_bio, dispatch) from the fixed column's "
+             "blktrace G timestamps; medians over the layout seeds",
              f"{'role':<11} {'figure':<28} {'ours':>9} {'thread':>9} {'ours/thread':>11}"]
     for role, v, key, dev, tkey in rows:
         ours, theirs = m[f"{v}.{key}"], THREAD[v][dev][tkey]
@@ -302,6 +349,20 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         result.metrics.update({f"{v}.{k}": x for k, x in metrics.items()})
         machine = variant_figures(fio, v)[3]
         result.metrics.update({f"machine.{v}.{k}": x for k, x in machine.items()})
+    # The checked figures: medians over the layout seeds (one allocator
+    # model, both variants), in parallel over the cores, --no-data.
+    from harness import bands
+    progress(f"simulate raid5-split-order.fio over {len(LAYOUT_SEEDS)} buffer layouts "
+             "(virtual clock, --no-data)")
+    runs = bands.run_settings(jobs_dir, out_dir / "layouts", "raid5-split-order.fio",
+                              layout_settings(), f"{__name__}:run_figures")
+    layout_bands = bands.bands(runs)
+    for name, (med, lo, hi) in layout_bands.items():
+        result.metrics[name] = med
+        result.metrics[f"p10.{name}"] = lo
+        result.metrics[f"p90.{name}"] = hi
+    result.raw["layout_runs"] = runs
+    result.tables.append(layout_band_table(layout_bands))
     m = result.metrics
     ratio = m["fixed.md0_MBps"] / m["legacy.md0_MBps"]
     result.tables.append(

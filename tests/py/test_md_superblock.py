@@ -316,3 +316,23 @@ def test_an_xattr_this_version_cannot_read_is_refused(engine, workdir, xattrs, v
     line = [l for l in r.stderr.splitlines() if l.startswith("mdsplit:")][0]
     assert "members[0] (" in line and "its xattr user.mdsplit.md" in line, r.stderr
     assert "allowed: the xattr removed" in line
+
+
+@pytest.mark.parametrize("field,value", [("disks", "4294967297"), ("role", "-1"),
+                                         ("chunk", "18446744073709551616"), ("faulty", "4294967296")])
+def test_a_number_past_its_fields_range_is_refused_not_wrapped(engine, workdir, xattrs, field,
+                                                               value):
+    """disks=4294967297 was "one of 1 members", role=-1 "member 4294967295": now the field is named as unreadable."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", "rw=write\nsize=1m\n"), timeout=60)
+    text = superblock(workdir / "m0.img")
+    old = next(f for f in text.split() if f.startswith(field + "="))
+    os.setxattr(workdir / "m0.img", XATTR, text.replace(old, f"{field}={value}").encode())
+    r = run_fio(job(engine, workdir, "v", "rw=read\nsize=1m\n"), check=False, timeout=60)
+    assert r.returncode != 0
+    line = [l for l in r.stderr.splitlines() if l.startswith("mdsplit:")][0]
+    limit = {"disks": 4294967295, "role": 4294967295, "faulty": 4294967295,
+             "chunk": 18446744073709551615}[field]
+    assert (f"members[0] (" in line and "its xattr user.mdsplit.md is no md superblock this "
+            f"version reads ({field}={value}: not a whole number from 0 to {limit})" in line), \
+        r.stderr

@@ -88,7 +88,9 @@ Loaded load_superblock(const StackConfig& config, size_t i) {
     }
     std::string why = n < 0 ? std::string("cannot be read: ") + std::strerror(errno)
                             : "is no md superblock this version reads";
-    if (n >= 0) l.sb = MdSuperblock::parse(std::string(buf, size_t(n)));
+    std::string reason;
+    if (n >= 0) l.sb = MdSuperblock::parse(std::string(buf, size_t(n)), &reason);
+    if (!reason.empty()) why += " (" + reason + ")";
     if (!l.sb)
         refuse(config, member_name(config, i) + ": its xattr " + kMdSuperblockXattr + " " + why,
                "the xattr removed (setfattr -x " + std::string(kMdSuperblockXattr) +
@@ -184,56 +186,133 @@ std::string MdSuperblock::format() const {
     return s.str();
 }
 
-std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text) {
+namespace {
+
+// A field's value as a whole number from 0 to @max, written in decimal
+// digits only: nullopt for anything else (a sign, a fraction, a number past
+// @max, which a cast would have wrapped: disks=4294967297 was 1 member).
+std::optional<uint64_t> parse_number(const std::string& value, uint64_t max) {
+    if (value.empty() || value.size() > 20 ||
+        value.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    uint64_t v = 0;
+    for (char c : value) {
+        if (v > (UINT64_MAX - uint64_t(c - '0')) / 10) return std::nullopt;
+        v = v * 10 + uint64_t(c - '0');
+    }
+    if (v > max) return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text, std::string* why) {
+    auto fail = [&](const std::string& reason) -> std::optional<MdSuperblock> {
+        if (why) *why = reason;
+        return std::nullopt;
+    };
     std::istringstream in(text);
     std::string magic, version;
-    if (!(in >> magic >> version) || magic != "mdsplit-md" || version != "1") return std::nullopt;
+    if (!(in >> magic >> version) || magic != "mdsplit-md" || version != "1")
+        return fail("not \"mdsplit-md 1 ...\"");
     MdSuperblock sb;
+    const char* const required[] = {"uuid", "disks", "chunk", "layout", "role", "state", "faulty"};
     bool have[7] = {};
+    auto number = [&](const std::string& key, const std::string& value, uint64_t max) {
+        std::optional<uint64_t> v = parse_number(value, max);
+        if (!v && why)
+            *why = key + "=" + value + ": not a whole number from 0 to " + std::to_string(max);
+        return v;
+    };
     for (std::string field; in >> field;) {
         size_t eq = field.find('=');
-        if (eq == std::string::npos) return std::nullopt;
+        if (eq == std::string::npos) return fail("\"" + field + "\" is no key=value");
         std::string key = field.substr(0, eq), value = field.substr(eq + 1);
-        try {
-            if (key == "uuid" && value.size() == 32) {
-                sb.uuid = value, have[0] = true;
-            } else if (key == "disks") {
-                sb.raid_disks = uint32_t(std::stoul(value)), have[1] = true;
-            } else if (key == "chunk") {
-                sb.chunk_bytes = std::stoull(value), have[2] = true;
-            } else if (key == "layout") {
-                int l = std::stoi(value);
-                if (l < 0 || l > 3) return std::nullopt;
-                sb.layout = Raid5Layout(l), have[3] = true;
-            } else if (key == "role") {
-                sb.role = uint32_t(std::stoul(value)), have[4] = true;
-            } else if (key == "state") {
-                if (value == "clean")
-                    sb.state = State::Clean;
-                else if (value == "active")
-                    sb.state = State::Active;
-                else if (value == "faulty")
-                    sb.state = State::Faulty;
-                else
-                    return std::nullopt;
-                have[5] = true;
-            } else if (key == "faulty") {
-                if (value != "-") {
-                    std::istringstream roles(value);
-                    for (std::string r; std::getline(roles, r, ',');)
-                        sb.faulty_roles.push_back(uint32_t(std::stoul(r)));
+        if (key == "uuid") {
+            if (value.size() != 32 ||
+                value.find_first_not_of("0123456789abcdef") != std::string::npos)
+                return fail("uuid=" + value + ": not 32 hex digits");
+            sb.uuid = value, have[0] = true;
+        } else if (key == "disks") {
+            auto v = number(key, value, UINT32_MAX);
+            if (!v) return std::nullopt;
+            sb.raid_disks = uint32_t(*v), have[1] = true;
+        } else if (key == "chunk") {
+            auto v = number(key, value, UINT64_MAX);
+            if (!v) return std::nullopt;
+            sb.chunk_bytes = *v, have[2] = true;
+        } else if (key == "layout") {
+            auto v = number(key, value, 3);
+            if (!v) return std::nullopt;
+            sb.layout = Raid5Layout(*v), have[3] = true;
+        } else if (key == "role") {
+            auto v = number(key, value, UINT32_MAX);
+            if (!v) return std::nullopt;
+            sb.role = uint32_t(*v), have[4] = true;
+        } else if (key == "state") {
+            if (value == "clean")
+                sb.state = State::Clean;
+            else if (value == "active")
+                sb.state = State::Active;
+            else if (value == "faulty")
+                sb.state = State::Faulty;
+            else
+                return fail("state=" + value + ": not clean, active or faulty");
+            have[5] = true;
+        } else if (key == "faulty") {
+            if (value != "-") {
+                std::istringstream roles(value);
+                for (std::string r; std::getline(roles, r, ',');) {
+                    auto v = number(key, r, UINT32_MAX);
+                    if (!v) return std::nullopt;
+                    sb.faulty_roles.push_back(uint32_t(*v));
                 }
-                have[6] = true;
-            } else {
-                return std::nullopt;
             }
-        } catch (const std::exception&) {
-            return std::nullopt;
+            have[6] = true;
+        } else {
+            return fail("unknown key " + key);
         }
     }
-    for (bool h : have)
-        if (!h) return std::nullopt;
+    for (size_t k = 0; k < 7; k++)
+        if (!have[k]) return fail(std::string("no ") + required[k] + "=");
     return sb;
+}
+
+namespace {
+
+// The member file's superblock text: nullopt when it has none, or it cannot
+// be read.
+std::optional<std::string> superblock_text(const std::string& path) {
+    char buf[1024];
+    ssize_t n = ::getxattr(path.c_str(), kMdSuperblockXattr, buf, sizeof buf);
+    if (n < 0) return std::nullopt;
+    return std::string(buf, size_t(n));
+}
+
+}  // namespace
+
+std::string md_member_signature(const std::string& path) {
+    std::optional<std::string> text = superblock_text(path);
+    if (!text) return "";
+    std::string where = std::string("xattr ") + kMdSuperblockXattr;
+    if (std::optional<MdSuperblock> sb = MdSuperblock::parse(*text))
+        return "an md superblock (" + where + ": member " + std::to_string(sb->role) +
+               " of a raid5 of " + std::to_string(sb->raid_disks) + " members)";
+    return "an md superblock (" + where + ")";
+}
+
+std::string mark_written_outside_array(const std::string& path) noexcept {
+    try {
+        std::optional<std::string> text = superblock_text(path);
+        if (!text) return "";
+        std::optional<MdSuperblock> sb = MdSuperblock::parse(*text);
+        if (!sb || sb->state != MdSuperblock::State::Clean) return "";
+        sb->state = MdSuperblock::State::Active;
+        store_superblock(path, *sb);
+        return "";
+    } catch (const std::exception& e) {
+        return e.what();
+    }
 }
 
 MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable,

@@ -49,8 +49,10 @@ struct MdSuperblock {
     std::vector<uint32_t> faulty_roles;
 
     std::string format() const;
-    // nullopt for text that is no superblock of ours.
-    static std::optional<MdSuperblock> parse(const std::string& text);
+    // nullopt for text that is no superblock of ours, @why (when given)
+    // saying which field is wrong. Numbers are decimal digits within their
+    // field's range (never wrapped to 32 bits).
+    static std::optional<MdSuperblock> parse(const std::string& text, std::string* why = nullptr);
 };
 
 // What assemble_md_array() found and did.
@@ -79,6 +81,22 @@ struct MdAssembly {
  */
 MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable,
                              const std::function<void(const std::string&)>& log = {});
+
+/**
+ * md_member_signature() - what marks the file at @path as a member of an
+ * array (its user.mdsplit.md xattr), as device safety names a signature:
+ * "an md superblock (xattr user.mdsplit.md: member 1 of a raid5 of 4
+ * members)", or "" for a file without one (or an xattr that cannot be read)
+ */
+std::string md_member_signature(const std::string& path);
+
+/**
+ * mark_written_outside_array() - the array of the member file at @path
+ * was written behind md's back (a non-RAID stack with force = true): its
+ * superblock says active, so the array's next run resyncs its parity
+ * instead of trusting it. "" when done or nothing to mark, else why not.
+ */
+std::string mark_written_outside_array(const std::string& path) noexcept;
 
 /**
  * mark_member_faulty() - md_error()'s md_update_sb(): member @member failed
