@@ -248,6 +248,29 @@ std::string group_of(thread_data* td) {
     return td->o.cgroup ? td->o.cgroup : "";
 }
 
+// The file fio writes its report to (--output, or the regular file its
+// stdout is), by file_identity(); "" when it is a terminal, pipe or device.
+std::string fio_report_identity() {
+    struct stat st;
+    if (!f_out || fstat(fileno(f_out), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+// fio's command line's arguments that are files: its job files (fio keeps
+// their names in init.c's static ini_file), read from /proc/self/cmdline.
+std::vector<std::string> fio_job_files() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> files;
+    bool first = true;
+    for (std::string arg; std::getline(in, arg, '\0'); first = false) {
+        struct stat st;
+        if (!first && !arg.empty() && arg[0] != '-' && stat(arg.c_str(), &st) == 0 &&
+            S_ISREG(st.st_mode))
+            files.push_back(arg);
+    }
+    return files;
+}
+
 // One job of the run as the run plan takes it (stack/run_plan.h). With
 // `options` false only fio's own fields are read: a forked job's engine
 // options are freed once fio has forked it (create_serialize=0 reads them
@@ -261,6 +284,14 @@ PlanJob plan_job(thread_data* td, thread_data* self, bool options) {
     j.subjob = uint32_t(td->subjob_number);
     j.create_serialize = td->o.create_serialize;
     j.cgroup = td->o.cgroup ? td->o.cgroup : "";
+    const std::pair<const char*, io_log*> logs[] = {
+        {"write_lat_log", td->lat_log},  {"write_lat_log", td->slat_log},
+        {"write_lat_log", td->clat_log}, {"write_hist_log", td->clat_hist_log},
+        {"write_bw_log", td->bw_log},    {"write_iops_log", td->iops_log}};
+    for (const auto& [option, log] : logs)
+        if (log && log->filename) j.fio_files.emplace_back(option, log->filename);
+    if (td->o.write_iolog_file && *td->o.write_iolog_file)
+        j.fio_files.emplace_back("write_iolog", td->o.write_iolog_file);
     // Same engine = same ioengine_ops: fio dlopen()s one .so once and
     // takes its "ioengine" symbol (dlopen_ioengine). Not the path:
     // o.ioengine_so_path points into a parse buffer fio has freed by now
@@ -293,7 +324,9 @@ RunPlan run_plan(thread_data* self, bool options, size_t& index) {
         if (td == self) index = jobs.size();
         jobs.push_back(plan_job(td, self, options));
     }
-    return RunPlan(std::move(jobs), run_path);
+    RunPlan plan(std::move(jobs), run_path);
+    plan.set_fio_files(fio_report_identity(), fio_job_files());
+    return plan;
 }
 
 // A sync (fsync, fdatasync, sync_file_range) that completed with an error,
@@ -326,73 +359,6 @@ Fadvise fadvise_of(thread_data* td) {
             return Fadvise::Sequential;
         default:
             return td_random(td) ? Fadvise::Random : Fadvise::Sequential;
-    }
-}
-
-// The file fio writes its report to (--output, or the regular file its
-// stdout is), by file_identity(); "" when it is a terminal, pipe or device.
-std::string fio_report_identity() {
-    struct stat st;
-    if (!f_out || fstat(fileno(f_out), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-}
-
-// fio's command line's arguments that are files: its job files (fio keeps
-// their names in init.c's static ini_file), read from /proc/self/cmdline.
-std::vector<std::string> fio_job_files() {
-    std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    std::vector<std::string> files;
-    bool first = true;
-    for (std::string arg; std::getline(in, arg, '\0'); first = false) {
-        struct stat st;
-        if (!first && !arg.empty() && arg[0] != '-' && stat(arg.c_str(), &st) == 0 &&
-            S_ISREG(st.st_mode))
-            files.push_back(arg);
-    }
-    return files;
-}
-
-// The file of fio's own that `path` is (compared by file_identity()), as
-// "fio's job file run.fio", "fio's report (--output or stdout)", "the
-// write_bw_log file x_bw.1.log of job j", or "". Member data written there
-// would replace it, and fio writes its report and logs over a member.
-std::string fio_file_at(const std::string& path) {
-    std::string id = file_identity(path);
-    // First: "--output FILE" puts the report's name among the arguments.
-    if (id == fio_report_identity()) return "fio's report (--output, or the file of its stdout)";
-    for (const std::string& file : fio_job_files())
-        if (file_identity(file) == id) return "fio's job file " + file;
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        const std::pair<const char*, io_log*> logs[] = {
-            {"write_lat_log", td->lat_log},  {"write_lat_log", td->slat_log},
-            {"write_lat_log", td->clat_log}, {"write_hist_log", td->clat_hist_log},
-            {"write_bw_log", td->bw_log},    {"write_iops_log", td->iops_log}};
-        for (const auto& [option, log] : logs)
-            if (log && log->filename && file_identity(log->filename) == id)
-                return std::string("the ") + option + " file " + log->filename + " of job " +
-                       job_name(td);
-        if (td->o.write_iolog_file && *td->o.write_iolog_file &&
-            file_identity(td->o.write_iolog_file) == id)
-            return std::string("the write_iolog file ") + td->o.write_iolog_file + " of job " +
-                   job_name(td);
-    }
-    return "";
-}
-
-// A member of @config that is one of fio's own files (fio_file_at()):
-// throws the loader's one line for the first.
-void check_members_are_not_fio_files(const StackConfig& config) {
-    for (size_t i = 0; i < config.members.size(); i++) {
-        const MemberConfig& m = config.members[i];
-        if (m.backend != BackendKind::IoUring) continue;
-        if (std::string file = fio_file_at(m.path); !file.empty())
-            throw make_config_error(
-                config.source, "members[" + std::to_string(i) + "].path",
-                in_quotes(m.path) + " is " + file + ": member data would overwrite it",
-                "a member file that is none of fio's own (job files, "
-                "--output, write_iolog and write_*_log files)");
     }
 }
 
@@ -599,7 +565,8 @@ int mdsplit_setup(thread_data* td) {
         safety.writes = use.writes;
         safety.allow_mounted_write = use.writers_allow_mounted;
         check_device_safety(config, safety);
-        check_members_are_not_fio_files(config);
+        if (std::string why = plan.fio_file_refusal(config); !why.empty())
+            throw std::runtime_error(why);
         auto data = std::make_unique<EngineData>();
         StackOptions so;
         fio_file* f = td->files[0];

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/resolved_path.h"
+#include "config/config_error.h"
 #include "stack/device_safety.h"
 #include "stack/member_claim.h"
 #include "stack/stack.h"
@@ -504,6 +505,45 @@ std::string RunPlan::output_refusal(size_t self, const StackConfig& config) {
     if (std::string why = trace_outputs_refusal(self, config); !why.empty()) return why;
     if (std::string why = trace_agreement_refusal(self); !why.empty()) return why;
     return stats_outputs_refusal(self);
+}
+
+// ---- fio's own files ---------------------------------------------------------
+
+void RunPlan::set_fio_files(std::string report_identity, std::vector<std::string> job_files) {
+    fio_report_identity_ = std::move(report_identity);
+    fio_job_files_ = std::move(job_files);
+}
+
+// The file of fio's own that `path` is (by file_identity()), as "fio's job
+// file run.fio", "fio's report (...)", "the write_bw_log file x_bw.1.log of
+// job j", or "".
+std::string RunPlan::fio_file_at(const std::string& path) const {
+    std::string id = file_identity(at(path));
+    // First: "--output FILE" puts the report's name among the arguments.
+    if (!fio_report_identity_.empty() && id == fio_report_identity_)
+        return "fio's report (--output, or the file of its stdout)";
+    for (const std::string& file : fio_job_files_)
+        if (file_identity(at(file)) == id) return "fio's job file " + file;
+    for (const PlanJob& job : jobs_)
+        for (const auto& [option, file] : job.fio_files)
+            if (file_identity(at(file)) == id)
+                return "the " + option + " file " + file + " of job " + job.name;
+    return "";
+}
+
+std::string RunPlan::fio_file_refusal(const StackConfig& config) const {
+    for (size_t i = 0; i < config.members.size(); i++) {
+        const MemberConfig& m = config.members[i];
+        if (m.backend != BackendKind::IoUring) continue;
+        if (std::string file = fio_file_at(m.path); !file.empty())
+            return make_config_error(
+                       config.source, "members[" + std::to_string(i) + "].path",
+                       in_quotes(m.path) + " is " + file + ": member data would overwrite it",
+                       "a member file that is none of fio's own (job files, "
+                       "--output, write_iolog and write_*_log files)")
+                .what();
+    }
+    return "";
 }
 
 }  // namespace mdsplit

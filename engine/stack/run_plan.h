@@ -46,6 +46,9 @@ struct PlanJob {
     std::string group;
     std::string cgroup;  // fio's cgroup=
     uint32_t group_weight = 100;
+    // fio's own output files of this job: (option, path), such as
+    // ("write_bw_log", "x_bw.1.log") or ("write_iolog", "w.log").
+    std::vector<std::pair<std::string, std::string>> fio_files;
 };
 
 // What the whole run does with one stack file (or one device of it).
@@ -113,6 +116,13 @@ public:
     // jobs of one device naming different trace directories. In the
     // engine's order; "" when none.
     std::string output_refusal(size_t self, const StackConfig& config);
+    // fio's own files outside the jobs: its report's file_identity() ("" a
+    // terminal, pipe or device) and its job files.
+    void set_fio_files(std::string report_identity, std::vector<std::string> job_files);
+    // A member of `config` that is one of fio's own files: the loader's line
+    // for the first ("" none). Member data would replace it, and fio
+    // writes its report and logs over a member.
+    std::string fio_file_refusal(const StackConfig& config) const;
 
 private:
     std::string output_rival(size_t self, const std::string& path,
@@ -138,6 +148,9 @@ private:
     // nullopt for one that does not load (its job reports it).
     std::map<std::string, std::optional<StackConfig>> stacks_;
     std::optional<std::map<std::string, std::string>> inputs_;
+    std::string fio_report_identity_;
+    std::vector<std::string> fio_job_files_;
+    std::string fio_file_at(const std::string& path) const;
 };
 
 // What a path names, whichever name it goes by: a block device's number, a
