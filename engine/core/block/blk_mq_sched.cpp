@@ -39,13 +39,7 @@ void MemberQueue::delayed_run(void* arg, uint64_t) {
 // BLK_MQ_BUDGET_DELAY (blk_mq_delay_run_hw_queues, mod_delayed_work).
 void MemberQueue::run_queue() {
     if (!scheduler_) return;
-    while (waiting_head_ && in_flight_ < limits_.queue_depth) {
-        Request* next = waiting_head_;
-        waiting_head_ = next->next;
-        if (!waiting_head_) waiting_tail_ = nullptr;
-        next->next = nullptr;
-        issue(next);
-    }
+    issue_waiting();
     if (waiting_head_) {
         restart_ = true;
         return;

@@ -168,7 +168,12 @@ void MemberQueue::complete_request(Request* rq, int64_t res) {
         return;
     }
     layer_.requests().put(rq);
+    issue_waiting();
+}
 
+// The requests waiting on the dispatch list (hctx->dispatch) take the free
+// driver tags, in order.
+void MemberQueue::issue_waiting() {
     while (waiting_head_ && in_flight_ < limits_.queue_depth) {
         Request* next = waiting_head_;
         waiting_head_ = next->next;

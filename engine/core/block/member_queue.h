@@ -84,6 +84,7 @@ private:
     Request* alloc_request(Bio* bio);
     void add_rq_to_plug(PlugList& plug, Request* rq);
     void issue(Request* rq);
+    void issue_waiting();
     static void end_request(void* ctx, Request* rq, int64_t res);
     void complete_request(Request* rq, int64_t res);
 
