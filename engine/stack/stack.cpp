@@ -666,7 +666,10 @@ std::string Stack::stats_json() const {
         // How the array was assembled from its superblocks (md_superblock.h).
         j.key("md_assembly").begin_object().field("superblocks", md_.kept);
         j.field("action", md_.action).field("resync_rows", md_.resync_rows);
-        j.field("recovered_rows", md_.recovered_rows).end_object();
+        j.field("recovered_rows", md_.recovered_rows).key("kicked").begin_array();
+        for (size_t i = 0; i < md_.kicked.size(); i++)
+            if (md_.kicked[i]) j.value(uint64_t(i));
+        j.end_array().field("events", md_.events).end_object();
     }
     j.end_object();
     return j.str();

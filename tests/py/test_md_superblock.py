@@ -39,7 +39,7 @@ def job(engine, workdir, name, body, config="r5.toml"):
         f"direct=1\nmdsplit_stats={name}.json\n[{name}]\n{body}"))
 
 
-WRITE = "rw=randwrite\nbs=4k\niodepth=16\nnumber_ios=2000\nverify=crc32c\nrandseed=7\n"
+WRITE = "rw=randwrite\nbs=4k\niodepth=16\nnumber_ios=2000\nverify=md5\nrandseed=7\n"
 VERIFY = WRITE + "verify_only=1\n"
 
 
@@ -75,27 +75,14 @@ def kill_with_jobs(p):
     p.wait()
 
 
-@pytest.fixture
-def xattrs(workdir):
-    """Skips where this file system keeps no user extended attributes."""
-    probe = workdir / "xattr-probe"
-    probe.write_bytes(b"")
-    try:
-        os.setxattr(probe, "user.probe", b"1")
-    except OSError as e:
-        pytest.skip(f"no user xattrs on {workdir}: {e.strerror}")
-    finally:
-        probe.unlink()
-
-
 def test_a_new_array_on_empty_members_is_clean_and_marked(engine, workdir, xattrs):
     """Fresh sparse members: no resync; each member's superblock names its role, clean after the run."""
     stack(workdir)
     run_fio(job(engine, workdir, "w", WRITE + "do_verify=1\n"), timeout=60)
     assert assembly(workdir, "w") == {"superblocks": True, "action": "new", "resync_rows": 0,
-                                      "recovered_rows": 0}
+                                      "recovered_rows": 0, "kicked": [], "events": 1}
     for i, m in enumerate(members(workdir)):
-        assert f" disks=4 chunk=65536 layout=2 role={i} state=clean" in superblock(m)
+        assert f" disks=4 chunk=65536 layout=2 role={i} state=clean events=2 " in superblock(m)
 
 
 def test_a_new_array_over_members_holding_data_is_resynced(engine, workdir, xattrs):
@@ -259,8 +246,8 @@ def test_two_new_members_are_refused(engine, workdir, xattrs):
     r = run_fio(job(engine, workdir, "v", VERIFY), check=False, timeout=60)
     assert r.returncode != 0
     assert "m0.img), members[3] (" in r.stderr
-    assert "are new (no md superblock, xattr user.mdsplit.md) or failed in an array that " \
-           "survives one" in r.stderr
+    assert "are new (no md superblock, xattr user.mdsplit.md), non-fresh (kicked: an older " \
+           "event count) or failed in an array that survives one" in r.stderr
 
 
 def test_a_member_failed_in_the_stack_file_stays_out_after_a_run_that_wrote(engine, workdir,
@@ -333,6 +320,6 @@ def test_a_number_past_its_fields_range_is_refused_not_wrapped(engine, workdir, 
     line = [l for l in r.stderr.splitlines() if l.startswith("mdsplit:")][0]
     limit = {"disks": 4294967295, "role": 4294967295, "faulty": 4294967295,
              "chunk": 18446744073709551615}[field]
-    assert (f"members[0] (" in line and "its xattr user.mdsplit.md is no md superblock this "
+    assert ("members[0] (" in line and "its xattr user.mdsplit.md is no md superblock this "
             f"version reads ({field}={value}: not a whole number from 0 to {limit})" in line), \
         r.stderr

@@ -74,6 +74,8 @@ STACKS = {
     "bwlog": '[[members]]\npath = "x_bw.1.log"\nsize = "1m"\n',
     "mdmember": '[[members]]\npath = "md.img"\n',
     "mdmember+force": '[[members]]\npath = "md.img"\nforce = true\n',
+    "mdstale": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "s0.img"\n'
+               '[[members]]\npath = "s1.img"\nfailed = true\n[[members]]\npath = "s2.img"\n',
     "mdwrap": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "wrap.img"\n' + "".join(
         f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in (1, 2)),
     "new": '[[members]]\npath = "new/m.img"\nsize = "1m"\n',
@@ -148,6 +150,10 @@ def make_files(tmp):
         os.setxattr(tmp / "md.img", "user.mdsplit.md", MD_MEMBER)
         os.setxattr(tmp / "wrap.img", "user.mdsplit.md",
                     MD_MEMBER.replace(b"disks=3", b"disks=4294967297").replace(b"role=1", b"role=0"))
+        for i, events in enumerate((2, 4, 4)):  # s0.img an old copy (events behind)
+            (tmp / f"s{i}.img").write_bytes(b"\0" * 1048576)
+            os.setxattr(tmp / f"s{i}.img", "user.mdsplit.md", MD_MEMBER.replace(
+                b"role=1", b"role=%d" % i).replace(b"state=clean", b"state=clean events=%d" % events))
     except OSError:
         pass
 
@@ -359,7 +365,7 @@ def test_row(row, tmp_path, mdsplit_module, engine):
             if stack_name.startswith("loop") and stack_name not in STACKS:
                 stack_name = "loop+force" if stack_name.endswith("+force") else "loop"
             stack_text = STACKS[stack_name]
-            if stack_name.startswith("mdmember") or stack_name == "mdwrap":
+            if stack_name.startswith("mdmember") or stack_name in ("mdwrap", "mdstale"):
                 try:
                     os.getxattr(tmp / "md.img", "user.mdsplit.md")
                 except OSError as e:
@@ -386,7 +392,11 @@ def test_row(row, tmp_path, mdsplit_module, engine):
                     result.stderr
         elif kind == "io":
             stack, _, op = row["input"].partition(":")
-            sim = mdsplit_module.Simulation(expand(STACKS[stack.strip()], subst), str(tmp))
+            name = stack.strip()
+            sim = mdsplit_module.Simulation(expand(STACKS[name.removesuffix("+cut")], subst),
+                                            str(tmp))
+            if name.endswith("+cut"):  # the member file cut to 0 bytes while the stack has it
+                os.truncate(tmp / "m0.img", 0)
             name, offset, length = op.split()
             sim.submit(name, int(offset), int(length))
             [done] = sim.run()

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -142,6 +143,7 @@ MdSuperblock superblock_of(const StackConfig& config, const MdAssembly& assembly
     sb.layout = config.device.layout;
     sb.role = uint32_t(i);
     sb.state = assembly.faulty[i] ? MdSuperblock::State::Faulty : state;
+    sb.events = assembly.events;
     for (size_t k = 0; k < assembly.faulty.size(); k++)
         if (assembly.faulty[k]) sb.faulty_roles.push_back(uint32_t(k));
     return sb;
@@ -153,11 +155,13 @@ struct Unwritten {
     bool in_array = false;    // one of them a member the array runs with
 };
 
-// md_update_sb(): every member's superblock written, the array `state`
-// (a faulty member says faulty).
-Unwritten update_superblocks(const StackConfig& config, const MdAssembly& assembly,
+// md_update_sb(): the array's event count bumped (mddev->events++), every
+// member's superblock written with it, the array `state` (a faulty member
+// says faulty).
+Unwritten update_superblocks(const StackConfig& config, MdAssembly& assembly,
                              MdSuperblock::State state) noexcept {
     Unwritten u;
+    assembly.events++;
     for (size_t i = 0; i < config.members.size(); i++) {
         try {
             store_superblock(config.members[i].path, superblock_of(config, assembly, i, state));
@@ -170,6 +174,28 @@ Unwritten update_superblocks(const StackConfig& config, const MdAssembly& assemb
     return u;
 }
 
+// md.c super_1_validate(), assembling (mddev->pers == NULL): "++ev1; if
+// (ev1 < mddev->events) return -EINVAL" -- a member whose event count is
+// behind the freshest superblock's by more than one is not taken. (One
+// behind is: a crash between two members' superblock writes leaves them so.)
+bool non_fresh(const MdSuperblock& sb, uint64_t freshest) {
+    return freshest > 0 && sb.events < freshest - 1;
+}
+
+// analyze_sbs(): "md: kicking non-fresh %pg from array!", and the member
+// is out (md_kick_rdev_from_array): a run that may write rebuilds it like a
+// new disk, one that may not runs without it.
+void kick_non_fresh(const StackConfig& config, MdAssembly& a, size_t i, uint64_t events,
+                    bool writable, const std::function<void(const std::string&)>& log) {
+    a.kicked[i] = true;
+    if (!log) return;
+    std::string where = config.source.empty() ? "raid5" : config.source;
+    log("mdsplit: md: kicking non-fresh " + member_name(config, i) + " from array " + where +
+        "! (its md superblock's event count " + std::to_string(events) + ", the freshest " +
+        std::to_string(a.events) + ": an old copy of the member; " +
+        (writable ? "rebuilt from the others" : "left out of this run, which may not write") + ")");
+}
+
 const char* const kDirtyDegraded =
     "the array was not stopped cleanly (its last run was killed) and is degraded: its parity "
     "cannot be trusted to rebuild a member (md: cannot start dirty degraded array)";
@@ -180,7 +206,7 @@ std::string MdSuperblock::format() const {
     std::ostringstream s;
     s << "mdsplit-md 1 uuid=" << uuid << " disks=" << raid_disks << " chunk=" << chunk_bytes
       << " layout=" << int(layout) << " role=" << role << " state=" << state_name(state)
-      << " faulty=";
+      << " events=" << events << " faulty=";
     if (faulty_roles.empty()) s << "-";
     for (size_t k = 0; k < faulty_roles.size(); k++) s << (k ? "," : "") << faulty_roles[k];
     return s.str();
@@ -259,6 +285,10 @@ std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text, std::st
             else
                 return fail("state=" + value + ": not clean, active or faulty");
             have[5] = true;
+        } else if (key == "events") {  // optional: 0 in a superblock written without one
+            auto v = number(key, value, UINT64_MAX);
+            if (!v) return std::nullopt;
+            sb.events = *v;
         } else if (key == "faulty") {
             if (value != "-") {
                 std::istringstream roles(value);
@@ -337,10 +367,13 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
     const MdSuperblock* first = nullptr;
     for (const Loaded& l : loaded)
         if (l.sb && !first) first = &*l.sb;
-    std::vector<size_t> fresh;  // members with no superblock: new disks
+    std::vector<size_t> fresh;  // members with no superblock (new disks), or kicked
+    a.kicked.assign(n, false);
     bool dirty = false;
     if (first) {
         a.uuid = first->uuid;
+        for (const Loaded& l : loaded)  // the freshest superblock's count (analyze_sbs)
+            if (l.sb) a.events = std::max(a.events, l.sb->events);
         for (size_t i = 0; i < n; i++) {
             const auto& sb = loaded[i].sb;
             if (!sb) {
@@ -367,6 +400,11 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
                        member_name(config, i) + " is member " + std::to_string(sb->role) +
                            " of its array (its md superblock, xattr " + kMdSuperblockXattr + ")",
                        "the members in their array order, or new member files");
+            if (non_fresh(*sb, a.events)) {
+                kick_non_fresh(config, a, i, sb->events, writable, log);
+                fresh.push_back(i);
+                continue;  // its state and faulty list are as old as it is
+            }
             // Faulty by its own superblock or by any other's list.
             a.faulty[i] = a.faulty[i] || sb->state == MdSuperblock::State::Faulty;
             for (uint32_t r : sb->faulty_roles)
@@ -374,7 +412,7 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             dirty = dirty || sb->state == MdSuperblock::State::Active;
         }
     }
-    // A new disk in a faulty member's place is a new disk.
+    // A new disk (or a kicked one) in a faulty member's place is a new disk.
     for (size_t i : fresh) a.faulty[i] = false;
     std::vector<size_t> out;  // members the array runs without
     for (size_t i = 0; i < n; i++)
@@ -386,7 +424,8 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             if (!config.members[i].failed) a.faulty[i] = true, out.push_back(i);
         if (out.size() > 1)
             refuse(config,
-                   names_of(config, out) + " are new or failed in an array that survives one",
+                   names_of(config, out) +
+                       " are new, non-fresh or failed in an array that survives one",
                    "one new or failed member at a time, or new files for all (a new array)");
         if (dirty && !out.empty())
             refuse(config, names_of(config, out) + " out: " + kDirtyDegraded,
@@ -418,7 +457,9 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
         if (missing.size() > 1)
             refuse(config,
                    names_of(config, missing) + " are new (no md superblock, xattr " +
-                       kMdSuperblockXattr + ") or failed in an array that survives one",
+                       kMdSuperblockXattr +
+                       "), non-fresh (kicked: an older event count) or failed in an array "
+                       "that survives one",
                    "one new or failed member at a time, or new files for all (a new array)");
         if (dirty && !missing.empty())
             refuse(config, names_of(config, missing) + " out: " + kDirtyDegraded,
@@ -433,7 +474,10 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             const size_t target = rebuild.front();
             a.recovered_rows = logged_sync(
                 config, member_bytes, "recovery",
-                member_name(config, target) + " is new (no md superblock): rebuilt from the others",
+                member_name(config, target) +
+                    (a.kicked[target] ? " is non-fresh (kicked: an older event count)"
+                                      : " is new (no md superblock)") +
+                    ": rebuilt from the others",
                 log,
                 [&] { return raid5_recover(paths, geometry, member_bytes, uint32_t(target)); });
             a.action = "recovery of members[" + std::to_string(target) + "]";

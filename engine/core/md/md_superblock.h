@@ -3,9 +3,13 @@
 // md_update_sb; raid5.c: raid5_run).
 //
 // md keeps on every member which array it belongs to (set_uuid), the
-// array's geometry, the member's role, and whether the array was stopped
-// cleanly (resync_offset = MaxSector) or is active. As it assembles, a
-// member of another array or in another role is not taken, an array that
+// array's geometry, the member's role, an event count, and whether the
+// array was stopped cleanly (resync_offset = MaxSector) or is active. As it
+// assembles, a member of another array or in another role is not taken, a
+// member whose event count is behind the freshest's by more than one is
+// kicked as non-fresh (an old copy of it restored: cp -a, rsync -X, a
+// snapshot) and rebuilt from the others, or left out by a run that may not
+// write -- never trusted; an array that
 // was not stopped cleanly is resynced (parity computed again from the data:
 // the stripes a crash cut between a data write and its parity write), a new
 // disk in a member's role is recovered (its contents rebuilt from the
@@ -43,6 +47,12 @@ struct MdSuperblock {
     Raid5Layout layout = Raid5Layout::LeftSymmetric;
     uint32_t role = 0;  // the member's slot: its index in [[members]]
     State state = State::Clean;
+    // md's event count (sb->events): the array's count when this superblock
+    // was last written. Every update of the superblocks bumps it (the array
+    // going active, a member failing, the clean stop), so a member whose
+    // count is behind is an old copy (md.c super_1_validate). 0 in a
+    // superblock written without one.
+    uint64_t events = 0;
     // The roles the array runs without (md's dev_roles of every superblock
     // mark a failed member; here each member lists them): a member stays
     // out when any superblock names it, even one that could not be written.
@@ -64,6 +74,8 @@ struct MdAssembly {
     uint64_t resync_rows = 0;     // chunk rows whose parity was written again
     uint64_t recovered_rows = 0;  // chunk rows rebuilt onto a new member
     std::string uuid;
+    uint64_t events = 0;       // the array's event count (mddev->events)
+    std::vector<bool> kicked;  // members kicked as non-fresh: rebuilt, or out (read-only)
 };
 
 /**
