@@ -32,6 +32,7 @@
 #include "sim/buffered_cost_probe.h"
 #include "sim/buffered_workload.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 #include "workload_args.h"
 
 namespace py = pybind11;

@@ -20,6 +20,7 @@
 #include "sim/workload.h"
 #include "stack/device_safety.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 #include "workload_args.h"
 
 namespace py = pybind11;
@@ -368,6 +369,7 @@ py::list read_blktrace(py::handle path_arg) {
 
 void register_buffered(pybind11::module_& m);
 void register_simulate(pybind11::module_& m);
+void register_run_plan(pybind11::module_& m);
 
 PYBIND11_MODULE(mdsplit, m) {
     m.doc() = "mdsplit: a userspace block-layer laboratory (virtual-time core)";
@@ -471,5 +473,6 @@ PYBIND11_MODULE(mdsplit, m) {
         "last one too; \"tr/\" is \"tr\"): the engine's identity of an output path.");
     register_buffered(m);
     register_simulate(m);
+    register_run_plan(m);
     py_args::one_line_call_errors(m);
 }

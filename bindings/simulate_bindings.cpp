@@ -18,6 +18,7 @@
 #include "sim/fio_job_model.h"
 #include "stack/device_safety.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -39,9 +40,6 @@ struct SimulatedStacks {
     static Stack* open(void* ctx, size_t i) {
         auto* self = static_cast<SimulatedStacks*>(ctx);
         self->stacks[i] = std::make_unique<Stack>(self->configs[i], self->clock, self->options[i]);
-        // Writes to timed member files complete at their modelled time while
-        // the host writes them behind (MemberQueue::set_write_behind).
-        for (MemberQueue* m : self->stacks[i]->members()) m->set_write_behind(true);
         self->stacks[i]->take_member_failures(*self->failures);
         return self->stacks[i].get();
     }
@@ -323,6 +321,9 @@ py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle 
         }
         without_data.push_back(!data && drop_member_data(sim.configs.back()));
         so.open_direct = true;  // as the engine: members stay O_DIRECT
+        // Writes to timed member files complete at their modelled time while
+        // the host writes them behind (WriteBehindDelivery).
+        so.write_behind = true;
         sim.options.push_back(so);
     }
     sim.stacks.resize(sim.configs.size());

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.jobfile import (JobFileError, last_of, parse_bool, parse_bssplit, parse_int,
-                             parse_job_file, parse_range, parse_size, parse_size_or_percent,
+                             parse_job_file, parse_range, parse_size_or_percent,
                              parse_size_per_direction,
                              parse_time_us, read_input_text)
 
@@ -220,10 +220,9 @@ def _build_run(job_file, sections, seed, env, report):
     stacks, stack_keys, specs, meta = [], {}, [], []
     stack_names = []  # per stack: its mdsplit_trace option and the job that opened it
     phase = -1
-    all_configs = {}
-    job_order, run_writes, run_creates, allow_mounted = [], {}, {}, {}
+    run_writes, run_creates, allow_mounted = {}, {}, {}
     jobs_info = []  # per job: what the engine's checks across jobs look at
-    _check_thread_cgroups(jf.jobs)
+    plan_jobs = []  # per job: engine/stack/run_plan.h's PlanJob (mdsplit.run_plan_refusal)
     for index, job in enumerate(jf.jobs):
         _check_options(job)
         o = job.options
@@ -333,8 +332,6 @@ def _build_run(job_file, sections, seed, env, report):
         except JobFileError as e:
             raise SimulateError(str(e)) from None
         key = (config_path, label) if thread else (config_path, label, index)
-        all_configs.setdefault(config_path, []).append((job, thread))
-        job_order.append((config_path, job))
         # As the engine: a stack opens read-write when any job of the run
         # naming its stack file may write (set on every stack below).
         run_writes[config_path] = run_writes.get(config_path, False) or writes
@@ -353,6 +350,14 @@ def _build_run(job_file, sections, seed, env, report):
                           "writes": writes, "buffered": not direct,
                           "trace": o.get("mdsplit_trace") or "",
                           "group": group, "weight": gw})
+        plan_jobs.append({
+            "name": job.name, "config": config, "filename": label, "thread": thread,
+            "stonewall": job.stonewall, "subjob": job.subjob, "writes": writes,
+            "buffered": not direct,
+            "verify_only": parse_bool("verify_only", o.get("verify_only", "0")),
+            "create_serialize": parse_bool("create_serialize", o.get("create_serialize", "1")),
+            "trace": o.get("mdsplit_trace") or "", "group": group or "",
+            "cgroup": o.get("cgroup") or "", "group_weight": gw})
         if key not in stack_keys:
             stack_keys[key] = len(stacks)
             # As the engine (trace_dir_of): a forked subjob N traces into DIR.N.
@@ -506,48 +511,16 @@ def _build_run(job_file, sections, seed, env, report):
                 "traces there too, from a device of its own, so one job's blktrace files would "
                 "overwrite the other's; allowed: a directory per job, or thread=1 with the same "
                 "mdsplit_config and filename (one shared device, one set of traces)", 1)
-    _check_shared_device_options(jobs_info, base)
-    threads = [i["thread"] for i in jobs_info]
-    _check_device_owners(jobs_info, jf.jobs, job_order, threads)
+    # The engine's run plan (engine/stack/run_plan.h): threads and cgroups,
+    # group weights, one owner for a raid5 or bfq device, forked page caches
+    # and ram members, two devices over one raid5 member, jobs of one device
+    # on one trace directory.
+    if why := paths.import_mdsplit().run_plan_refusal(plan_jobs, str(base)):
+        raise SimulateError(why, 1)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
         st["allow_mounted_write"] = allow_mounted.get(st["config"], False)
         st["create_members"] = run_creates[st["config"]]
-    # mdsplit_setup: a raid5 or bfq device named by several forked jobs
-    # that may run at the same time (no stonewall between them) needs one owner.
-    devices = {}  # (stack file, filename) -> [(info, job)]
-    for info, (_, job) in zip(jobs_info, job_order):
-        devices.setdefault((info["config"], info["label"]), []).append((info, job))
-    device_order = [((i["config"], i["label"]), job) for i, (_, job) in zip(jobs_info, job_order)]
-    for config_path, users in all_configs.items():
-        forked = [j for j, thread in users if not thread]
-        if forked and _has_ram_members(config_path):
-            # As the engine (forked_writer_and_reader): a forked job reading
-            # what another wrote in its own process's ram would read zeroes.
-            kinds = {info["name"]: info["writes"] for info in jobs_info
-                     if info["config"] == config_path and not info["thread"]}
-            writer = next((n for n, w in kinds.items() if w), None)
-            reader = next((n for n, w in kinds.items() if not w), None)
-            if writer and reader:
-                raise SimulateError(
-                    f"mdsplit: job {reader} reads what job {writer} writes on the ram members of "
-                    f"{os.path.relpath(config_path, base)}, but as forked processes each has its "
-                    "own empty memory; allowed: thread=1 (one device in one process), or members "
-                    "on files", 1)
-        # As the engine: forked processes each keep their own page cache, per
-        # device (stack file and filename).
-        for device, mine in devices.items():
-            infos = [i for i, _ in mine]
-            pair = _overlap_pair(device_order, device, threads)
-            if device[0] == config_path and pair and any(i["buffered"] for i in infos) and \
-                    any(i["writes"] for i in infos):
-                raise SimulateError(
-                    f"mdsplit: jobs {pair[0]} and {pair[1]} share the device of "
-                    f"{os.path.relpath(config_path, base)} with buffered I/O (direct=0) and "
-                    "writes, and may run at the same time, but forked processes each keep their "
-                    "own page cache, so one would read stale data: add thread=1 so they share "
-                    "one page cache in one process, or stonewall so they run one after another",
-                    1)
     # The loader's line names the stack file as the job does (the engine's
     # mdsplit_config=), not as "<text>".
     config_option = {info["config"]: info["config_option"] for info in jobs_info}
@@ -564,47 +537,6 @@ def _build_run(job_file, sections, seed, env, report):
             raise SimulateError(msg if msg.startswith("mdsplit:") else "mdsplit: " + msg,
                                 1) from None
     return jf, stacks, specs, meta, base_seed
-
-
-def _check_shared_device_options(jobs_info, base):
-    """As the engine's mdsplit_setup: the jobs of one shared device (threads
-    naming one stack file and filename) agree on mdsplit_trace (the same
-    directory by the engine's run_path(), trace_disagreement()), and the
-    jobs of one group on its weight. The first job's view, as fio reports it."""
-    resolved = paths.import_mdsplit().resolved_path
-
-    def trace_dir(info):
-        return resolved(_resolve(base, info["trace"])) if info["trace"] else ""
-    for i, a in enumerate(jobs_info):
-        for b in jobs_info[i + 1:]:
-            if a["key"] != b["key"] or not a["thread"]:
-                continue
-            if trace_dir(a) != trace_dir(b):
-                raise SimulateError(
-                    f"mdsplit: mdsplit_trace: jobs {a['name']} ({a['trace'] or 'none'}) and "
-                    f"{b['name']} ({b['trace'] or 'none'}) share one device (thread=1, the same "
-                    "mdsplit_config and filename), which writes one set of traces; allowed: the "
-                    "same mdsplit_trace (or none) on every job that shares the device", 1)
-            if a["group"] and a["group"] == b["group"] and a["weight"] != b["weight"]:
-                raise SimulateError(
-                    f"mdsplit: mdsplit_group_weight: jobs {a['name']} ({a['weight']}) and "
-                    f"{b['name']} ({b['weight']}) put group {a['group']} of one device at two "
-                    "weights, and a group has one; allowed: the same mdsplit_group_weight on "
-                    "every job of a group", 1)
-
-
-def _member_identities(config_path):
-    """{identity: path} of a stack file's io_uring members (the engine's
-    member_identity(): device number, file, or the path of a file not made yet)."""
-    doc = _stack_doc(config_path)
-    kind = doc.get("device", {}).get("kind", "passthrough")
-    out = {}
-    for m in doc.get("members", []):
-        if m.get("backend", "io_uring") != "io_uring" or "path" not in m:
-            continue
-        path = os.path.join(os.path.dirname(config_path), m["path"])
-        out[_file_identity(path)] = os.path.normpath(path)
-    return kind, out
 
 
 def _file_identity(path):
@@ -628,21 +560,6 @@ def _fadvise(value, random):
     if value == "1":
         return "random" if random else "sequential"
     raise SimulateError(f"simulate: fadvise_hint={value}: allowed: 0, 1, random, sequential")
-
-
-def _check_thread_cgroups(jobs):
-    """As the engine's thread_cgroup_abort(): fio 3.33 aborts a run of two or
-    more threads when one of them has cgroup=."""
-    threads = [j for j in jobs if parse_bool("thread", j.options.get("thread", "0"))]
-    with_cgroup = [j for j in threads if j.options.get("cgroup")]
-    if len(threads) >= 2 and with_cgroup:
-        j = with_cgroup[0]
-        name = j.options["cgroup"]
-        raise SimulateError(
-            f"mdsplit: cgroup={name} (job {j.name}) in a run of threads (thread=1): fio 3.33 "
-            "frees its cgroup mount at the end of every job (cgroup_shutdown) and aborts when "
-            f"the second ends; allowed: mdsplit_group={name} instead (the same bfq group, "
-            "without a fio cgroup), or forked jobs (thread=0)", 1)
 
 
 def _names_descriptor(path):
@@ -789,75 +706,6 @@ def _file_of_run(path, jf, jobs_info, stacks, stack_names):
         paths.import_mdsplit().file_in_use(path)
 
 
-def _check_device_owners(jobs_info, jobs, job_order, threads):
-    """As the engine's mdsplit_setup, job by job: a forked job on a raid5 or
-    bfq device that jobs fio may run at once share needs one owner (checked
-    first), then member_rival(); the first job refused gives the line."""
-    refusals = [r for r in (_one_owner_refusal(jobs_info, job_order, threads),
-                            _raid5_rival(jobs_info, jobs)) if r]
-    if refusals:
-        raise SimulateError(min(refusals, key=lambda r: r[0])[1], 1)
-
-
-def _one_owner_refusal(jobs_info, job_order, threads):
-    """(job index, line) of the first forked job whose stack file is a raid5
-    or uses bfq and is named by two jobs fio may run at once (stack_use()'s
-    overlap), None for none."""
-    for index, info in enumerate(jobs_info):
-        if info["thread"]:
-            continue
-        pair = _overlap_pair(job_order, info["config"], threads)
-        if not pair:
-            continue
-        try:
-            text = read_input_text(info["config"], "stack file")
-        except JobFileError as e:
-            raise SimulateError(str(e), 1) from None
-        # the loader's own view of the stack (kind, scheduler)
-        kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
-        if _toml_value(text, "scheduler") == "bfq":
-            kind = kind or "bfq"
-        if kind:
-            return index, (
-                f"mdsplit: jobs {pair[0]} and {pair[1]} share the device of "
-                f"{info['config_option']} ({kind}) and may run at the same time, but it needs "
-                "one owner: add thread=1 so they share it in one process, or stonewall so they "
-                "run one after another")
-    return None
-
-
-def _raid5_rival(jobs_info, jobs):
-    """As the engine's member_rival(): two devices over one member, one a
-    raid5, in use at once (threads, or jobs fio may run together), and a job
-    that may write: two stripe caches and parities corrupt the array. (job
-    index, line) of the first job with a rival, None for none."""
-    members = {}
-    for info in jobs_info:
-        if info["config"] not in members:
-            members[info["config"]] = _member_identities(info["config"])
-    for i, a in enumerate(jobs_info):
-        for j, b in enumerate(jobs_info):
-            if i == j or a["key"] == b["key"] or not (a["writes"] or b["writes"]):
-                continue
-            overlap = not _stonewall_between(jobs, min(i, j), max(i, j))
-            if not ((a["thread"] and b["thread"]) or overlap):
-                continue
-            kind_a, mem_a = members[a["config"]]
-            kind_b, mem_b = members[b["config"]]
-            if "raid5" not in (kind_a, kind_b):
-                continue
-            shared = [mem_b[ident] for ident in mem_b if ident in mem_a]
-            if shared:
-                return i, (
-                    f"mdsplit: job {a['name']} and job {b['name']} ({shared[0]}) reach one "
-                    "member through two devices (another mdsplit_config or filename) that may "
-                    "be in use at once, one of them a raid5 with its own stripe cache and "
-                    "parity: writing would corrupt the array; allowed: the same mdsplit_config "
-                    "and filename for both with thread=1 (one shared device), or forked jobs "
-                    "with a stonewall between them")
-    return None
-
-
 def _stack_doc(config_path):
     """The stack file as TOML, or {} when it cannot be read (the loader
     reports that with its own line)."""
@@ -866,36 +714,6 @@ def _stack_doc(config_path):
         return tomllib.loads(read_input_text(config_path, "stack file"))
     except (JobFileError, tomllib.TOMLDecodeError):
         return {}
-
-
-def _has_ram_members(config_path):
-    return any(m.get("backend") == "ram" for m in _stack_doc(config_path).get("members", []))
-
-
-def _stonewall_between(jobs, first, last):
-    """A job after jobs[first] up to jobs[last] starts with a stonewall, so
-    fio runs the two one after another (a stonewall waits for every job
-    before it): the engine's may_overlap(), negated."""
-    return any(job.stonewall for job in jobs[first + 1:last + 1])
-
-
-def _overlap_pair(job_order, key, threads):
-    """The engine's stack_use() overlap: the first two jobs naming `key` (a
-    stack file, or in an order keyed by device, a device) that fio may run at
-    the same time (no stonewall between them), one at least forked (threads
-    share one device); their names, or None. `threads`: each job's thread=."""
-    window, forked = [], None
-    for (k, job), thread in zip(job_order, threads):
-        if job.stonewall:
-            window, forked = [], None
-        if k != key:
-            continue
-        if window and (not thread or forked):
-            return (window[-1] if not thread else forked, job.name)
-        if not thread and forked is None:
-            forked = job.name
-        window.append(job.name)
-    return None
 
 
 def _sync_option(value):
@@ -907,14 +725,6 @@ def _sync_option(value):
         return True
     raise SimulateError(f"simulate: sync={value}: allowed: none, 0, sync, 1, dsync")
 
-
-def _toml_value(text, key):
-    import re
-    m = re.search(rf'^\s*{key}\s*=\s*"([^"]*)"', text, re.M)
-    return m.group(1) if m else None
-
-
-# --- fio's JSON ------------------------------------------------------------
 
 def plat_idx_to_val(idx, bits=6):
     """stat.c plat_idx_to_val(): the middle of a histogram bucket."""

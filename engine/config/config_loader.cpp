@@ -1,11 +1,6 @@
 #include "config/config_loader.h"
 
-#include <fcntl.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
 
 #include <toml++/toml.h>
 #include <algorithm>
@@ -20,10 +15,9 @@
 #include <sstream>
 #include <utility>
 
-#include "base/mountinfo.h"
-#include "base/resolved_path.h"
 #include "base/units.h"
 #include "config/size_parse.h"
+#include "config/storage_probe.h"
 #include "embedded_models.h"
 
 namespace mdsplit {
@@ -126,9 +120,12 @@ bool is_power_of_two(uint64_t value) { return value != 0 && (value & (value - 1)
 
 class Reader {
 public:
-    explicit Reader(std::string label) : label_(std::move(label)) {}
+    // `probe` answers for member paths (member tables need one).
+    explicit Reader(std::string label, const StorageProbe* probe = nullptr)
+        : label_(std::move(label)), probe_(probe) {}
 
     const std::string& label() const { return label_; }
+    const StorageProbe& probe() const { return *probe_; }
 
     [[noreturn]] void fail(std::string_view key, std::string_view problem,
                            std::string_view allowed = {}) const {
@@ -317,6 +314,7 @@ public:
 
 private:
     std::string label_;
+    const StorageProbe* probe_;
 };
 
 // ---------------------------------------------------------------------------
@@ -482,7 +480,7 @@ void check_not_device_directory(const Reader& reader, const std::string& key,
     std::string d = dir.string();
     bool under_dev = d == "/dev" || d.rfind("/dev/", 0) == 0 ||
                      fs::path(path).lexically_normal().string().rfind("/dev/", 0) == 0;
-    if (under_dev || fs_type_of(d, read_mountinfo()) == "devtmpfs")
+    if (under_dev || reader.probe().fs_type(d) == "devtmpfs")
         reader.fail(key,
                     in_quotes(path) +
                         " does not exist, and no file is created in a device "
@@ -499,11 +497,12 @@ void check_creatable(const Reader& reader, const std::string& key, const std::st
         "a path whose directory exists or can be created, on a writable file system";
     fs::path dir = fs::path(path).parent_path();
     struct stat st {};
-    while (!dir.empty() && ::stat(dir.c_str(), &st) != 0) {
-        if (errno != ENOENT)
+    int err = 0;
+    while (!dir.empty() && (err = reader.probe().stat(dir.string(), st)) != 0) {
+        if (err != ENOENT)
             reader.fail(key,
                         "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) + ": " +
-                            std::strerror(errno),
+                            std::strerror(err),
                         allowed);
         if (dir == dir.parent_path()) break;
         dir = dir.parent_path();
@@ -514,9 +513,7 @@ void check_creatable(const Reader& reader, const std::string& key, const std::st
                         " is not a directory",
                     allowed);
     check_not_device_directory(reader, key, path, dir);
-    struct statvfs vfs {};
-    if (::access(dir.c_str(), W_OK) != 0 ||
-        (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)))
+    if (!reader.probe().writable_directory(dir.string()))
         reader.fail(key,
                     "cannot create " + in_quotes(path) + ": " + in_quotes(dir.string()) +
                         " is not writable",
@@ -525,12 +522,13 @@ void check_creatable(const Reader& reader, const std::string& key, const std::st
 
 PathFacts inspect_path(const Reader& reader, const std::string& key, const std::string& path) {
     PathFacts facts;
-    if (::stat(path.c_str(), &facts.status) == 0) {
+    int err = reader.probe().stat(path, facts.status);
+    if (err == 0) {
         facts.exists = true;
         return facts;
     }
-    if (errno != ENOENT) {
-        reader.fail(key, "cannot stat " + in_quotes(path) + ": " + std::strerror(errno),
+    if (err != ENOENT) {
+        reader.fail(key, "cannot stat " + in_quotes(path) + ": " + std::strerror(err),
                     "a regular file or a block device");
     }
     return facts;
@@ -635,18 +633,15 @@ FaultConfig read_faults(const Reader& reader, const toml::table& member_table,
 // nothing on it and report success.
 void take_block_device_facts(const Reader& reader, const toml::table& table,
                              const std::string& path, MemberConfig& member, PathFacts& facts) {
-    int fd = open(member.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;  // the member's own open reports it
-    int device_lbs = 0;
-    int rc = ioctl(fd, BLKSSZGET, &device_lbs);
-    uint64_t bytes = 0;
-    if (ioctl(fd, BLKGETSIZE64, &bytes) == 0) facts.device_bytes = bytes;
-    close(fd);
+    BlockDeviceFacts device = reader.probe().block_device(member.path);
+    if (!device.opened) return;  // the member's own open reports it
+    facts.device_bytes = device.bytes;
     if (facts.device_bytes == 0u && member.size == 0)
         reader.fail(key_path(path, "path"),
                     in_quotes(member.path) + " is a block device of 0 bytes",
                     "a block device with room for data");
-    if (rc != 0 || device_lbs <= 0) return;
+    const int device_lbs = int(device.logical_block_size);
+    if (device_lbs <= 0) return;
     std::string sizes = "512 | 1024 | 2048 | 4096";
     if (!table.get("logical_block_size")) {
         if (device_lbs > 4096)
@@ -890,7 +885,8 @@ std::vector<MemberConfig> read_members(const Reader& reader, const toml::table& 
                     facts[i].status.st_rdev == facts[j].status.st_rdev)
                     same = true;
             } else {
-                same = resolved_path(members[i].path) == resolved_path(members[j].path);
+                same = reader.probe().resolved(members[i].path) ==
+                       reader.probe().resolved(members[j].path);
             }
             if (same) {
                 bool device = facts[i].exists && S_ISBLK(facts[i].status.st_mode);
@@ -1290,8 +1286,8 @@ TimingModelConfig find_model(const StackConfig& config, const std::string& name)
                             join(known, " | "));
 }
 
-StackConfig load_stack_text(std::string_view toml_text, const std::string& base_dir,
-                            const std::string& label) {
+StackConfig read_stack_text(std::string_view toml_text, const std::string& base_dir,
+                            const std::string& label, const StorageProbe& probe) {
     std::string absolute_base;
     if (base_dir.empty()) {
         absolute_base = fs::current_path().string();
@@ -1305,7 +1301,7 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
             "is " + std::to_string(toml_text.size()) + " bytes, more than a stack file may hold",
             "a TOML file of at most 1 MiB");
     toml::table root = parse_toml(toml_text, label);
-    Reader reader(label);
+    Reader reader(label, &probe);
     reader.check_keys(root, "", {"device", "members", "bio", "bfq", "page_cache", "cpu", "models"});
 
     StackConfig config;
@@ -1338,7 +1334,7 @@ StackConfig load_stack_text(std::string_view toml_text, const std::string& base_
     return config;
 }
 
-StackConfig load_stack_file(const std::string& path) {
+StackConfig read_stack_file(const std::string& path, const StorageProbe& probe) {
     std::error_code error;
     if (path.find('\0') != std::string::npos)  // open(2) would take the part before it
         throw make_config_error(path.substr(0, path.find('\0')), {},
@@ -1373,14 +1369,14 @@ StackConfig load_stack_file(const std::string& path) {
         throw make_config_error(path, {}, "cannot read the file", "a readable TOML file");
     }
     std::string base_dir = fs::absolute(fs::path(path)).parent_path().string();
-    StackConfig config = load_stack_text(text.str(), base_dir, path);
+    StackConfig config = read_stack_text(text.str(), base_dir, path, probe);
     // A member on the stack file itself: the first write would destroy it.
     struct stat self;
     if (stat(path.c_str(), &self) == 0) {
         for (size_t i = 0; i < config.members.size(); ++i) {
             struct stat st;
             const std::string& member = config.members[i].path;
-            if (!member.empty() && stat(member.c_str(), &st) == 0 && st.st_dev == self.st_dev &&
+            if (!member.empty() && probe.stat(member, st) == 0 && st.st_dev == self.st_dev &&
                 st.st_ino == self.st_ino)
                 throw make_config_error(path, "members[" + std::to_string(i) + "].path",
                                         in_quotes(member) + " is this stack file",

@@ -7,6 +7,10 @@
 // e.g. `stack.toml: members[1].size: "12q" is not a size; allowed: ...`.
 // TOML syntax errors become `<file>:<line>:<column>: <description>`.
 //
+// The loader reads text: what a member's path is (a file, a block device
+// and its logical block size, a directory a file may be made in) it asks a
+// StorageProbe (storage_probe.h).
+//
 // Member paths come back absolute (relative ones resolve against the stack
 // file's directory); each member's `model` is resolved to its numbers, from
 // the file's own [models.NAME] tables first, then from the presets of
@@ -20,17 +24,20 @@
 
 #include "config/config_error.h"
 #include "config/stack_config.h"
+#include "config/storage_probe.h"
 
 namespace mdsplit {
 
-// Reads `path`; messages name the file as `path` was written.
-StackConfig load_stack_file(const std::string& path);
+// Reads `path`; messages name the file as `path` was written. `probe`
+// answers what the members' paths are (storage_probe.h);
+// stack/storage_probe.h's load_stack_file() passes the machine's.
+StackConfig read_stack_file(const std::string& path, const StorageProbe& probe);
 
 // Parses TOML text. Relative member paths resolve against `base_dir` (the
 // current directory when empty); `label` names the text in messages and is
 // stored in StackConfig::source.
-StackConfig load_stack_text(std::string_view toml_text, const std::string& base_dir,
-                            const std::string& label);
+StackConfig read_stack_text(std::string_view toml_text, const std::string& base_dir,
+                            const std::string& label, const StorageProbe& probe);
 
 // The presets of jobs/models.toml, by name.
 const std::map<std::string, TimingModelConfig>& preset_models();

@@ -30,8 +30,10 @@
 #include "config/config_loader.h"
 #include "stack/device_safety.h"
 #include "stack/member_claim.h"
+#include "stack/run_plan.h"
 #include "stack/shared_stack.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 extern "C" {
 #include "fio.h"
@@ -212,62 +214,6 @@ bool may_write(thread_data* td) {
     return td_write(td) || td_trim(td) || (td->o.read_iolog_file && *td->o.read_iolog_file);
 }
 
-// What the whole fio run does with one stack file: every job of the run is
-// known at setup, running or not.
-struct StackUse {
-    std::vector<std::string> jobs;  // the jobs that name this stack file, in job order
-    bool writes = false;            // any of them may write
-    // Every one that may write sets fio's allow_mounted_write=1: the
-    // override belongs to the writers, whichever job runs setup.
-    bool writers_allow_mounted = true;
-    // Two of them that fio may run at the same time (no stonewall between
-    // them), one at least a forked process with a copy of the device of its
-    // own: empty when fio's ordering keeps them apart or all are threads.
-    std::string overlap_first, overlap_second;
-    bool buffered = false;  // one of them does buffered I/O (direct=0)
-    bool create = true;     // none of them sets allow_file_create=0
-};
-
-// label: only the jobs naming that device of the stack file (filename=),
-// nullptr: every job naming the stack file.
-StackUse stack_use(thread_data* self, const std::string& config, const char* label = nullptr) {
-    StackUse use;
-    // The jobs found since the last stonewall (fio may run them at once),
-    // and the first forked one among them.
-    size_t window = 0;
-    std::string window_forked;
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (td->o.stonewall) {
-            window = 0;
-            window_forked.clear();
-        }
-        // Same engine = same ioengine_ops: fio dlopen()s one .so once and
-        // takes its "ioengine" symbol (dlopen_ioengine). Not the path:
-        // o.ioengine_so_path points into a parse buffer fio has freed by now
-        // (TSan: heap-use-after-free with ioengine= in [global]).
-        if (!td->eo || td->io_ops != self->io_ops) continue;
-        auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || run_path(o->config) != config) continue;
-        if (label && std::strcmp(td->o.filename ? td->o.filename : "", label) != 0) continue;
-        std::string name = job_name(td);
-        bool forked = !td->o.use_thread;
-        if (window && (forked || !window_forked.empty()) && use.overlap_first.empty()) {
-            use.overlap_first = forked ? use.jobs.back() : window_forked;
-            use.overlap_second = name;
-        }
-        if (forked && window_forked.empty()) window_forked = name;
-        window++;
-        use.jobs.push_back(name);
-        use.writes = use.writes || may_write(td);
-        use.buffered = use.buffered || !td->o.odirect;
-        use.create = use.create && td->o.allow_create;
-        if (may_write(td) && !td->o.allow_mounted_write) use.writers_allow_mounted = false;
-    }
-    return use;
-}
-
 // fio will never start job @td: run_threads() reaped it when setup_files()
 // failed (TD_REAPED before it ran), or it was marked terminate before its
 // turn (a signal, exitall_on_error: "never got a chance to start"). Such a
@@ -293,97 +239,6 @@ bool stack_user_still_to_end(thread_data* self, const SharedStack* stack) {
     return false;
 }
 
-// `path` and each target of the symbolic links of its last component,
-// absolute, to the file they end at (at most 40 links, as the kernel).
-std::vector<std::filesystem::path> link_chain(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::path p = fs::absolute(path, ec);
-    if (ec) p = path;
-    std::vector<fs::path> chain{p};
-    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); hops++) {
-        fs::path link = fs::read_symlink(p, ec);
-        if (ec) break;
-        p = link.is_absolute() ? link : p.parent_path() / link;
-        chain.push_back(p);
-    }
-    return chain;
-}
-
-// A path that names an open descriptor of the process: /dev/stderr,
-// /dev/fd/N, /proc/self/fd/N (through any link).
-bool names_descriptor(const std::string& path) {
-    for (const auto& hop : link_chain(path)) {
-        std::string s = hop.string();
-        for (const char* prefix : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"})
-            if (s.rfind(prefix, 0) == 0) return true;
-        if (s.rfind("/proc/", 0) != 0) continue;
-        size_t digits = s.find_first_not_of("0123456789", 6);  // /proc/PID/fd/
-        if (digits != std::string::npos && digits > 6 && s.compare(digits, 4, "/fd/") == 0)
-            return true;
-    }
-    return false;
-}
-
-// A sidecar on a character device or a FIFO (/dev/null, a pipe) or on an
-// open descriptor (/dev/stderr, even when it is redirected to a file) is a
-// stream: each job appends its document. Any other sidecar is a file,
-// replaced whole.
-bool sidecar_is_stream(const std::string& path) {
-    struct stat st;
-    if (stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return true;
-    return names_descriptor(path);
-}
-
-// The mdsplit_stats file a job writes: its option, with .N for subjob N of
-// numjobs unless it is a stream ("" when it names none).
-std::string stats_path_of(thread_data* td) {
-    auto* o = static_cast<EngineOptions*>(td->eo);
-    if (!o->stats || !*o->stats) return "";
-    std::string path = o->stats;
-    if (td->subjob_number && !sidecar_is_stream(path))
-        path += "." + std::to_string(td->subjob_number);
-    return path;
-}
-
-// Two jobs of one process that open one stack: threads naming the same
-// stack file and filename (mdsplit_setup's key).
-bool shares_stack(thread_data* a, thread_data* b) {
-    auto* oa = static_cast<EngineOptions*>(a->eo);
-    auto* ob = static_cast<EngineOptions*>(b->eo);
-    auto label = [](thread_data* t) { return std::string(t->o.filename ? t->o.filename : ""); };
-    return a->o.use_thread && b->o.use_thread && oa->config && ob->config &&
-           run_path(oa->config) == run_path(ob->config) && label(a) == label(b);
-}
-
-// Another job of the run that would write the output file or directory
-// `path` (as `path_of` names each job's) from a device of its own,
-// overwriting one of the two: every job except those that share self's
-// stack (threads naming the same stack file and filename, see
-// mdsplit_setup's key). "" when there is none.
-std::string output_rival(thread_data* self, const std::string& path,
-                         std::string (*path_of)(thread_data*)) {
-    std::string target = run_path(path);
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (td == self || !td->eo || td->io_ops != self->io_ops || shares_stack(self, td)) continue;
-        std::string other = path_of(td);
-        if (!other.empty() && run_path(other) == target) return job_name(td);
-    }
-    return "";
-}
-
-// The key of the stack a job opens: threads naming one stack file and one
-// filename share it; a forked job's is its own.
-std::string stack_key(thread_data* td, const std::string& config_path) {
-    std::string label = td->files && td->files_index && td->files[0] && td->files[0]->file_name
-                            ? td->files[0]->file_name
-                            : "";
-    return config_path + "\n" + label +
-           (td->o.use_thread ? "" : "\n" + std::to_string(td->thread_number));
-}
-
 // The bfq group a job's I/O is charged to: mdsplit_group, else the cgroup
 // fio runs the job in (cgroup=), as the kernel charges a bio to its task's
 // cgroup (bio_associate_blkg(), then bfq_bic_update_cgroup()). "" for the
@@ -392,6 +247,87 @@ std::string group_of(thread_data* td) {
     auto* o = static_cast<EngineOptions*>(td->eo);
     if (o->group && *o->group) return o->group;
     return td->o.cgroup ? td->o.cgroup : "";
+}
+
+// The file fio writes its report to (--output, or the regular file its
+// stdout is), by file_identity(); "" when it is a terminal, pipe or device.
+std::string fio_report_identity() {
+    struct stat st;
+    if (!f_out || fstat(fileno(f_out), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+// fio's command line's arguments that are files: its job files (fio keeps
+// their names in init.c's static ini_file), read from /proc/self/cmdline.
+std::vector<std::string> fio_job_files() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> files;
+    bool first = true;
+    for (std::string arg; std::getline(in, arg, '\0'); first = false) {
+        struct stat st;
+        if (!first && !arg.empty() && arg[0] != '-' && stat(arg.c_str(), &st) == 0 &&
+            S_ISREG(st.st_mode))
+            files.push_back(arg);
+    }
+    return files;
+}
+
+// One job of the run as the run plan takes it (stack/run_plan.h). With
+// `options` false only fio's own fields are read: a forked job's engine
+// options are freed once fio has forked it (create_serialize=0 reads them
+// after that).
+PlanJob plan_job(thread_data* td, thread_data* self, bool options) {
+    PlanJob j;
+    j.name = job_name(td);
+    j.thread = td->o.use_thread;
+    j.stonewall = td->o.stonewall;
+    j.number = uint32_t(td->thread_number);
+    j.subjob = uint32_t(td->subjob_number);
+    j.create_serialize = td->o.create_serialize;
+    j.cgroup = td->o.cgroup ? td->o.cgroup : "";
+    const std::pair<const char*, io_log*> logs[] = {
+        {"write_lat_log", td->lat_log},  {"write_lat_log", td->slat_log},
+        {"write_lat_log", td->clat_log}, {"write_hist_log", td->clat_hist_log},
+        {"write_bw_log", td->bw_log},    {"write_iops_log", td->iops_log}};
+    for (const auto& [option, log] : logs)
+        if (log && log->filename) j.fio_files.emplace_back(option, log->filename);
+    if (td->o.write_iolog_file && *td->o.write_iolog_file)
+        j.fio_files.emplace_back("write_iolog", td->o.write_iolog_file);
+    // Same engine = same ioengine_ops: fio dlopen()s one .so once and
+    // takes its "ioengine" symbol (dlopen_ioengine). Not the path:
+    // o.ioengine_so_path points into a parse buffer fio has freed by now
+    // (TSan: heap-use-after-free with ioengine= in [global]).
+    j.ours = options && td->eo && td->io_ops == self->io_ops;
+    if (!j.ours) return j;
+    auto* o = static_cast<EngineOptions*>(td->eo);
+    j.config = o->config ? o->config : "";
+    j.filename = td->o.filename ? td->o.filename : "";
+    if (td->files && td->files_index && td->files[0] && td->files[0]->file_name)
+        j.device = td->files[0]->file_name;
+    j.writes = may_write(td);
+    j.buffered = !td->o.odirect;
+    j.verify_only = td->o.verify_only;
+    j.allow_create = td->o.allow_create;
+    j.allow_mounted_write = td->o.allow_mounted_write;
+    j.stats = o->stats ? o->stats : "";
+    j.trace = o->trace ? o->trace : "";
+    j.group = group_of(td);
+    j.group_weight = o->group_weight;
+    return j;
+}
+
+// The run's jobs in fio's order, and `self`'s index among them.
+RunPlan run_plan(thread_data* self, bool options, size_t& index) {
+    std::vector<PlanJob> jobs;
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (td == self) index = jobs.size();
+        jobs.push_back(plan_job(td, self, options));
+    }
+    RunPlan plan(std::move(jobs), run_path);
+    plan.set_fio_files(fio_report_identity(), fio_job_files());
+    return plan;
 }
 
 // A sync (fsync, fdatasync, sync_file_range) that completed with an error,
@@ -425,316 +361,6 @@ Fadvise fadvise_of(thread_data* td) {
         default:
             return td_random(td) ? Fadvise::Random : Fadvise::Sequential;
     }
-}
-
-// fio 3.33's cgroup_shutdown() frees the process's one cgroup mount at the
-// end of every job: in a run of two or more threads, cgroup= on any of them
-// makes the second job to end abort fio (smalloc's double-free assertion).
-// The first thread with cgroup=, or nullptr when the run is safe.
-thread_data* thread_cgroup_abort() {
-    thread_data* td;
-    thread_data* with = nullptr;
-    int i, threads = 0;
-    for_each_td(td, i) {
-        if (!td->o.use_thread) continue;
-        threads++;
-        if (!with && td->o.cgroup && *td->o.cgroup) with = td;
-    }
-    return threads >= 2 ? with : nullptr;
-}
-
-// A job in self's group on self's device (its stack shared: threads naming
-// the same stack file and filename) that gives the group another weight,
-// or nullptr.
-thread_data* group_weight_rival(thread_data* self, const std::string& config_path) {
-    auto* mine = static_cast<EngineOptions*>(self->eo);
-    std::string group = group_of(self);
-    if (group.empty()) return nullptr;
-    std::string key = stack_key(self, config_path);
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
-        auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || group_of(td) != group || stack_key(td, run_path(o->config)) != key)
-            continue;
-        if (o->group_weight != mine->group_weight) return td;
-    }
-    return nullptr;
-}
-
-// Among the jobs naming self's stack file whose device may be a copy of its
-// own (`separate`: forked, or threads that set up alone): one that may write
-// and another that reads what is there without writing it first (it only
-// reads, or verify_only), or nulls.
-template <typename Separate>
-std::pair<thread_data*, thread_data*> separate_writer_and_reader(thread_data* self,
-                                                                 const std::string& config,
-                                                                 Separate separate) {
-    thread_data *writer = nullptr, *reader = nullptr;
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (!td->eo || td->io_ops != self->io_ops || !separate(td)) continue;
-        auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || run_path(o->config) != config) continue;
-        if (td->o.verify_only || !may_write(td)) {
-            if (!reader) reader = td;
-        } else if (!writer) {
-            writer = td;
-        }
-    }
-    return {writer, reader};
-}
-
-// fio may run jobs a and b (a before b in job order) at the same time: no
-// job from a's successor to b starts with a stonewall.
-bool may_overlap(thread_data* a, thread_data* b) {
-    thread_data* td;
-    int i;
-    bool after_a = false;
-    for_each_td(td, i) {
-        if (after_a && td->o.stonewall) return false;
-        if (td == b) return true;
-        if (td == a) after_a = true;
-    }
-    return true;
-}
-
-// What a path names, whichever name it goes by: a block device's number, a
-// file's device and inode, or (not there yet) its absolute path.
-std::string file_identity(const std::string& path) {
-    struct stat st;
-    if (path.empty()) return "path:";
-    if (stat(path.c_str(), &st) != 0) return "path:" + resolved_path(path);
-    if (S_ISBLK(st.st_mode)) return "dev:" + std::to_string(st.st_rdev);
-    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-}
-
-// A member's identity (file_identity() of its path).
-std::string member_identity(const MemberConfig& m) { return file_identity(m.path); }
-
-// The stack files of the run's jobs, each loaded at most once for one job's
-// setup, whose checks look at every other job's stack (a thousand jobs
-// naming two stack files load two). Loaded anew by each setup: a stack file
-// may change between one job and the next.
-class RunStacks {
-public:
-    /**
-     * of() - the stack file a job of the run names, loaded
-     * @td: a job of this engine
-     *
-     * nullopt when it names none or it does not load (that job reports its
-     * own stack file).
-     */
-    const std::optional<StackConfig>& of(thread_data* td) {
-        auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config) return none_;
-        auto [it, added] = loaded_.try_emplace(run_path(o->config));
-        if (added) {
-            try {
-                it->second = load_stack_file(o->config);
-            } catch (const std::exception&) {
-            }
-        }
-        return it->second;
-    }
-
-private:
-    std::map<std::string, std::optional<StackConfig>> loaded_;  // by run_path()
-    const std::optional<StackConfig> none_;
-};
-
-// The run's inputs, which no output of the engine (a sidecar, a trace) may
-// replace: every job's stack file and the file members of its stack, by
-// file_identity(), as "the stack file s.toml" or "members[1] of s.toml" (the
-// first job that names it). Loaded once for all of a job's output checks.
-using RunInputs = std::map<std::string, std::string>;
-RunInputs run_inputs(thread_data* self, RunStacks& stacks) {
-    RunInputs inputs;
-    std::set<std::string> seen;  // run_path() of the stack files taken
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (!td->eo || td->io_ops != self->io_ops) continue;
-        auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || !seen.insert(run_path(o->config)).second) continue;
-        inputs.emplace(file_identity(o->config), std::string("the stack file ") + o->config);
-        const std::optional<StackConfig>& config = stacks.of(td);
-        for (size_t k = 0; config && k < config->members.size(); k++)
-            if (config->members[k].backend == BackendKind::IoUring)
-                inputs.emplace(member_identity(config->members[k]),
-                               "members[" + std::to_string(k) + "] of " + o->config);
-    }
-    return inputs;
-}
-
-// The file fio writes its report to (--output, or the regular file its
-// stdout is), by file_identity(); "" when it is a terminal, pipe or device.
-std::string fio_report_identity() {
-    struct stat st;
-    if (!f_out || fstat(fileno(f_out), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-}
-
-// fio's command line's arguments that are files: its job files (fio keeps
-// their names in init.c's static ini_file), read from /proc/self/cmdline.
-std::vector<std::string> fio_job_files() {
-    std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    std::vector<std::string> files;
-    bool first = true;
-    for (std::string arg; std::getline(in, arg, '\0'); first = false) {
-        struct stat st;
-        if (!first && !arg.empty() && arg[0] != '-' && stat(arg.c_str(), &st) == 0 &&
-            S_ISREG(st.st_mode))
-            files.push_back(arg);
-    }
-    return files;
-}
-
-// The file of fio's own that `path` is (compared by file_identity()), as
-// "fio's job file run.fio", "fio's report (--output or stdout)", "the
-// write_bw_log file x_bw.1.log of job j", or "". Member data written there
-// would replace it, and fio writes its report and logs over a member.
-std::string fio_file_at(const std::string& path) {
-    std::string id = file_identity(path);
-    // First: "--output FILE" puts the report's name among the arguments.
-    if (id == fio_report_identity()) return "fio's report (--output, or the file of its stdout)";
-    for (const std::string& file : fio_job_files())
-        if (file_identity(file) == id) return "fio's job file " + file;
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        const std::pair<const char*, io_log*> logs[] = {
-            {"write_lat_log", td->lat_log},  {"write_lat_log", td->slat_log},
-            {"write_lat_log", td->clat_log}, {"write_hist_log", td->clat_hist_log},
-            {"write_bw_log", td->bw_log},    {"write_iops_log", td->iops_log}};
-        for (const auto& [option, log] : logs)
-            if (log && log->filename && file_identity(log->filename) == id)
-                return std::string("the ") + option + " file " + log->filename + " of job " +
-                       job_name(td);
-        if (td->o.write_iolog_file && *td->o.write_iolog_file &&
-            file_identity(td->o.write_iolog_file) == id)
-            return std::string("the write_iolog file ") + td->o.write_iolog_file + " of job " +
-                   job_name(td);
-    }
-    return "";
-}
-
-// A member of @config that is one of fio's own files (fio_file_at()):
-// throws the loader's one line for the first.
-void check_members_are_not_fio_files(const StackConfig& config) {
-    for (size_t i = 0; i < config.members.size(); i++) {
-        const MemberConfig& m = config.members[i];
-        if (m.backend != BackendKind::IoUring) continue;
-        if (std::string file = fio_file_at(m.path); !file.empty())
-            throw make_config_error(
-                config.source, "members[" + std::to_string(i) + "].path",
-                in_quotes(m.path) + " is " + file + ": member data would overwrite it",
-                "a member file that is none of fio's own (job files, "
-                "--output, write_iolog and write_*_log files)");
-    }
-}
-
-// What writing `path` would destroy among the run's inputs, "" when nothing.
-std::string input_at(const RunInputs& inputs, const std::string& path) {
-    auto it = inputs.find(file_identity(path));
-    return it == inputs.end() ? "" : it->second;
-}
-
-// Another job of the run that reaches one of self's members through a
-// device of its own while both devices exist (threads: one process holds
-// every stack) or may run at the same time, when either device is a raid5
-// and either job may write: two stripe caches and parities over the same
-// member corrupt the array. "job (member path)", or "".
-std::string member_rival(thread_data* self, const StackConfig& config, const std::string& key,
-                         RunStacks& stacks) {
-    std::set<std::string> ours;
-    for (const MemberConfig& m : config.members)
-        if (m.backend == BackendKind::IoUring) ours.insert(member_identity(m));
-    // By run_path() of a stack file: the path of its first member that is
-    // one of ours ("" for none), so each stack file is looked at once.
-    std::map<std::string, std::string> shared_member;
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (td == self || !td->eo || td->io_ops != self->io_ops) continue;
-        auto* o = static_cast<EngineOptions*>(td->eo);
-        if (!o->config || stack_key(td, run_path(o->config)) == key) continue;
-        if (!may_write(self) && !may_write(td)) continue;
-        bool coexist = (self->o.use_thread && td->o.use_thread) ||
-                       (td->thread_number < self->thread_number ? may_overlap(td, self)
-                                                                : may_overlap(self, td));
-        if (!coexist) continue;
-        auto [shared, added] = shared_member.try_emplace(run_path(o->config));
-        if (added) {
-            const std::optional<StackConfig>& other = stacks.of(td);
-            if (!other || (config.device.kind != DeviceKind::Raid5 &&
-                           other->device.kind != DeviceKind::Raid5))
-                continue;
-            for (const MemberConfig& m : other->members)
-                if (m.backend == BackendKind::IoUring && ours.count(member_identity(m))) {
-                    shared->second = m.path;
-                    break;
-                }
-        }
-        if (!shared->second.empty()) return job_name(td) + " (" + shared->second + ")";
-    }
-    return "";
-}
-
-// The mdsplit_trace directory a job's stack writes: its option, with .N for
-// subjob N of numjobs in fork mode, where each subjob owns a copy of the
-// device (threads of numjobs share one stack and its traces). "" for none.
-std::string trace_dir_of(thread_data* td) {
-    auto* o = static_cast<EngineOptions*>(td->eo);
-    if (!o->trace || !*o->trace) return "";
-    std::string dir = o->trace;
-    if (!td->o.use_thread && td->subjob_number) {
-        // DIR/ is DIR: its subjob's directory is DIR.N, not DIR/.N inside it.
-        while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-        dir += "." + std::to_string(td->subjob_number);
-    }
-    return dir;
-}
-
-// The trace file of some job of the run (mdsplit_trace) that `path` names,
-// as "md0.blktrace.0 of job j", or "".
-std::string trace_file_at(thread_data* self, const std::string& path, RunStacks& stacks) {
-    std::string id = file_identity(path);
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (!td->eo || td->io_ops != self->io_ops) continue;
-        std::string dir = trace_dir_of(td);
-        if (dir.empty() || !td->o.filename) continue;
-        const std::optional<StackConfig>& config = stacks.of(td);
-        std::vector<std::string> traces;
-        try {
-            if (config) traces = Stack::trace_paths(*config, dir, td->o.filename);
-        } catch (const std::exception&) {
-            continue;  // that job reports its own filename
-        }
-        for (const std::string& trace : traces)
-            if (file_identity(trace) == id)
-                return "the trace file " + trace + " of job " + job_name(td);
-    }
-    return "";
-}
-
-// A job that shares self's stack (shares_stack) but names another trace
-// directory than `dir` (or none where self names one), or nullptr.
-thread_data* trace_disagreement(thread_data* self, const std::string& dir) {
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        if (td == self || !td->eo || td->io_ops != self->io_ops || !shares_stack(self, td))
-            continue;
-        std::string other = trace_dir_of(td);
-        if (other.empty() != dir.empty() || (!dir.empty() && run_path(other) != run_path(dir)))
-            return td;
-    }
-    return nullptr;
 }
 
 bool write_sidecars(SharedStack& stack);
@@ -800,29 +426,6 @@ std::string unsupported_option(thread_data* td) {
         return "mdsplit: pre_read=1: fio pre-reads through the file's own descriptor, and "
                "filename= names a virtual device that has none; allowed: pre_read=0 (the "
                "default)";
-    // The offload workers reload the engine by o.ioengine_so_path, which
-    // points into a parse buffer fio has freed by then (it prints garbage as
-    // the engine's name), and each worker would get a stack of its own.
-    if (td->o.io_submit_mode == IO_MODE_OFFLOAD)
-        return "mdsplit: io_submit_mode=offload is not supported by this engine; allowed: "
-               "io_submit_mode=inline (the default)";
-    // fio's main process frees a forked job's engine options as soon as it
-    // has forked it (backend.c run_threads: free(eo)). With create_serialize=0
-    // a job sets up in its own thread or process, after that, so the checks
-    // across jobs (stack_use, output_rival) would read freed memory (they
-    // crashed). Threads' options live on; only forked jobs are a problem.
-    if (!td->o.create_serialize) {
-        thread_data* other;
-        int i;
-        for_each_td(other, i) {
-            if (other != td && !other->o.use_thread)
-                return "mdsplit: create_serialize=0 while job " + job_name(other) +
-                       " runs as a forked process: this job would set up after fio has freed "
-                       "that job's options, so the two could not be checked against each other; "
-                       "allowed: create_serialize=1 (the default), thread=1 for every job, or a "
-                       "run of one job";
-        }
-    }
     return "";
 }
 
@@ -925,6 +528,11 @@ int mdsplit_setup(thread_data* td) {
         report_error(td, why);
         return 1;
     }
+    size_t self = 0;
+    if (std::string why = run_plan(td, false, self).create_serialize_refusal(self); !why.empty()) {
+        report_error(td, why);
+        return 1;
+    }
     if (td->o.nr_files != 1 || td->files_index != 1) {
         report_error(td,
                      "mdsplit: filename must name exactly one virtual device (e.g. md0); "
@@ -937,14 +545,9 @@ int mdsplit_setup(thread_data* td) {
         if (o->group && *o->group && config.device.scheduler != SchedulerKind::Bfq)
             throw std::runtime_error("mdsplit: mdsplit_group=" + std::string(o->group) +
                                      " needs device.scheduler = \"bfq\" in " + o->config);
-        if (thread_data* other = thread_cgroup_abort())
-            throw std::runtime_error(
-                "mdsplit: cgroup=" + std::string(other->o.cgroup) + " (job " + job_name(other) +
-                ") in a run of threads (thread=1): fio 3.33 frees its cgroup mount at the end "
-                "of every job (cgroup_shutdown) and aborts when the second ends; allowed: "
-                "mdsplit_group=" +
-                other->o.cgroup +
-                " instead (the same bfq group, without a fio cgroup), or forked jobs (thread=0)");
+        RunPlan plan = run_plan(td, true, self);
+        if (std::string why = plan.thread_cgroup_refusal(); !why.empty())
+            throw std::runtime_error(why);
         // fio's ioscheduler= would switch a real device's scheduler; the
         // virtual device's is the stack file's device.scheduler.
         if (const char* want = td->o.ioscheduler;
@@ -970,82 +573,11 @@ int mdsplit_setup(thread_data* td) {
                 " without mdsplit_group: the weight is a group's, and the root group has "
                 "none; allowed: mdsplit_group=NAME (or fio's cgroup=NAME) beside it (with "
                 "device.scheduler = \"bfq\")");
-        std::string config_path = run_path(o->config);
-        RunStacks stacks;  // the other jobs' stack files, for the checks below
-        if (thread_data* other = group_weight_rival(td, config_path))
-            throw std::runtime_error(
-                "mdsplit: mdsplit_group_weight: jobs " + job_name(td) + " (" +
-                std::to_string(o->group_weight) + ") and " + job_name(other) + " (" +
-                std::to_string(static_cast<EngineOptions*>(other->eo)->group_weight) +
-                ") put group " + group_of(td) +
-                " of one device at two weights, and a group has "
-                "one; allowed: the same mdsplit_group_weight on every job of a group");
-        StackUse use = stack_use(td, config_path);
-        bool needs_one_owner = config.device.kind == DeviceKind::Raid5 ||
-                               config.device.scheduler == SchedulerKind::Bfq;
-        // Forked jobs each own a copy of the device: right only when fio runs
-        // them one after another (a stonewall between each two).
-        if (needs_one_owner && !td->o.use_thread && !use.overlap_first.empty())
-            throw std::runtime_error(
-                "mdsplit: jobs " + use.overlap_first + " and " + use.overlap_second +
-                " share the device of " + o->config + " (" +
-                (config.device.kind == DeviceKind::Raid5 ? "raid5" : "bfq") +
-                ") and may run at the same time, but it needs one owner: add thread=1 so they "
-                "share it in one process, or stonewall so they run one after another");
-        // A device has one page cache (the bdev inode's mapping), which
-        // direct I/O keeps coherent (block/fops.c). Forked jobs each have
-        // their own: with buffered I/O and a writer, one would read what the
-        // other's cache holds back or no longer matches. Per device (stack
-        // file and filename): two devices keep two caches in one process
-        // too, as two kernel block devices over one disk do.
-        StackUse dev = stack_use(td, config_path, td->o.filename ? td->o.filename : "");
-        if (dev.buffered && dev.writes && !td->o.use_thread && !dev.overlap_first.empty())
-            throw std::runtime_error(
-                "mdsplit: jobs " + dev.overlap_first + " and " + dev.overlap_second +
-                " share the device of " + o->config +
-                " with buffered I/O (direct=0) and writes, and may run at the same time, but "
-                "forked processes each keep their own page cache, so one would read stale "
-                "data: add thread=1 so they share one page cache in one process, or stonewall "
-                "so they run one after another");
-        // Forked jobs each own a copy of the device; on files the copies
-        // share the data, in ram each process has its own empty memory: a
-        // job that reads what another wrote would read zeroes.
-        bool in_memory =
-            std::any_of(config.members.begin(), config.members.end(),
-                        [](const MemberConfig& m) { return m.backend == BackendKind::Ram; });
-        if (in_memory && !td->o.use_thread) {
-            auto [writer, reader] = separate_writer_and_reader(
-                td, config_path, [](thread_data* t) { return !t->o.use_thread; });
-            if (writer && reader)
-                throw std::runtime_error(
-                    "mdsplit: job " + job_name(reader) + " reads what job " + job_name(writer) +
-                    " writes on the ram members of " + o->config +
-                    ", but as forked processes each has its own empty memory; allowed: "
-                    "thread=1 (one device in one process), or members on files");
-        }
-        // With create_serialize=0 each thread sets its device up as it
-        // starts: the device of a job that has ended is gone by then, and
-        // its memory with it (a later reader read zeroes).
-        if (in_memory && !td->o.create_serialize) {
-            auto [writer, reader] = separate_writer_and_reader(
-                td, config_path, [](thread_data* t) { return !t->o.create_serialize; });
-            if (writer && reader)
-                throw std::runtime_error(
-                    "mdsplit: job " + job_name(reader) + " reads what job " + job_name(writer) +
-                    " writes on the ram members of " + o->config +
-                    ", but with create_serialize=0 each job sets its device up as it starts, "
-                    "when an earlier job's may be gone with its memory; allowed: "
-                    "create_serialize=1 (the default), or members on files");
-        }
-        if (std::string rival = member_rival(td, config, stack_key(td, config_path), stacks);
-            !rival.empty())
-            throw std::runtime_error(
-                "mdsplit: job " + job_name(td) + " and job " + rival +
-                " reach one member through two devices (another mdsplit_config or filename) "
-                "that may be in use at once, one of them a raid5 with its own stripe cache and "
-                "parity: writing would corrupt the array; allowed: the same mdsplit_config and "
-                "filename for both with thread=1 (one shared device), or forked jobs with a "
-                "stonewall between them");
+        if (std::string why = plan.sharing_refusal(self, config); !why.empty())
+            throw std::runtime_error(why);
+        StackUse use = plan.stack_use(self);
+        if (std::string why = plan.member_rival_refusal(self, config); !why.empty())
+            throw std::runtime_error(why);
         // Before anything is made (the sidecar's directory, traces, members):
         // a member in use or carrying data is refused when any job of the run
         // may write (device_safety.h). The Stack checks again as it opens
@@ -1054,7 +586,8 @@ int mdsplit_setup(thread_data* td) {
         safety.writes = use.writes;
         safety.allow_mounted_write = use.writers_allow_mounted;
         check_device_safety(config, safety);
-        check_members_are_not_fio_files(config);
+        if (std::string why = plan.fio_file_refusal(config); !why.empty())
+            throw std::runtime_error(why);
         auto data = std::make_unique<EngineData>();
         StackOptions so;
         fio_file* f = td->files[0];
@@ -1068,95 +601,23 @@ int mdsplit_setup(thread_data* td) {
         so.allow_mounted_write = use.writers_allow_mounted;
         // fio's --readonly and allow_file_create=0: no member file is created.
         so.create_members = use.create && !read_only;
-        so.trace_dir = trace_dir_of(td);
+        so.trace_dir = plan.trace_dir(self);
         // A raid5 is assembled at init(), in the process that runs the job
         // (Stack::assemble_md): setup runs in fio's main process for every
         // job before the first one starts.
         so.defer_md_assembly = true;
-        if (!so.trace_dir.empty()) {
-            // Every stack names its members m0, m1, ... and truncates its trace
-            // files: two devices tracing into one directory overwrite each other.
-            std::string rival = output_rival(td, so.trace_dir, trace_dir_of);
-            if (!rival.empty())
-                throw std::runtime_error(
-                    "mdsplit: mdsplit_trace=" + so.trace_dir + ": job " + rival +
-                    " writes its traces there too, from a device of its own, so one job's "
-                    "blktrace files would overwrite the other's; allowed: a directory per job, "
-                    "or thread=1 with the same mdsplit_config and filename (one shared device, "
-                    "one set of traces)");
-        }
-        // Its files are truncated as the device opens: never over an input.
-        const RunInputs inputs = run_inputs(td, stacks);
-        for (const std::string& path :
-             so.trace_dir.empty() ? std::vector<std::string>{}
-                                  : Stack::trace_paths(config, so.trace_dir, f->file_name)) {
-            if (std::string input = input_at(inputs, path); !input.empty())
-                throw std::runtime_error("mdsplit: mdsplit_trace=" + so.trace_dir + ": its file " +
-                                         path + " is " + input +
-                                         ": the trace would overwrite it; allowed: a directory "
-                                         "where no member or stack file of the run has a trace "
-                                         "file's name");
-            else if (std::string holder = file_claim_holder(path); !holder.empty())
-                throw std::runtime_error("mdsplit: mdsplit_trace=" + so.trace_dir + ": its file " +
-                                         path + " is a member " + holder +
-                                         ": the trace would overwrite it; allowed: a directory "
-                                         "where no member in use has a trace file's name");
-        }
-        // One shared device writes one set of traces, opened by whichever job
-        // opens the device first: the others' mdsplit_trace would be dropped.
-        if (thread_data* other = trace_disagreement(td, so.trace_dir)) {
-            auto shown = [](const std::string& dir) { return dir.empty() ? "none" : dir; };
-            throw std::runtime_error(
-                "mdsplit: mdsplit_trace: jobs " + job_name(td) + " (" + shown(so.trace_dir) +
-                ") and " + job_name(other) + " (" + shown(trace_dir_of(other)) +
-                ") share one device (thread=1, the same mdsplit_config and filename), which "
-                "writes one set of traces; allowed: the same mdsplit_trace (or none) on every "
-                "job that shares the device");
-        }
+        // Nothing the device writes (traces, its sidecar) may replace what
+        // the run reads or another device writes.
+        if (std::string why = plan.output_refusal(self, config); !why.empty())
+            throw std::runtime_error(why);
         so.ring_entries = 256;
         data->depth = td->o.iodepth ? td->o.iodepth : 1;
         data->buffered = !td->o.odirect;
-        data->stats_path = stats_path_of(td);
+        data->stats_path = plan.stats_path(self);
         data->label = f->file_name;
-        if (std::string input = data->stats_path.empty() ? "" : input_at(inputs, data->stats_path);
-            !input.empty())
-            throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + input +
-                                     ": the sidecar would overwrite it; allowed: a file that is "
-                                     "neither a member nor a stack file of the run");
-        if (std::string holder =
-                data->stats_path.empty() ? "" : file_claim_holder(data->stats_path);
-            !holder.empty())
-            throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path +
-                                     " is a member " + holder +
-                                     ": the sidecar would overwrite it; allowed: a file "
-                                     "that is no member in use");
-        if (std::string use = data->stats_path.empty() ? "" : find_file_use(data->stats_path);
-            !use.empty())
-            throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + use +
-                                     ": the sidecar would replace it; allowed: a file that no "
-                                     "loop device or swap area uses");
-        if (std::string trace = data->stats_path.empty() || sidecar_is_stream(data->stats_path)
-                                    ? ""
-                                    : trace_file_at(td, data->stats_path, stacks);
-            !trace.empty())
-            throw std::runtime_error("mdsplit: mdsplit_stats=" + data->stats_path + " is " + trace +
-                                     ": the sidecar would replace it; allowed: a file that is "
-                                     "not a trace file of the run");
-        if (!data->stats_path.empty()) {
-            // Jobs writing one stream each add a document; one file would be replaced.
-            std::string rival = sidecar_is_stream(data->stats_path)
-                                    ? ""
-                                    : output_rival(td, data->stats_path, stats_path_of);
-            if (!rival.empty())
-                throw std::runtime_error(
-                    "mdsplit: mdsplit_stats=" + data->stats_path + ": job " + rival +
-                    " writes it too, from a device of its own, so one sidecar would overwrite "
-                    "the other; allowed: a file per job, or thread=1 with the same "
-                    "mdsplit_config and filename (one shared device, one sidecar)");
-            check_sidecar_writable(data->stats_path);
-        }
+        if (!data->stats_path.empty()) check_sidecar_writable(data->stats_path);
         // Threads of one process share a stack; forked jobs each have their own.
-        std::string key = stack_key(td, config_path);
+        std::string key = plan.stack_key(self);
         // A forked job's key is its own; a thread's is shared only with jobs
         // naming the same stack file. Such a stack has one user, the job's
         // thread: no locking, and its ring may be single-issuer (not with
@@ -1539,7 +1000,10 @@ ioengine_ops make_ops() {
     ioengine_ops ops{};
     ops.name = "mdsplit";
     ops.version = FIO_IOOPS_VERSION;
-    ops.flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_ASYNCIO_SETS_ISSUE_TIME;
+    // FIO_NO_OFFLOAD: fio refuses io_submit_mode=offload (check_engine_ops):
+    // its workers would reload the engine, each with a stack of its own.
+    ops.flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_ASYNCIO_SETS_ISSUE_TIME |
+                FIO_NO_OFFLOAD;
     ops.setup = mdsplit_setup;
     ops.init = mdsplit_init;
     ops.post_init = mdsplit_post_init;

@@ -23,6 +23,7 @@
 #include "core/block/task_context.h"
 #include "core/mm/page_cache.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

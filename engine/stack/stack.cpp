@@ -12,8 +12,10 @@
 #include "base/json_writer.h"
 #include "config/config_error.h"
 #include "core/block/bfq_scheduler.h"
+#include "core/block/completion_orderer.h"
 #include "core/block/mq_deadline.h"
 #include "core/block/passthrough_device.h"
+#include "core/block/write_behind.h"
 #include "core/drivers/fault_injector.h"
 #include "core/drivers/io_uring_backend.h"
 #include "core/drivers/null_backend.h"
@@ -150,6 +152,19 @@ void Stack::assemble_md() {
     });
 }
 
+// How the member's requests reach its backend and come back
+// (member_delivery.h), by the clock and the storage: on the virtual clock a
+// real member's completions end in issue order, and a timed one without
+// faults (its TimedBackend outermost) may write behind its model.
+std::unique_ptr<MemberDelivery> Stack::member_delivery(const MemberConfig& m, TimedBackend* timed,
+                                                       const StackOptions& options) {
+    if (!loop_.clock().is_virtual() || m.backend != BackendKind::IoUring)
+        return std::make_unique<DirectDelivery>();
+    if (options.write_behind && timed && !m.faults)
+        return std::make_unique<WriteBehindDelivery>(loop_, *timed);
+    return std::make_unique<IssueOrderDelivery>(loop_);
+}
+
 void Stack::open_members_and_device(const StackOptions& options,
                                     std::vector<IoUringBackend*>& opened) {
     const StackConfig& config = config_;
@@ -182,9 +197,12 @@ void Stack::open_members_and_device(const StackOptions& options,
                 break;
         }
         const DeviceTime device_time(config.device.time_scale);
-        if (m.model)
+        TimedBackend* timed = nullptr;
+        if (m.model) {
             backend = std::make_unique<TimedBackend>(loop_, std::move(backend),
                                                      device_time.model(*m.model));
+            timed = static_cast<TimedBackend*>(backend.get());
+        }
         // [members.faults]: outermost, so a failed request costs no model
         // time. Its delays are the device's, so slow motion stretches them too.
         if (m.faults)
@@ -194,9 +212,9 @@ void Stack::open_members_and_device(const StackOptions& options,
         limits.max_sectors = uint32_t(m.max_sectors_bytes >> kSectorShift);
         limits.queue_depth = m.queue_depth;
         limits.logical_block_size = m.logical_block_size;
-        members_.push_back(std::make_unique<MemberQueue>(*layer_, member_name(i),
-                                                         make_devt(kSdMajor, uint32_t(16 * i)),
-                                                         std::move(backend), limits));
+        members_.push_back(std::make_unique<MemberQueue>(
+            *layer_, member_name(i), make_devt(kSdMajor, uint32_t(16 * i)), std::move(backend),
+            limits, member_delivery(m, timed, options)));
         // device.scheduler = "bfq": one BFQ instance per member queue.
         if (config.device.scheduler == SchedulerKind::Bfq) {
             BfqScheduler::Options bfq_options;
@@ -665,8 +683,8 @@ std::string Stack::stats_json() const {
 
 BufferedIo& Stack::buffered() {
     if (!buffered_) {
-        buffered_ =
-            std::make_unique<BufferedIo>(loop_, *layer_, *top_, members(), config_.page_cache);
+        buffered_ = std::make_unique<BufferedIo>(loop_, *layer_, *top_, members(),
+                                                 config_.page_cache, loop_.clock().is_virtual());
         // Worker threads post to the loop; with an io_uring ring, let them
         // signal the ring's completion eventfd, so one fd wakes the loop (and
         // SharedStack's poller) for completions and posts alike.

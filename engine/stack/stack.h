@@ -26,6 +26,7 @@ namespace mdsplit {
 class BufferedIo;
 class IoUringBackend;
 class Raid5Device;
+class TimedBackend;
 
 struct StackOptions {
     std::string label = "md0";  // the virtual device's name (fio's filename)
@@ -51,6 +52,10 @@ struct StackOptions {
     // have stopped theirs (assembled at setup, it took their active marks
     // for an unclean stop).
     bool defer_md_assembly = false;
+    // On the virtual clock, a timed real member without faults completes a
+    // write at its modelled time while the host writes it behind
+    // (WriteBehindDelivery); harness simulate's runs.
+    bool write_behind = false;
 };
 
 class Stack {
@@ -169,6 +174,8 @@ private:
     void check_devices(const StackOptions& options);
     // The constructor's work after the checks: members, the device, traces.
     void open_members_and_device(const StackOptions& options, std::vector<IoUringBackend*>& opened);
+    std::unique_ptr<MemberDelivery> member_delivery(const MemberConfig& m, TimedBackend* timed,
+                                                    const StackOptions& options);
     void check_trace_paths(const std::vector<std::string>& paths) const;
     void claim_members(const StackOptions& options);
     void mark_forced_md_members(const StackOptions& options);

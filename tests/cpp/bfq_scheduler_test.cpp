@@ -17,6 +17,7 @@
 #include "core/trace/trace_event.h"
 #include "core/trace/tracer.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

@@ -21,6 +21,7 @@
 #include "core/trace/trace_event.h"
 #include "sim/buffered_workload.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "config/config_loader.h"
 #include "config/size_parse.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

@@ -15,6 +15,7 @@
 #include "core/drivers/fault_injector.h"
 #include "core/md/raid5_device.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

@@ -10,6 +10,7 @@
 #include "config/config_loader.h"
 #include "core/trace/trace_event.h"
 #include "ram_nvme_stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

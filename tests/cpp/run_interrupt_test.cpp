@@ -6,6 +6,7 @@
 #include "config/config_loader.h"
 #include "ram_nvme_stack.h"
 #include "sim/workload.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

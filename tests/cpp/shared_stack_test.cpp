@@ -22,6 +22,7 @@
 #include "config/config_loader.h"
 #include "stack/shared_stack.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

@@ -15,6 +15,7 @@
 #include "config/config_loader.h"
 #include "core/md/raid5_device.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

@@ -29,6 +29,7 @@
 #include "core/trace/tracer.h"
 #include "sim/workload.h"
 #include "stack/stack.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

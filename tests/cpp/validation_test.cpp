@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config/config_loader.h"
+#include "stack/storage_probe.h"
 
 namespace mdsplit {
 namespace {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config/config_loader.h"
+#include "stack/storage_probe.h"
 
 namespace {
 // The private directory, removed when the fuzzer exits (it stays empty).

@@ -161,12 +161,12 @@ NOT_APPLICABLE = {
         "numa_mem_policy=interleave:0-1), not the device; needs two NUMA nodes"),
 }
 
-# Examples about a fio feature the engine refuses at setup on purpose: each
-# is run and must fail with the engine's one line naming the option.
+# Examples about a fio feature the engine refuses on purpose: each is run and
+# must fail with the one line naming it (offload: fio's own, FIO_NO_OFFLOAD).
 REFUSED_BY_ENGINE = {
-    "fixed-rate-submission.fio": ("io_submit_mode=offload", "offload workers reload the engine "
+    "fixed-rate-submission.fio": ("offloaded submit", "offload workers reload the engine "
                                   "and would each get a stack of their own"),
-    "poisson-rate-submission.fio": ("io_submit_mode=offload", "offload workers reload the engine "
+    "poisson-rate-submission.fio": ("offloaded submit", "offload workers reload the engine "
                                     "and would each get a stack of their own"),
 }
 

@@ -1,6 +1,12 @@
 // A request-based member device (blk-mq queue + driver): splits bios to its
 // max_sectors, merges them into plugged requests, and issues requests to its
-// backend up to its queue depth (block/blk-mq.c blk_mq_submit_bio).
+// backend up to its queue depth. One class over the kernel's files:
+//   member_queue.cpp  block/blk-mq.c: submit, plug, issue, completion
+//   blk_merge.cpp     block/blk-merge.c (and the elevator's insert merge)
+//   blk_mq_sched.cpp  block/blk-mq-sched.c: the scheduler's dispatch
+// How an issued request reaches the backend and comes back (the clock's
+// and the storage's part) is a MemberDelivery chosen at construction
+// (member_delivery.h).
 #pragma once
 
 #include <memory>
@@ -10,6 +16,7 @@
 #include "core/block/block_device.h"
 #include "core/block/block_layer.h"
 #include "core/block/io_scheduler.h"
+#include "core/block/member_delivery.h"
 #include "core/drivers/backend.h"
 #include "core/trace/seek_histogram.h"
 #include "core/trace/size_histogram.h"
@@ -29,8 +36,10 @@ struct MemberQueueLimits {
 
 class MemberQueue final : public BlockDevice {
 public:
+    // `delivery`: null is DirectDelivery (member_delivery.h).
     MemberQueue(BlockLayer& layer, std::string name, uint32_t devt,
-                std::unique_ptr<Backend> backend, const MemberQueueLimits& limits);
+                std::unique_ptr<Backend> backend, const MemberQueueLimits& limits,
+                std::unique_ptr<MemberDelivery> delivery = nullptr);
     ~MemberQueue() override;
 
     void submit_bio(Bio* bio) override;
@@ -58,7 +67,10 @@ public:
     Backend& backend() { return *backend_; }
     // Makes every write this queue completed durable on the real storage:
     // the write-behind copies land first, then Backend::sync_data().
-    int sync_data();
+    int sync_data() { return delivery_->sync_data(); }
+    // Writes to the real storage behind the model that failed
+    // (WriteBehindDelivery; 0 for the other deliveries).
+    uint64_t write_behind_errors() const { return delivery_->write_behind_errors(); }
     uint32_t in_flight() const { return in_flight_; }
     uint32_t queue_depth() const { return limits_.queue_depth; }
     const SeekHistogram& seeks() const { return seeks_; }
@@ -72,12 +84,15 @@ private:
     Request* alloc_request(Bio* bio);
     void add_rq_to_plug(PlugList& plug, Request* rq);
     void issue(Request* rq);
-    static void on_backend_complete(void* ctx, Request* rq, int64_t res);
+    void issue_waiting();
+    static void end_request(void* ctx, Request* rq, int64_t res);
     void complete_request(Request* rq, int64_t res);
 
     BlockLayer& layer_;
     std::unique_ptr<Backend> backend_;
+    std::unique_ptr<MemberDelivery> delivery_;
     MemberQueueLimits limits_;
+    uint64_t issue_seq_ = 0;
     uint32_t in_flight_ = 0;
     SeekHistogram seeks_;
     SizeHistogram request_sizes_;  // at issue (D)
@@ -97,33 +112,6 @@ private:
     bool run_pending_ = false;  // an async run is queued
     bool restart_ = false;      // BLK_MQ_S_SCHED_RESTART
     uint64_t delay_timer_ = 0;  // pending BLK_MQ_BUDGET_DELAY re-run (timer id)
-
-    // Virtual clock over a real (io_uring) member: the ring returns the
-    // requests of one instant in the host's order, so they are completed
-    // together, in issue order, once that instant's completions are in
-    // (EventLoop::settle): a run does not depend on the host.
-    static void complete_in_issue_order(void* arg, uint64_t tag);
-    bool order_completions_ = false;
-    uint64_t issue_seq_ = 0;
-    std::vector<std::pair<Request*, int64_t>> arrived_;
-
-    // Write-behind (virtual clock, a timed real member without faults): a
-    // write completes at its modelled time while the host writes a copy of
-    // its data in the background; reads and overlapping writes wait for the
-    // copies in flight, so every read sees what was written before it.
-    void issue_write_behind(Request* rq);
-    void wait_for_write_behind(const Request* rq);
-    static void on_write_behind_model_time(void* arg, uint64_t tag);
-    void end_write_behind_copy(Request* copy, int64_t res);
-    class TimedBackend* timed_ = nullptr;
-    std::vector<Request*> behind_;  // copies in flight
-    uint64_t write_behind_errors_ = 0;
-
-public:
-    // Turns write-behind on where it applies (see above); false when the
-    // member is not a timed real member on the virtual clock.
-    bool set_write_behind(bool on);
-    uint64_t write_behind_errors() const { return write_behind_errors_; }
 };
 
 }  // namespace mdsplit

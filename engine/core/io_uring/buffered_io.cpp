@@ -13,8 +13,9 @@
 namespace mdsplit {
 
 BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
-                       std::vector<MemberQueue*> members, const PageCacheConfig& config)
-    : loop_(loop), config_(config) {
+                       std::vector<MemberQueue*> members, const PageCacheConfig& config,
+                       bool virtual_time)
+    : loop_(loop), config_(config), virtual_time_(virtual_time) {
     cache_ = std::make_unique<PageCache>(config.size_bytes, top.capacity() << kSectorShift,
                                          config.folio_kb / (kCachePageSize / 1024));
     filemap_ = std::make_unique<Filemap>(loop, layer, top, std::move(members), config_, *cache_,
@@ -22,7 +23,7 @@ BufferedIo::BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
     WritebackClient& client = *this;
     writeback_ = std::make_unique<PageWriteback>(loop, *cache_, *filemap_, stats_, client);
     filemap_->set_writeback(writeback_.get());
-    BufferedExec exec = make_buffered_exec(*this, loop.clock().is_virtual());
+    BufferedExec exec = make_buffered_exec(*this, virtual_time);
     cpu_ = std::move(exec.cpu);
     wq_ = std::move(exec.wq);
 }
@@ -52,8 +53,6 @@ void BufferedIo::before_direct_io(uint64_t offset, uint64_t length, bool writes)
     std::lock_guard<std::mutex> lock(cache_->mutex());
     cache_->invalidate_range(first, last);
 }
-
-bool BufferedIo::virtual_time() const { return loop_.clock().is_virtual(); }
 
 std::vector<BufferedPath> BufferedIo::take_paths() {
     std::vector<BufferedPath> out;

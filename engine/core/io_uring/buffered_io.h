@@ -104,8 +104,10 @@ class SubmitterCpu;
 
 class BufferedIo final : private WritebackClient {
 public:
+    // `virtual_time`: the execution mode (make_buffered_exec()), chosen by
+    // the stack from its clock.
     BufferedIo(EventLoop& loop, BlockLayer& layer, BlockDevice& top,
-               std::vector<MemberQueue*> members, const PageCacheConfig& config);
+               std::vector<MemberQueue*> members, const PageCacheConfig& config, bool virtual_time);
     ~BufferedIo();
     BufferedIo(const BufferedIo&) = delete;
     BufferedIo& operator=(const BufferedIo&) = delete;
@@ -154,7 +156,7 @@ public:
     // FMODE_RANDOM (fadvise_hint=random): every miss is a forced readahead
     // of the requested size.
     BufferedCosts& costs() { return costs_; }
-    bool virtual_time() const;
+    bool virtual_time() const { return virtual_time_; }
     const PageCacheConfig& config() const { return config_; }
     PageCache& cache() { return *cache_; }
 
@@ -218,6 +220,7 @@ private:
 
     EventLoop& loop_;
     PageCacheConfig config_;
+    bool virtual_time_;  // the execution mode (make_buffered_exec())
     std::unique_ptr<PageCache> cache_;
     BufferedCosts costs_;
     uint32_t iodepth_ = 0;  // 0: not set (4 x CPUs)

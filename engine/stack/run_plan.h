@@ -1,0 +1,168 @@
+// The run-wide decisions of a run of fio jobs over stack files, made from
+// plain descriptions of the jobs (no fio types): which jobs share a stack,
+// which stacks are written and by whom, where sidecars and traces go, and
+// every clash between jobs, each refused with its one line. The fio glue
+// (engine/fio/mdsplit_engine.cpp) describes fio's thread_data as PlanJobs;
+// harness simulate describes its job file's jobs the same way through the
+// bindings (mdsplit.run_plan_refusal), so both refuse a run alike.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/stack_config.h"
+
+namespace mdsplit {
+
+// One job of the run, in fio's job order (numjobs' subjobs included).
+struct PlanJob {
+    std::string name = "?";  // fio's [section]
+    // Runs this engine. Other jobs count only for the run's order
+    // (stonewalls), its threads and its forked processes.
+    bool ours = true;
+    std::string config;      // mdsplit_config as written ("" none)
+    std::string filename;    // filename= as written
+    std::string device;      // the file fio opens (its files[0]), the device's label
+    uint32_t number = 0;     // fio's thread_number: a forked job's stack is its own
+    uint32_t subjob = 0;     // subjob_number within numjobs
+    bool thread = false;     // thread=1: shares the process, and its stacks
+    bool stonewall = false;  // starts once every job before it has ended
+    bool writes = false;     // may write: writes, trims, or replays a log
+    bool buffered = false;   // direct=0
+    bool verify_only = false;
+    bool allow_create = true;          // allow_file_create
+    bool allow_mounted_write = false;  // allow_mounted_write=1
+    bool create_serialize = true;
+    std::string stats;  // mdsplit_stats as written ("" none)
+    std::string trace;  // mdsplit_trace as written ("" none)
+    // The bfq group its I/O is charged to: mdsplit_group, else cgroup=.
+    std::string group;
+    std::string cgroup;  // fio's cgroup=
+    uint32_t group_weight = 100;
+    // fio's own output files of this job: (option, path), such as
+    // ("write_bw_log", "x_bw.1.log") or ("write_iolog", "w.log").
+    std::vector<std::pair<std::string, std::string>> fio_files;
+};
+
+// What the whole run does with one stack file (or one device of it).
+struct StackUse {
+    std::vector<std::string> jobs;  // the jobs that name it, in job order
+    bool writes = false;            // any of them may write
+    // Every one that may write sets allow_mounted_write=1: the override
+    // belongs to the writers, whichever job runs setup.
+    bool writers_allow_mounted = true;
+    // Two of them that fio may run at the same time (no stonewall between
+    // them), one at least a forked process with a copy of the device of its
+    // own: empty when fio's ordering keeps them apart or all are threads.
+    std::string overlap_first, overlap_second;
+    bool buffered = false;  // one of them does buffered I/O (direct=0)
+    bool create = true;     // none of them sets allow_file_create=0
+};
+
+class RunPlan {
+public:
+    // `resolve`: a path as open(2) reaches it (resolved_path(); the engine
+    // caches it for the run). `base`: the directory the jobs' relative
+    // paths start from ("" the working directory, as fio's); messages
+    // show paths as the jobs write them.
+    using Resolve = std::function<std::string(const std::string&)>;
+    RunPlan(std::vector<PlanJob> jobs, Resolve resolve, std::string base = "");
+
+    const std::vector<PlanJob>& jobs() const { return jobs_; }
+    std::string resolved(const std::string& path) const { return resolve_(path); }
+
+    // The jobs naming job `self`'s stack file (resolved); with `device`,
+    // only those naming that device of it (their filename=).
+    StackUse stack_use(size_t self, const std::string* device = nullptr) const;
+    // The key of the stack a job opens: threads naming one stack file and
+    // one device share it; a forked job's is its own.
+    std::string stack_key(size_t i) const;
+    // Two threads naming the same stack file and filename: one stack.
+    bool shares_stack(size_t a, size_t b) const;
+    // fio may run jobs a and b (a before b) at the same time.
+    bool may_overlap(size_t a, size_t b) const;
+
+    // The sidecar a job writes (mdsplit_stats, .N for subjob N unless a
+    // stream), and the trace directory (mdsplit_trace, .N for a forked
+    // subjob); "" for none.
+    std::string stats_path(size_t i) const;
+    std::string trace_dir(size_t i) const;
+
+    // The refusals of job `self` over its loaded stack file `config`, in
+    // the engine's order: "" when it may run. thread_cgroup_refusal() is
+    // asked before the job's own options; sharing_refusal() after them.
+    std::string thread_cgroup_refusal() const;
+    std::string sharing_refusal(size_t self, const StackConfig& config) const;
+    // Output clashes: two devices writing one trace directory, jobs of one
+    // device naming different ones, two devices writing one sidecar file.
+    std::string trace_refusal(size_t self) const;
+    std::string trace_agreement_refusal(size_t self) const;
+    std::string stats_rival_refusal(size_t self) const;
+    // create_serialize=0 beside a forked job (fio frees its options).
+    std::string create_serialize_refusal(size_t self) const;
+    // Two devices over one member, one a raid5, in use at once.
+    std::string member_rival_refusal(size_t self, const StackConfig& config);
+    // What job `self`'s traces (in trace_dir(self), for its device over
+    // `config`) and sidecar would overwrite: an input of the run (a stack
+    // file, a member), a member in use, a file a loop device or swap uses,
+    // another job's trace file; another device's traces or sidecar; and
+    // jobs of one device naming different trace directories. In the
+    // engine's order; "" when none.
+    std::string output_refusal(size_t self, const StackConfig& config);
+    // fio's own files outside the jobs: its report's file_identity() ("" a
+    // terminal, pipe or device) and its job files.
+    void set_fio_files(std::string report_identity, std::vector<std::string> job_files);
+    // A member of `config` that is one of fio's own files: the loader's line
+    // for the first ("" none). Member data would replace it, and fio
+    // writes its report and logs over a member.
+    std::string fio_file_refusal(const StackConfig& config) const;
+
+private:
+    std::string output_rival(size_t self, const std::string& path,
+                             std::string (RunPlan::*path_of)(size_t) const) const;
+    std::pair<const PlanJob*, const PlanJob*> separate_writer_and_reader(
+        size_t self, bool (*separate)(const PlanJob&)) const;
+    const PlanJob* group_weight_rival(size_t self) const;
+    const PlanJob* trace_disagreement(size_t self) const;
+    std::string config_path(size_t i) const;
+    std::string at(const std::string& path) const;
+    const std::optional<StackConfig>& stack_of(size_t i);
+    std::map<std::string, std::string> run_inputs();
+    std::string input_at(const std::string& path);
+    std::string trace_file_at(const std::string& path);
+    std::string trace_outputs_refusal(size_t self, const StackConfig& config);
+    std::string stats_outputs_refusal(size_t self);
+
+    std::vector<PlanJob> jobs_;
+    Resolve resolve_;
+    std::string base_;
+    // The stack files of the run's jobs, each loaded at most once (a
+    // thousand jobs naming two stack files load two), by resolved path;
+    // nullopt for one that does not load (its job reports it).
+    std::map<std::string, std::optional<StackConfig>> stacks_;
+    std::optional<std::map<std::string, std::string>> inputs_;
+    std::string fio_report_identity_;
+    std::vector<std::string> fio_job_files_;
+    std::string fio_file_at(const std::string& path) const;
+};
+
+// What a path names, whichever name it goes by: a block device's number, a
+// file's device and inode, or (not there yet) its absolute path.
+std::string file_identity(const std::string& path);
+
+// A sidecar path that is a stream (a character device, a FIFO, or an open
+// descriptor: /dev/stderr, /dev/fd/N, /proc/self/fd/N, through any link):
+// each job appends its document; any other sidecar is replaced whole.
+bool sidecar_is_stream(const std::string& path);
+// `path` and each target of the symbolic links of its last component,
+// absolute, to the file they end at (at most 40 links, as the kernel).
+std::vector<std::filesystem::path> link_chain(const std::string& path);
+
+}  // namespace mdsplit
