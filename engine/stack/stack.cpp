@@ -90,7 +90,7 @@ void Stack::claim_members(const StackOptions& options) {
 }
 
 Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
-    : config_(config), loop_(clock), tracer_(loop_) {
+    : config_(config), loop_(clock), host_lag_(loop_, config.members.size()), tracer_(loop_) {
     check_devices(options);
     start_ns_ = loop_.now();
     layer_ = std::make_unique<BlockLayer>(
@@ -171,9 +171,12 @@ void Stack::open_members_and_device(const StackOptions& options,
                 break;
         }
         const DeviceTime device_time(config.device.time_scale);
-        if (m.model)
-            backend = std::make_unique<TimedBackend>(loop_, std::move(backend),
-                                                     device_time.model(*m.model));
+        if (m.model) {
+            auto timed = std::make_unique<TimedBackend>(loop_, std::move(backend),
+                                                        device_time.model(*m.model));
+            timed->set_lateness_probe(&host_lag_, uint32_t(i));
+            backend = std::move(timed);
+        }
         // [members.faults]: outermost, so a failed request costs no model
         // time. Its delays are the device's, so slow motion stretches them too.
         if (m.faults)
@@ -313,7 +316,7 @@ void Stack::begin_batch(TaskContext& task) {
 }
 
 void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid) {
-    task.completions.push_back(IoCompletion{cookie, error, resid});
+    task.complete(IoCompletion{cookie, error, resid});
 }
 
 // The direct-I/O path of block/fops.c __blkdev_direct_IO(): one dio holds a
@@ -321,6 +324,7 @@ void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint
 void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                   uint64_t cookie) {
     layer_->set_current(&task);
+    host_lag_.queued(task, cookie);
     if (!have_first_io_) {
         first_io_ns_ = loop_.now();
         have_first_io_ = true;
@@ -390,7 +394,7 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
 void Stack::dio_endio(Bio* dio) {
     auto* task = static_cast<TaskContext*>(dio->private_data);
     task->in_flight--;
-    task->completions.push_back(IoCompletion{dio->tag, dio->error, dio->resid});
+    task->complete(IoCompletion{dio->tag, dio->error, dio->resid});
     dio->pool->put(dio);
 }
 
@@ -521,7 +525,8 @@ void json_seeks(JsonWriter& j, const SeekHistogram& h) {
 }
 
 void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t now,
-                 uint64_t elapsed_ns, const MemberQueue* member, const SizeHistogram* bio_sizes) {
+                 uint64_t elapsed_ns, const MemberQueue* member, const SizeHistogram* bio_sizes,
+                 const HostLag& lag, size_t member_index) {
     const DiskStats& s = d.stats();
     double secs = elapsed_ns ? double(elapsed_ns) / 1e9 : 0;
     j.begin_object().field("name", d.name()).field("role", role);
@@ -556,6 +561,12 @@ void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t
         j.key("raid5");
         md->write_json(j);
     }
+    // How late the host ran against the model (host_lag.h, docs/sidecar-lag.md).
+    j.key("lag");
+    if (member)
+        lag.write_member_json(j, member_index);
+    else
+        lag.write_device_json(j);
     j.end_object();
 }
 }  // namespace
@@ -620,9 +631,13 @@ std::string Stack::stats_json() const {
     uint64_t elapsed = now - (have_first_io_ ? first_io_ns_ : start_ns_);
     j.begin_object().field("version", 1).field("elapsed_ns", elapsed);
     j.field("time_scale", config_.device.time_scale).key("devices").begin_array();
-    json_device(j, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
-    for (auto& m : members_) json_device(j, *m, "member", now, elapsed, m.get(), nullptr);
+    json_device(j, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_, host_lag_, 0);
+    for (size_t i = 0; i < members_.size(); i++)
+        json_device(j, *members_[i], "member", now, elapsed, members_[i].get(), nullptr, host_lag_,
+                    i);
     j.end_array();
+    j.key("host_lag");
+    host_lag_.write_json(j, config_.device.time_scale);
     if (ring_) {
         j.key("io_uring").begin_object().field("setup_flags", ring_->setup_flags());
         j.field("registered_buffer_bytes", ring_->registered_buffer_bytes());
@@ -667,6 +682,7 @@ void Stack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t l
         first_io_ns_ = loop_.now();
         have_first_io_ = true;
     }
+    host_lag_.queued(task, cookie);
     BufferedIo& b = buffered();
     switch (op) {
         case Op::Read:
@@ -686,12 +702,14 @@ void Stack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t l
 
 void Stack::fsync(TaskContext& task, uint64_t cookie) {
     layer_->set_current(&task);
+    host_lag_.queued(task, cookie);
     buffered().fsync(task, cookie);
 }
 
 void Stack::sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
                             uint64_t cookie) {
     layer_->set_current(&task);
+    host_lag_.queued(task, cookie);
     buffered().sync_file_range(task, offset, length, flags, cookie);
 }
 

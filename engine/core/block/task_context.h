@@ -13,6 +13,14 @@
 
 namespace mdsplit {
 
+// Watches a task's I/O for the lag accounting (stack/host_lag.h).
+class TaskLagHook {
+public:
+    virtual ~TaskLagHook() = default;
+    // The I/O `cookie` completed now, in the engine.
+    virtual void completed(uint64_t cookie) = 0;
+};
+
 // An fio I/O that finished: its cookie, a negative errno, bytes not done.
 struct IoCompletion {
     uint64_t cookie = 0;
@@ -79,6 +87,14 @@ struct TaskContext {
     bool dsync = false;
     // The advice given on the task's file when it was opened (None: none).
     Fadvise fadvise = Fadvise::None;
+    // The task's lag accounting (stack/host_lag.h), or none.
+    TaskLagHook* lag = nullptr;
+
+    // An I/O of the task finished: fio takes it from `completions`.
+    void complete(const IoCompletion& c) {
+        completions.push_back(c);
+        if (lag) lag->completed(c.cookie);
+    }
 };
 
 }  // namespace mdsplit
