@@ -443,7 +443,8 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
     // until then, and on the virtual clock, which always keeps up, 1.
     if (const toml::node* k = table.get("time_scale"); k && k->is_string()) {
         if (k->as_string()->get() != "auto")
-            reader.fail(key_path(path, "time_scale"), "\"" + k->as_string()->get() + "\" is not a time scale",
+            reader.fail(key_path(path, "time_scale"),
+                        "\"" + k->as_string()->get() + "\" is not a time scale",
                         "a number from 0.001 to 1000, or \"auto\"");
         device.time_scale_auto = true;
     } else {

@@ -686,7 +686,8 @@ std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const Sta
         if (config.device.time_scale_auto) {
             calibration = calibrate_time_scale(config, auto_scale_jobs(td), registry_clock);
             scaled.device.time_scale = calibration->time_scale;
-            log_err("%s\n", calibration->line(so.label).c_str());
+            // stderr itself: fio's log_err() writes to --output's file.
+            std::fprintf(stderr, "%s\n", calibration->line(so.label).c_str());
         }
         stack = std::make_shared<SharedStack>(std::make_unique<Stack>(scaled, registry_clock, so),
                                               exclusive);
@@ -1274,7 +1275,7 @@ void mdsplit_cleanup(thread_data* td) {
             if (!failed.empty()) log_err("%s\n", failed.c_str());
             // The host was the bottleneck: fio's figures are this machine's.
             std::string verdict = d->stack->host_lag_verdict();
-            if (!verdict.empty()) log_err("%s\n", verdict.c_str());
+            if (!verdict.empty()) std::fprintf(stderr, "%s\n", verdict.c_str());
             if (!write_sidecars(*d->stack)) td->error = EIO;
         }
         d->stack.reset();  // the last job out destroys the stack

@@ -112,6 +112,7 @@ void HostLagJob::completed(uint64_t cookie) {
     if (!f) return;
     uint64_t backend = 0;
     uint64_t late = owner_.current_late_ns(now, backend);
+    late += f->engine_ns;  // its submission's lateness delayed it too
     f->model_done_ns = now - std::min(late, now - std::min(now, f->queued_ns));
     f->backend_ns = std::min(backend, late);
     f->done = true;
@@ -125,16 +126,24 @@ void HostLagJob::handed(uint64_t cookie, uint64_t now) {
     if (!f->done) f->model_done_ns = f->queued_ns;
     uint64_t model_done = std::max(f->model_done_ns, f->queued_ns);
     uint64_t after = now > model_done ? now - model_done : 0;
-    uint64_t backend = std::min(f->backend_ns, after);
-    uint64_t completion = after - backend;
+    uint64_t engine = std::min(f->engine_ns, after);
+    uint64_t backend = std::min(f->backend_ns, after - engine);
+    uint64_t completion = after - engine - backend;
+    uint64_t submission = f->submission_ns + engine;
     uint64_t service = model_done - f->queued_ns;
-    figures_.record(f->submission_ns, completion, backend, service, owner_.options().late_fraction);
-    owner_.record_io(f->submission_ns, completion, backend, service);
+    figures_.record(submission, completion, backend, service, owner_.options().late_fraction);
+    owner_.record_io(submission, completion, backend, service);
     last_handed_ns_ = now;
     free_slots_.push_back(now);
     if (free_slots_.size() > depth_) free_slots_.pop_front();
     *f = in_flight_.back();
     in_flight_.pop_back();
+}
+
+// Every I/O of the job still being submitted waited.
+void HostLagJob::submitting_late(uint64_t late_ns) {
+    for (InFlight& f : in_flight_)
+        if (!f.done) f.engine_ns += late_ns;
 }
 
 uint64_t HostLagJob::span_ns() const {

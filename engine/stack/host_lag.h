@@ -54,7 +54,7 @@ private:
 
 // The thresholds of the verdict (docs/sidecar-lag.md).
 struct HostLagOptions {
-    double late_fraction = 0.05;    // late: lag above this fraction of the modelled service time
+    double late_fraction = 0.05;     // late: lag above this fraction of the modelled service time
     double host_bound_share = 0.05;  // host-bound: the host's share of the run's time above this
     double target_share = 0.025;     // a suggested time_scale aims at this share
 };
@@ -99,6 +99,7 @@ public:
     void queued(uint64_t cookie, uint64_t now);
     void completed(uint64_t cookie) override;
     void handed(uint64_t cookie, uint64_t now);
+    void submitting_late(uint64_t late_ns);
     const std::string& name() const { return name_; }
     const LagFigures& figures() const { return figures_; }
     uint32_t depth() const { return depth_; }
@@ -110,6 +111,7 @@ private:
     struct InFlight {
         uint64_t cookie, queued_ns, submission_ns;
         uint64_t model_done_ns = 0, backend_ns = 0;
+        uint64_t engine_ns = 0;  // the engine's submission ran late by this
         bool done = false;
     };
     InFlight* find(uint64_t cookie);
@@ -136,6 +138,11 @@ public:
         if (task.lag) static_cast<HostLagJob*>(task.lag)->queued(cookie, loop_.now());
     }
     void handed(TaskContext& task);
+    // The task's modelled submitting CPU ([cpu]) resumed `late_ns` after its
+    // time: every I/O it is submitting arrives that much later at the model.
+    void submitting_late(TaskContext& task, uint64_t late_ns) {
+        if (task.lag && late_ns) static_cast<HostLagJob*>(task.lag)->submitting_late(late_ns);
+    }
     uint64_t now() const { return loop_.now(); }
 
     void delivered(uint32_t member, const ModelDelivery& d) override;

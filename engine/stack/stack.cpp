@@ -97,9 +97,12 @@ Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& option
         loop_, tracer_,
         config.device.split_order == SplitOrder::Fixed ? SplitInsert::Head : SplitInsert::Tail);
     layer_->set_plug_order(config.device.plug_order);
-    // [cpu] submit_bio and dispatch: modelled on the virtual clock only (a
-    // real run pays the real CPU), in device time like the members' models.
-    if (clock.is_virtual()) {
+    // [cpu] submit_bio and dispatch: the modelled submitting CPU, in device
+    // time like the members' models, on both clocks. On the real clock the
+    // host's own CPU time comes on top, measured as lag (host_lag.h): in slow
+    // motion it shrinks against the modelled time, and fio's figures become
+    // the model's, [cpu] included.
+    {
         DeviceTime device_time(config.device.time_scale);
         layer_->set_submit_cost(device_time.to_loop_ns(config.cpu.submit_bio_ns));
         layer_->set_dispatch_cost(device_time.to_loop_ns(config.cpu.dispatch_ns));
@@ -471,6 +474,9 @@ void Stack::submitter_timer(void* arg, uint64_t task) {
     auto* self = static_cast<Stack*>(arg);
     auto* t = reinterpret_cast<TaskContext*>(task);
     t->cpu.timer_armed = false;
+    // The modelled CPU resumes late when the host could not run it on time.
+    self->host_lag_.submitting_late(
+        *t, self->loop_.now() - std::min(self->loop_.now(), t->cpu.busy_until));
     self->run_submitter(*t);
 }
 

@@ -15,10 +15,10 @@ namespace mdsplit {
 
 namespace {
 
-constexpr uint64_t kMinRunNs = 100'000'000;     // each factor runs at least this long
-constexpr uint64_t kMaxRunNs = 1'000'000'000;   // ... and at most this
-constexpr uint64_t kMinRequestsPerJob = 20;     // ... until each job did this many I/Os
-constexpr int kMaxTries = 7;
+constexpr uint64_t kMinRunNs = 150'000'000;    // each factor runs at least this long
+constexpr uint64_t kMaxRunNs = 1'000'000'000;  // ... and at most this
+constexpr uint64_t kMinRequestsPerJob = 20;    // ... until each job did this many I/Os
+constexpr int kMaxTries = 4;
 
 // The stack with members that store nothing, at factor k.
 StackConfig calibration_copy(const StackConfig& config, double k) {
@@ -72,7 +72,8 @@ void run_submitter(SharedStack& stack, const AutoScaleJob& job, uint64_t until, 
             slot_of.erase(c.cookie);
             done++;
             if (job.think_ns) {
-                timespec ts{time_t(job.think_ns / 1'000'000'000), long(job.think_ns % 1'000'000'000)};
+                timespec ts{time_t(job.think_ns / 1'000'000'000),
+                            long(job.think_ns % 1'000'000'000)};
                 nanosleep(&ts, nullptr);
             }
         }
@@ -87,17 +88,15 @@ TimeScaleCalibration::Try measure(const StackConfig& config, const std::vector<A
     StackOptions so;
     so.writable = true;
     so.create_members = false;
-    auto stack =
-        std::make_unique<SharedStack>(std::make_unique<Stack>(calibration_copy(config, k), clock, so),
-                                      jobs.size() == 1);
+    auto stack = std::make_unique<SharedStack>(
+        std::make_unique<Stack>(calibration_copy(config, k), clock, so), jobs.size() == 1);
     for (size_t i = 0; i < jobs.size(); i++) stack->attach();
     uint64_t until = clock.now_ns() + kMinRunNs;
     std::vector<uint64_t> done(jobs.size(), 0);
     std::vector<std::thread> threads;
     for (size_t i = 0; i < jobs.size(); i++)
-        threads.emplace_back([&, i] {
-            run_submitter(*stack, jobs[i], until, clock, stack->size_bytes(), done[i]);
-        });
+        threads.emplace_back(
+            [&, i] { run_submitter(*stack, jobs[i], until, clock, stack->size_bytes(), done[i]); });
     for (std::thread& t : threads) t.join();
     uint64_t requests = 0;
     for (uint64_t d : done) requests += d;
@@ -111,26 +110,20 @@ TimeScaleCalibration calibrate_time_scale(const StackConfig& config,
                                           const HostLagOptions& options) {
     TimeScaleCalibration c;
     uint64_t start = clock.now_ns();
-    double target = options.target_share;
-    // Factors known to keep up (ok) or not (failing), as powers of two.
-    double ok = 0, failing = 0;
+    // Upwards only: each next factor from the share measured at the last
+    // (time_scale_for_share), at least twice it, until one keeps up. A
+    // factor below one that kept up is never taken on a lucky measurement:
+    // on a shared host the share of a short run varies by several points.
     double k = 1;
-    for (int i = 0; i < kMaxTries && k <= 1000; i++) {
+    for (int i = 0; i < kMaxTries; i++) {
         TimeScaleCalibration::Try t = measure(config, jobs, clock, k, options);
         c.tried.push_back(t);
-        if (t.host_share <= target) {
-            ok = k;
-            if (k / 2 <= std::max(failing, 0.5)) break;  // its half did not keep up, or it is 1
-            k = std::max(failing * 2, k / 2);
-        } else {
-            failing = k;
-            if (ok && ok <= k * 2) break;
-            double next = std::max(k * 2, time_scale_for_share(k, t.host_share, target));
-            k = ok ? std::min(next, ok / 2) : next;
-            if (ok && k <= failing) break;
-        }
+        c.time_scale = k;
+        if (t.host_share <= options.target_share || k >= 1000) break;
+        k = std::min(1000.0,
+                     std::max(k * 2, time_scale_for_share(k, t.host_share, options.target_share)));
+        c.time_scale = k;
     }
-    c.time_scale = ok ? ok : std::min(1000.0, std::max(1.0, failing * 2));
     c.took_ns = clock.now_ns() - start;
     return c;
 }

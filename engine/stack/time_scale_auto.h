@@ -6,8 +6,9 @@
 // the real clock for a fraction of a second per factor tried. Its lag is
 // measured as a run's is (host_lag.h); a factor keeps up when the host's
 // share of that run is at most the target share. The first factor tried is
-// 1; the next comes from the measured share (time_scale_for_share), then
-// powers of two are bisected down to the smallest that keeps up. What it
+// 1; each next one comes from the share measured at the last
+// (time_scale_for_share, at least twice the last), until one keeps up (at
+// most four tries; the last one tried when none did). What it
 // leaves out: fio's own per-I/O work (the run's verdict measures it) and a
 // real backend's speed (the members store nothing).
 #pragma once

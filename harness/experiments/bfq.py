@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.device_time import DeviceTime
 from harness.experiment import (ExperimentResult, clock_agreement_table, engine_under_test,
+                                real_clock_title,
                                 find_report, simulate_copy, use_engine_under_test)
 from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
                                      cgroup_written_bytes, child_cgroup, cleanup_stale,
@@ -202,7 +203,8 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         from harness import plots
         path = out_dir / "bfq-bandwidth.png"
         plots.time_series(path, {k: v for k, v in series.items() if v},
-                          title="Total write bandwidth of the 8 jobs over time (device time)")
+                          title=real_clock_title("Total write bandwidth of the 8 jobs over time "
+                                                 "(device time)", [r[2] for r in real_runs]))
         result.figures.append(path.name)
         path = out_dir / "bfq-throughput.png"
         plots.bar_chart(path, {f"{p} {w}": result.metrics[f"{p}.{w}_MiBps"] for p, _ in PLACES for _, w, _ in VARIANTS},

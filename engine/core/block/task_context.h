@@ -52,8 +52,8 @@ enum class Fadvise : uint8_t { None, Normal, Random, Sequential };
 // ->submit_bio call of its __submit_bio_noacct loop takes that long, and each
 // request its plug flushes hands to a driver, so the loop pauses between two
 // calls until the CPU is free and the work queued behind it (the dio's next
-// bios, blk_finish_plug) waits its turn. Unused when both costs are 0 (the
-// real clock: the real CPU pays).
+// bios, blk_finish_plug) waits its turn. Unused when both costs are 0.
+// On the real clock the host CPU pays on top (measured as lag, host_lag.h).
 struct TaskSubmitCpu {
     // What the task does at the top level, in order (blk_start_plug,
     // submit_bio of one dio bio, blk_finish_plug).
@@ -80,7 +80,7 @@ struct TaskContext {
     uint64_t in_flight = 0;
     BioList* bio_list = nullptr;  // current->bio_list: [0] and [1]
     PlugList plug;
-    TaskSubmitCpu cpu;  // modelled submission time (virtual clock only)
+    TaskSubmitCpu cpu;  // modelled submission time ([cpu], both clocks)
     // The task's device was opened O_SYNC or O_DSYNC (fio's sync=): its
     // buffered writes are written back before they complete
     // (generic_write_sync()).

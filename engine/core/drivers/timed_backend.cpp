@@ -34,8 +34,8 @@ void TimedBackend::on_model_time(void* arg, uint64_t) {
 // Completes rq upwards, telling the probe how late that is against the model.
 void TimedBackend::deliver(Request* rq, int64_t res, uint64_t inner_done_ns) {
     if (probe_)
-        probe_->delivered(member_, ModelDelivery{rq->issue_ns, rq->model_done_ns, inner_done_ns,
-                                                 loop_.now()});
+        probe_->delivered(
+            member_, ModelDelivery{rq->issue_ns, rq->model_done_ns, inner_done_ns, loop_.now()});
     complete(rq, res);
 }
 
