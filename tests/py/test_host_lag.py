@@ -6,7 +6,6 @@ Each fio run lasts a few seconds; the machine may be shared."""
 import contextlib
 import json
 import subprocess
-import shutil
 from pathlib import Path
 
 import pytest
@@ -114,11 +113,6 @@ def competing_fio(seconds):
         proc.wait()
 
 
-def bfq_ratio(res) -> float:
-    b = written(res)
-    return group_sum(b, "nonroot-legacy") / group_sum(b, "nonroot-fixed")
-
-
 def sim_bytes(sim) -> dict:
     return {j["jobname"]: j["write"]["io_bytes"] + j["read"]["io_bytes"] for j in sim["jobs"]}
 
@@ -137,21 +131,34 @@ def test_bfq_nonroot_at_time_scale_4_is_host_bound(engine, tmp_path):
     assert len(side["host_lag"]["jobs"]) == 8
 
 
+def at_picked_scale(dir: Path, res, stacks: dict):
+    """The stack files rewritten with the factor each device's calibration
+    picked (its sidecar's time_scale), for simulate of the same job file
+    over the same span of device time. stacks: {toml name: sidecar path}."""
+    for toml, side in stacks.items():
+        k = json.loads((dir / side).read_text())["time_scale"]
+        text = (dir / toml).read_text().replace('time_scale = "auto"', f"time_scale = {k}")
+        (dir / toml).write_text(text)
+
+
 @pytest.mark.parametrize("compete", [False, True], ids=["alone", "competing"])
 def test_bfq_nonroot_auto_matches_simulate(engine, tmp_path, compete):
     """With time_scale = "auto" the non-root legacy/fixed ratio is within 10 % of simulate's."""
     write(tmp_path, {"bfq-legacy.toml": bfq_stack("legacy", "auto"),
                      "bfq-fixed.toml": bfq_stack("fixed", "auto"),
                      "job.fio": bfq_job(engine, "2s")})
-    sim = bfq_ratio_sim = None
-    sim = simulate_job(tmp_path / "job.fio", data=False)
-    b = sim_bytes(sim)
-    bfq_ratio_sim = group_sum(b, "nonroot-legacy") / group_sum(b, "nonroot-fixed")
-    with competing_fio(30) if compete else contextlib.nullcontext():
+    with competing_fio(60) if compete else contextlib.nullcontext():
         res = run_fio(tmp_path / "job.fio")
     assert sum('time_scale = "auto"' in l for l in res.stderr.splitlines()) == 2, res.stderr
-    ratio = bfq_ratio(res)
-    assert ratio == pytest.approx(bfq_ratio_sim, rel=0.10), (ratio, bfq_ratio_sim, res.stderr)
+    at_picked_scale(tmp_path, res, {"bfq-legacy.toml": "stats/bfq-legacy.json",
+                                    "bfq-fixed.toml": "stats/bfq-fixed.json"})
+    b = sim_bytes(simulate_job(tmp_path / "job.fio", data=False))
+    k = {v: json.loads((tmp_path / f"stats/bfq-{v}.json").read_text())["time_scale"]
+         for v in ("legacy", "fixed")}
+    real = written(res)
+    ratio = (group_sum(real, "nonroot-legacy") * k["legacy"]) / (group_sum(real, "nonroot-fixed") * k["fixed"])
+    sim_ratio = (group_sum(b, "nonroot-legacy") * k["legacy"]) / (group_sum(b, "nonroot-fixed") * k["fixed"])
+    assert ratio == pytest.approx(sim_ratio, rel=0.10), (ratio, sim_ratio, res.stderr)
 
 
 @pytest.mark.parametrize("compete", [False, True], ids=["alone", "competing"])
@@ -159,9 +166,10 @@ def test_weights_auto_match_simulate(engine, tmp_path, compete):
     """Three groups of weight 100/200/400 with time_scale = "auto": each share within 10 % of simulate's."""
     write(tmp_path, {"bfq-fixed.toml": bfq_stack("fixed", "auto"),
                      "job.fio": weights_job(engine, "2s")})
-    sim = sim_bytes(simulate_job(tmp_path / "job.fio", data=False))
-    with competing_fio(30) if compete else contextlib.nullcontext():
+    with competing_fio(60) if compete else contextlib.nullcontext():
         res = run_fio(tmp_path / "job.fio")
+    at_picked_scale(tmp_path, res, {"bfq-fixed.toml": "stats/weights.json"})
+    sim = sim_bytes(simulate_job(tmp_path / "job.fio", data=False))
     real = written(res)
     for g in ("g100", "g200", "g400"):
         share_real = real[g] / sum(real.values())
@@ -187,7 +195,7 @@ def test_slow_model_keeps_up_and_says_nothing(engine, tmp_path):
     assert side["devices"][0]["lag"]["requests"] > 0
 
 
-def raid5_jobs(tmp_path, time_scale, ios=24):
+def raid5_jobs(tmp_path, time_scale, ios=6):
     """jobs/raid5-split-order.fio and its stacks, cut to `ios` reads per variant."""
     for name in ("raid5-split-order.fio", "raid5-legacy.toml", "raid5-fixed.toml"):
         text = (ROOT / "jobs" / name).read_text()
@@ -203,8 +211,11 @@ def raid5_jobs(tmp_path, time_scale, ios=24):
     return tmp_path / "raid5-split-order.fio"
 
 
-def raid5_ratio(jobs) -> float:
-    bw = {j["jobname"]: j["read"]["bw_bytes"] for j in jobs}
+def raid5_ratio(jobs, dir: Path) -> float:
+    """fixed/legacy md0 throughput in device time (fio's x each sidecar's time_scale)."""
+    k = {v: json.loads((dir / f"stats/raid5-{v}.json").read_text())["time_scale"]
+         for v in ("legacy", "fixed")}
+    bw = {j["jobname"]: j["read"]["bw_bytes"] * k[j["jobname"]] for j in jobs}
     return bw["fixed"] / bw["legacy"]
 
 
@@ -221,8 +232,8 @@ def test_raid5_auto_matches_simulate(engine, tmp_path, compete):
     """The fixed/legacy md0 throughput ratio with time_scale = "auto" is within 10 % of simulate's."""
     job = raid5_jobs(tmp_path, "auto")
     job.write_text(job.read_text().replace(str(ROOT / "build/libmdsplit.so"), str(engine)))
-    sim = raid5_ratio(simulate_job(job, data=False)["jobs"])
-    with competing_fio(60) if compete else contextlib.nullcontext():
+    with competing_fio(120) if compete else contextlib.nullcontext():
         res = run_fio(job)
-    assert raid5_ratio(res.jobs) == pytest.approx(sim, rel=0.10), (raid5_ratio(res.jobs), sim,
-                                                                    res.stderr)
+    real = raid5_ratio(res.jobs, tmp_path)
+    sim = raid5_ratio(simulate_job(job, data=False)["jobs"], tmp_path)
+    assert real == pytest.approx(sim, rel=0.10), (real, sim, res.stderr)
