@@ -6,7 +6,7 @@
 # bfq-groups.fio is left out: its slow-motion device (4k writes at ~23 us x
 # 32) is faster than a 2-vCPU host's file writes, so the real run measures
 # the host; uring-buffered-ra.fio's real run shares two CPUs with its io-wq
-# workers (README, seed 003). A timing comparison, so a benchmark and not a
+# workers (docs/reproductions/buffered.md). A timing comparison, so a benchmark and not a
 # unit test: another tenant of the host moves the real-clock side.
 # Prints `ratio agreement <job> <dir> <bw|iops>: X (target 0.85..1.15)`.
 #

@@ -10,7 +10,7 @@ the legacy column is then predicted. The fixed column's only skips are the
 64 KiB parity chunks, so every reach of at least 64 KiB gives it the same
 fit; the legacy column's skips are 64 KiB, 128 KiB, 256..512 KiB and
 512..1024 KiB (its seek histogram), so its prediction moves with the reach.
-Virtual clock (`harness simulate`), deterministic. README, "RAID5 split
+Virtual clock (`harness simulate`), deterministic. docs/reproductions/raid5.md, "RAID5 split
 order", "The drive's prefetch reach".
 
 Run: MDSPLIT_BUILD_DIR=$PWD/build python3 docs/raid5_prefetch_reach.py

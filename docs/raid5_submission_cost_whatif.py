@@ -5,7 +5,7 @@ blk_add_rq_to_plug, mq-deadline's batch order (deadline_batch from
 tests/py/test_raid5_plug_model.py), and each member a serial server:
 20 us + bytes / B (+ 100 us after a seek when the previous request was
 >= 64 KiB). Prints md0 MiB/s and md0's mean chunk wait (iostat's md0
-r_await) for both orders. README, "RAID5 split order", "Why the legacy
+r_await) for both orders. docs/reproductions/raid5.md, "Why the legacy
 rate is outside". Run: python3 docs/raid5_submission_cost_whatif.py"""
 import sys, collections
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests" / "py"))

@@ -324,6 +324,20 @@ def _open_history(args, must_exist=True, mode="ro"):
         return None
 
 
+def cmd_sweep(args) -> int:
+    from harness import sweep
+    names = list(sweep.SWEEPS) if args.which == "all" else [args.which]
+    if any(n not in sweep.SWEEPS for n in names):
+        print(f"sweep: {args.which}: allowed: {', '.join(sweep.SWEEPS)}, all", file=sys.stderr)
+        return 2
+    if args.draws is not None and args.draws < 1:
+        print(f"sweep: --draws {args.draws}: allowed: an integer >= 1", file=sys.stderr)
+        return 2
+    for n in names:
+        sweep.sweep(n, n=args.draws)
+    return 0
+
+
 def cmd_history(args) -> int:
     from harness.history import HistoryError, format_runs
     marking = args.mark_baseline or args.unmark_baseline
@@ -525,6 +539,12 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--keep-images", action="store_true",
                     help="keep the member image files in the report (removed by default)")
     rp.set_defaults(func=cmd_reproduce)
+
+    wp = sub.add_parser("sweep", help="the parameters a fit does not pin, swept: each thread "
+                                      "figure as a band (virtual clock, --no-data, all cores)")
+    wp.add_argument("which", nargs="?", default="all", help="raid5, bio-size, bfq, buffered or all (default)")
+    wp.add_argument("--draws", type=int, default=None, help="draws per sweep (default: its own)")
+    wp.set_defaults(func=cmd_sweep)
 
     hp = sub.add_parser("history", help="list recorded runs; mark baselines")
     hp.add_argument("experiment", nargs="?")

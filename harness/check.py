@@ -1,6 +1,6 @@
 """`python3 -m harness check`: is the newest run worse than the baseline?
 
-The rule (README text; `check --explain` prints it):
+The rule (docs/harness.md; `check --explain` prints it):
 
     For each experiment, the candidate is its newest recorded run (with
     --repeat N: the N runs just made, and the candidate value of a metric is
@@ -39,7 +39,7 @@ from harness.expectations import fmt
 from harness.history import History
 
 RULE = textwrap.dedent(
-    __doc__.split("The rule (README text; `check --explain` prints it):", 1)[1]).strip("\n")
+    __doc__.split("The rule (docs/harness.md; `check --explain` prints it):", 1)[1]).strip("\n")
 
 DEFAULT_K = 3.0
 DEFAULT_FLOOR = 0.05

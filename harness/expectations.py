@@ -44,7 +44,8 @@ from harness.paths import ROOT
 
 DEFAULT_PATH = ROOT / "jobs" / "expectations.toml"
 
-__all__ = ["DEFAULT_PATH", "ExpressionError", "Metric", "Check", "Expectation",
+__all__ = ["DEFAULT_PATH", "BASES", "ExpressionError", "Metric", "Check", "Expectation", "Fitted",
+           "basis_of", "basis_counts", "basis_line", "metric_bases",
            "load", "evaluate", "metric_names", "evaluate_checks", "direction",
            "thread_figures"]
 
@@ -67,6 +68,7 @@ class Metric:
 class Check:
     expr: str
     why: str = ""
+    basis: str = ""     # one of BASES: what the check is evidence of
 
     @property
     def description(self) -> str:
@@ -81,10 +83,27 @@ class Expectation:
     note: str = ""
     metrics: dict = field(default_factory=dict)   # name -> Metric
     checks: list = field(default_factory=list)    # [Check]
+    fitted: list = field(default_factory=list)    # [Fitted]
+
+
+@dataclass
+class Fitted:
+    """A model parameter chosen to match a published figure."""
+    parameter: str
+    value: str
+    figure: str          # the thread's figure it was chosen on (seed file and line)
 
 
 _METRIC_KEYS = {"thread", "unit", "better", "tolerance", "abs_tolerance"}
-_EXPERIMENT_KEYS = {"title", "seeds", "note", "metrics", "checks"}
+_EXPERIMENT_KEYS = {"title", "seeds", "note", "metrics", "checks", "fitted"}
+# A check's basis: what it is evidence of.
+#   fit          a model parameter was chosen (or a layout, a member) while
+#                looking at a figure the check compares
+#   identity     it follows by arithmetic from fitted figures or the set-up
+#   construction it holds by the set-up whatever the model's numbers
+#   prediction   nothing was chosen while looking at the figure it compares
+BASES = ("prediction", "fit", "identity", "construction")
+_FITTED_KEYS = {"parameter", "value", "figure"}
 
 
 def _number(v, where):
@@ -134,14 +153,24 @@ def load(path=None) -> dict:
             where = f"{path}: [[{exp}.checks]] #{i + 1}"
             if not isinstance(c, dict) or "expr" not in c:
                 raise ValueError(f"{where}: needs expr = \"...\"")
-            unknown = set(c) - {"expr", "why"}
+            unknown = set(c) - {"expr", "why", "basis"}
             if unknown:
-                raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+                raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+                                 "allowed basis, expr, why")
+            basis = c.get("basis", "")
+            if basis and basis not in BASES:
+                raise ValueError(f"{where}: basis = {basis!r}; allowed "
+                                 + ", ".join(f'"{b}"' for b in BASES))
             try:
                 _parse(c["expr"])
             except ExpressionError as err:
                 raise ValueError(f"{where}: {err}") from None
-            e.checks.append(Check(c["expr"], str(c.get("why", ""))))
+            e.checks.append(Check(c["expr"], str(c.get("why", "")), basis))
+        for i, f in enumerate(body.get("fitted", [])):
+            where = f"{path}: [[{exp}.fitted]] #{i + 1}"
+            if not isinstance(f, dict) or set(f) != _FITTED_KEYS:
+                raise ValueError(f"{where}: needs exactly parameter, value, figure")
+            e.fitted.append(Fitted(str(f["parameter"]), str(f["value"]), str(f["figure"])))
         out[exp] = e
     return out
 
@@ -382,3 +411,46 @@ def thread_figures(experiment: str, expectations=None) -> dict:
     if e is None:
         return {}
     return {n: m.thread for n, m in e.metrics.items() if m.thread is not None}
+
+
+def basis_of(experiment: str, expectations=None) -> dict:
+    """{check description: basis} of one experiment's checks."""
+    if expectations is None:
+        expectations = load()
+    e = expectations.get(experiment)
+    return {c.description: c.basis for c in e.checks} if e else {}
+
+
+def basis_counts(experiment: str, checks: list, expectations=None) -> dict:
+    """{basis: (passed, total)} over evaluated checks [(description, passed,
+    detail)]; checks the file does not list (an experiment's own) count
+    under "unlabelled"."""
+    bases = basis_of(experiment, expectations)
+    out = {}
+    for desc, ok, _ in checks:
+        b = bases.get(desc) or "unlabelled"
+        passed, total = out.get(b, (0, 0))
+        out[b] = (passed + bool(ok), total + 1)
+    return out
+
+
+def basis_line(counts: dict) -> str:
+    """'predictions inside tolerance 5/12; fits 10/10, identities 3/3, ...'."""
+    p, n = counts.get("prediction", (0, 0))
+    parts = []
+    for b, label in (("fit", "fits"), ("identity", "identities"),
+                     ("construction", "constructions"), ("unlabelled", "unlabelled")):
+        if b in counts:
+            parts.append(f"{label} {counts[b][0]}/{counts[b][1]}")
+    return f"predictions inside tolerance {p}/{n}" + ("; " + ", ".join(parts) if parts else "")
+
+
+def metric_bases(expectation: Expectation) -> dict:
+    """{metric: basis} from the checks that name one metric alone (the
+    first such check's basis)."""
+    out = {}
+    for c in expectation.checks:
+        names = metric_names(c.expr)
+        if len(names) == 1:
+            out.setdefault(names[0], c.basis)
+    return out

@@ -47,17 +47,18 @@ class ExperimentResult:
 
 
 def engine_under_test():
-    """$MDSPLIT_ENGINE as a Path, checked (None when it is not set): the
-    engine every experiment's real-clock fio run loads instead of the one
-    the shipped job files name (/usr/local/lib/mdsplit/libmdsplit.so).
-    Raises FioError with one line when it is not a readable ELF shared
-    object, so that an experiment fails at once rather than after its
-    virtual-clock run, or running the installed engine instead."""
+    """The engine every experiment's real-clock fio run loads instead of the
+    one the shipped job files name (/usr/local/lib/mdsplit/libmdsplit.so,
+    which any clone may have installed): $MDSPLIT_ENGINE when set, else
+    this clone's build (paths.BUILD / libmdsplit.so). Raises FioError with
+    one line when it is not a readable ELF shared object, so that an
+    experiment fails at once rather than after its virtual-clock run, or
+    running another engine instead."""
+    from harness import paths
     from harness.fio_runner import FioError
     env = os.environ.get("MDSPLIT_ENGINE")
-    if not env:
-        return None
-    path = Path(env)
+    path, source = (Path(env), "MDSPLIT_ENGINE") if env else \
+        (paths.BUILD / "libmdsplit.so", "this clone's build")
     try:
         if not path.is_file():
             why = "no such file" if not path.exists() else "not a regular file"
@@ -69,23 +70,22 @@ def engine_under_test():
     except OSError as e:
         why = e.strerror or str(e)
     if why:
-        raise FioError(f"engine {path} (MDSPLIT_ENGINE) not loadable: {why}; allowed: a built "
-                       "libmdsplit.so (e.g. build/libmdsplit.so), or MDSPLIT_ENGINE unset for "
-                       "the installed one", 1, "")
+        raise FioError(f"engine {path} ({source}) not loadable: {why}; allowed: a built "
+                       "libmdsplit.so (e.g. build/libmdsplit.so) in MDSPLIT_ENGINE, or "
+                       f"MDSPLIT_ENGINE unset for {paths.BUILD / 'libmdsplit.so'}", 1, "")
     return path
 
 
 def use_engine_under_test(job: Path) -> Path:
     """The job file (an experiment's copy) with its ioengine=external:
-    lines naming engine_under_test(), when MDSPLIT_ENGINE is set; called
-    right before each real-clock fio run (the virtual-clock copies keep
-    theirs). Returns job."""
+    lines naming engine_under_test() ($MDSPLIT_ENGINE, else this clone's
+    build); called right before each real-clock fio run (the virtual-clock
+    copies keep theirs). Returns job."""
     engine = engine_under_test()
-    if engine is not None:
-        job = Path(job)
-        job.write_text(re.sub(r"(?m)^(\s*)ioengine\s*=\s*external:.*$",
-                              lambda m: f"{m.group(1)}ioengine=external:{engine}",
-                              job.read_text()))
+    job = Path(job)
+    job.write_text(re.sub(r"(?m)^(\s*)ioengine\s*=\s*external:.*$",
+                          lambda m: f"{m.group(1)}ioengine=external:{engine}",
+                          job.read_text()))
     return job
 
 

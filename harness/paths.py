@@ -9,14 +9,14 @@ INSTALLED_ENGINE = Path("/usr/local/lib/mdsplit/libmdsplit.so")
 
 
 def engine_path() -> Path:
-    """The engine the job files load: the installed one (job files name it
-    by its absolute path), else the build's."""
+    """The engine to load: $MDSPLIT_ENGINE, else this clone's build, else
+    the installed one (the path the shipped job files name)."""
     env = os.environ.get("MDSPLIT_ENGINE")
     if env:
         return Path(env)
-    if INSTALLED_ENGINE.exists():
-        return INSTALLED_ENGINE
-    return BUILD / "libmdsplit.so"
+    if (BUILD / "libmdsplit.so").exists():
+        return BUILD / "libmdsplit.so"
+    return INSTALLED_ENGINE
 
 
 class BuildMissing(RuntimeError):

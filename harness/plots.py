@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 __all__ = ["SEEK_BUCKET_LABELS", "seek_buckets", "bar_chart", "histogram_compare",
+           "seek_histogram_vs_thread", "drawn", "caption_of",
            "size_distribution", "line_plot", "time_series", "read_fio_log", "bw_log_series",
            "histogram_comparison", "size_distributions"]
 
@@ -41,25 +42,107 @@ def seek_buckets(buckets_kb) -> dict:
             for i, c in enumerate(buckets_kb)}
 
 
-def _save(fig, path) -> Path:
+# Distinct line styles and markers, so that no series hides another: two
+# series with the same values stay told apart by their marker and dash.
+_STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1)), "v"),
+           ((0, (1, 1)), "P"), ((0, (3, 1, 1, 1)), "X"), ((0, (5, 3)), "*")]
+
+
+def _style(i: int) -> dict:
+    ls, marker = _STYLES[i % len(_STYLES)]
+    return {"linestyle": ls, "marker": marker}
+
+
+def drawn(fig) -> dict:
+    """What a figure shows, read back from its artists (not from the data
+    given to the helper): per axes its title, axis labels, tick labels, bars
+    (label and heights), lines (label, points, style), horizontal lines; and
+    the texts that stick out of the figure (clipped)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    fb = fig.bbox
+    out = {"axes": [], "clipped": []}
+    for ax in fig.axes:
+        bars = []
+        for c in ax.containers:
+            bars.append({"label": c.get_label(),
+                         "heights": [float(r.get_height()) for r in c.patches]})
+        lines = []
+        for ln in ax.get_lines():
+            xs, ys = ln.get_xdata(), ln.get_ydata()
+            lines.append({"label": ln.get_label(), "x": [float(x) for x in xs],
+                          "y": [float(y) for y in ys], "linestyle": str(ln.get_linestyle()),
+                          "marker": str(ln.get_marker()), "color": str(ln.get_color()),
+                          "markersize": float(ln.get_markersize()),
+                          "linewidth": float(ln.get_linewidth())})
+        out["axes"].append({
+            "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+            "xticklabels": [tl.get_text() for tl in ax.get_xticklabels()],
+            "legend": [tx.get_text() for tx in (ax.get_legend().get_texts()
+                                                if ax.get_legend() else [])],
+            "bars": bars, "lines": lines})
+        lo, hi = sorted(ax.get_xlim())
+        shown = [tl for tl, loc in zip(ax.get_xticklabels(), ax.get_xticks()) if lo <= loc <= hi]
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label] + shown
+        if ax.get_legend():
+            texts += list(ax.get_legend().get_texts())
+        for tx in texts:
+            if not tx.get_text() or not tx.get_visible():
+                continue
+            bb = tx.get_window_extent(renderer)
+            if bb.x0 < fb.x0 - 1 or bb.x1 > fb.x1 + 1 or bb.y0 < fb.y0 - 1 or bb.y1 > fb.y1 + 1:
+                out["clipped"].append(tx.get_text())
+    if fig._suptitle is not None:
+        out["suptitle"] = fig._suptitle.get_text()
+        bb = fig._suptitle.get_window_extent(renderer)
+        if bb.x0 < fb.x0 - 1 or bb.x1 > fb.x1 + 1 or bb.y1 > fb.y1 + 1:
+            out["clipped"].append(out["suptitle"])
+    return out
+
+
+def _save(fig, path, caption: str = "") -> Path:
+    """Writes the PNG and, beside it (same name, .json), what it shows
+    (drawn()) with its caption: the report's caption and the tests' data."""
+    import json
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=_DPI, format="png")
+    data = drawn(fig)
+    data["caption"] = caption
+    path.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
     plt.close(fig)
     return path
 
 
+def caption_of(png) -> str:
+    """The caption written beside a figure ('' when there is none)."""
+    import json
+    try:
+        return json.loads(Path(png).with_suffix(".json").read_text()).get("caption", "")
+    except (OSError, ValueError):
+        return ""
+
+
 def bar_chart(path, values: dict, *, ylabel: str, title: str = "", reference: dict = None,
-              reference_label: str = "thread", ours_label: str = "mdsplit") -> Path:
+              reference_label: str = "thread", ours_label: str = "mdsplit",
+              caption: str = "", fitted: set = None) -> Path:
     """One bar per variant; with `reference` (e.g. the thread's figures), a
-    second bar beside each."""
+    second bar beside each. Our bars whose label is in `fitted` (a figure a
+    model parameter was chosen on, or one that follows from such) are
+    hatched: they are not predictions."""
     labels = list(values)
     fig, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(labels) + 2), 4))
     x = range(len(labels))
     if reference:
         w = 0.38
-        ax.bar([i - w / 2 for i in x], [values[k] for k in labels], w, label=ours_label)
+        bars = ax.bar([i - w / 2 for i in x], [values[k] for k in labels], w, label=ours_label)
+        for bar, k in zip(bars, labels):
+            if k in (fitted or ()):
+                bar.set_hatch("//")
+        if fitted:
+            ours_label += " (hatched: fitted, not a prediction)"
+            bars.set_label(ours_label)
         ax.bar([i + w / 2 for i in x], [reference.get(k, 0) or 0 for k in labels], w,
                label=reference_label, alpha=0.7)
         ax.legend()
@@ -72,7 +155,7 @@ def bar_chart(path, values: dict, *, ylabel: str, title: str = "", reference: di
     if title:
         ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return _save(fig, path, caption)
 
 
 def _ordered_keys(dicts) -> list:
@@ -88,7 +171,8 @@ def _ordered_keys(dicts) -> list:
 
 
 def histogram_compare(path, hists: dict, *, xlabel: str = "seek distance (KiB)",
-                      ylabel: str = None, title: str = "", normalize: bool = True) -> Path:
+                      ylabel: str = None, title: str = "", normalize: bool = True,
+                      caption: str = "") -> Path:
     """Grouped bars of several {bucket: count} histograms (e.g. member seek
     histograms legacy vs fixed). normalize=True plots percentages."""
     keys = _ordered_keys(hists.values())
@@ -107,12 +191,12 @@ def histogram_compare(path, hists: dict, *, xlabel: str = "seek distance (KiB)",
         ax.set_title(title)
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return _save(fig, path, caption)
 
 
 def size_distribution(path, dists: dict, *, unit: str = "sectors", xlabel: str = None,
                       ylabel: str = None, title: str = "", normalize: bool = True,
-                      bins: str = "exact") -> Path:
+                      bins: str = "exact", caption: str = "") -> Path:
     """Request or bio size distributions, one series per policy, from
     {size: count} dicts with sizes in 512-byte sectors (unit="sectors"),
     bytes ("bytes") or KiB ("kib"); plotted in KiB. unit="raw" plots the
@@ -145,7 +229,7 @@ def size_distribution(path, dists: dict, *, unit: str = "sectors", xlabel: str =
         ax.set_title(title)
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return _save(fig, path, caption)
 
 
 def _xy(points):
@@ -157,18 +241,26 @@ def _xy(points):
 
 
 def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
-              logx: bool = False, reference: dict = None) -> Path:
+              logx: bool = False, reference: dict = None, caption: str = "") -> Path:
     """y against x per series ({name: {x: y}} or {name: [(x, y), ...]}), e.g.
-    IOPS against iodepth; `reference` series are drawn dashed (the thread's)."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    IOPS against iodepth, each with its own marker and dash (no series hides
+    another); `reference` series (the thread's) are drawn thin, in the
+    colour of the series of the same name, with hollow markers."""
+    fig, ax = plt.subplots(figsize=(8, 5.2))
     colors = {}
-    for name, pts in series.items():
+    n = len(series)
+    for i, (name, pts) in enumerate(series.items()):
         xs, ys = _xy(pts)
-        (line,) = ax.plot(xs, ys, marker="o", label=str(name))
+        # Each later series drawn thinner and with smaller markers: where two
+        # coincide, the earlier one still shows around the later.
+        (line,) = ax.plot(xs, ys, label=str(name), linewidth=1.0 + 0.6 * (n - 1 - i),
+                          markersize=4 + 2.0 * (n - 1 - i), **_style(i))
         colors[name] = line.get_color()
-    for name, pts in (reference or {}).items():
+    for i, (name, pts) in enumerate((reference or {}).items()):
         xs, ys = _xy(pts)
-        ax.plot(xs, ys, linestyle="--", marker="x", alpha=0.7, label=f"{name} (thread)",
+        st = _style(list(series).index(name) if name in series else i)
+        ax.plot(xs, ys, linestyle=st["linestyle"], marker=st["marker"], markerfacecolor="none",
+                linewidth=0.8, markersize=9, alpha=0.8, label=f"{name} (thread)",
                 color=colors.get(name))
     if logx:
         ax.set_xscale("log", base=2)
@@ -176,27 +268,70 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
+        ax.set_title(_wrap(title), fontsize="medium")
+    _legend_below(ax, ncol=2)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return _save(fig, path, caption)
+
+
+def _legend_below(ax, ncol: int) -> None:
+    """The legend under the axes, where it covers no line."""
+    ax.legend(fontsize="x-small", ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+
+
+def _wrap(title: str, width: int = 60) -> str:
+    """A long title on several lines, so that it is never clipped."""
+    import textwrap
+    return "\n".join(textwrap.wrap(title, width))
 
 
 def time_series(path, series: dict, *, ylabel: str = "bandwidth (MiB/s)",
-                xlabel: str = "time (s)", title: str = "") -> Path:
-    """Per-job (or per-group) values over time: {name: [(t_seconds, value)]}."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for name, pts in series.items():
+                xlabel: str = "time (s)", title: str = "", levels: dict = None,
+                caption: str = "") -> Path:
+    """Per-job (or per-group) values over time: {name: [(t_seconds, value)]};
+    `levels` ({label: value}) are drawn as horizontal dashed lines (e.g. the
+    thread's steady figures)."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, (name, pts) in enumerate(series.items()):
         xs, ys = _xy(pts)
-        ax.plot(xs, ys, label=str(name), linewidth=1.2)
+        ax.plot(xs, ys, label=str(name), linewidth=1.2, linestyle=_style(i)["linestyle"])
+    for j, (label, value) in enumerate((levels or {}).items()):
+        ax.plot([], [])                     # keeps the colours apart from the series'
+        ax.axhline(value, linestyle=(0, (4, 2 + j)), linewidth=1.0, color="black",
+                   alpha=0.5 + 0.5 * j / max(len(levels), 1), label=label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title)
-    if series:
-        ax.legend(fontsize="small", ncol=2 if len(series) > 4 else 1)
+        ax.set_title(_wrap(title), fontsize="medium")
+    if series or levels:
+        _legend_below(ax, ncol=2 if len(series) + len(levels or {}) > 4 else 1)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return _save(fig, path, caption)
+
+
+def seek_histogram_vs_thread(path, ours: dict, thread: dict, labels: list, *, member: str,
+                             title: str = "", caption: str = "") -> Path:
+    """One panel per variant: the checked member's seek histogram (% of
+    seeks per (lo, hi] KiB row, the thread's convention) beside the
+    thread's one disk. ours/thread: {variant: [pct per row]}."""
+    fig, axes = plt.subplots(1, len(ours), figsize=(5.2 * len(ours), 4.6), sharey=True,
+                             squeeze=False)
+    for ax, (variant, pcts) in zip(axes[0], ours.items()):
+        x = range(len(labels))
+        w = 0.4
+        ax.bar([i - w / 2 for i in x], pcts, w, label=f"{member} (checked)")
+        ax.bar([i + w / 2 for i in x], thread[variant], w, label="thread's sdx", alpha=0.7,
+               hatch="//")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels, rotation=45, ha="right", fontsize="small")
+        ax.set_xlabel("seek distance, (lo, hi] KiB (the thread's rows)")
+        ax.set_title(variant)
+        ax.legend(fontsize="small")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("share of seeks (%)")
+    if title:
+        fig.suptitle(_wrap(title, 90), fontsize="medium")
+    return _save(fig, path, caption)
 
 
 def read_fio_log(path) -> list:
@@ -242,18 +377,18 @@ def _counts(ylabel, normalize):
 
 
 def histogram_comparison(hists: dict, path, *, title: str = "", xlabel: str = "seek distance (KiB)",
-                         ylabel: str = None, normalize: bool = None) -> Path:
+                         ylabel: str = None, normalize: bool = None, caption: str = "") -> Path:
     """histogram_compare(path, hists, ...) with the data first."""
     normalize = _counts(ylabel, normalize)
     if ylabel and ylabel.strip().lower() == "count":
         ylabel = "requests (count)"
     return histogram_compare(path, hists, xlabel=xlabel, ylabel=ylabel, title=title,
-                             normalize=normalize)
+                             normalize=normalize, caption=caption)
 
 
 def size_distributions(dists: dict, path, *, title: str = "", xlabel: str = None,
                        ylabel: str = None, unit: str = None, bins: str = "exact",
-                       normalize: bool = None) -> Path:
+                       normalize: bool = None, caption: str = "") -> Path:
     """size_distribution(path, dists, ...) with the data first; sizes are
     plotted as given when xlabel names their unit (e.g. "size (sectors)")."""
     normalize = _counts(ylabel, normalize)
@@ -262,4 +397,4 @@ def size_distributions(dists: dict, path, *, title: str = "", xlabel: str = None
     if unit is None:
         unit = "raw" if xlabel else "sectors"
     return size_distribution(path, dists, unit=unit, xlabel=xlabel, ylabel=ylabel, title=title,
-                             normalize=normalize, bins=bins)
+                             normalize=normalize, bins=bins, caption=caption)

@@ -4,7 +4,8 @@ an estimate of the time left.
 On a terminal it is one line, redrawn in place (and every second by a
 timer); elsewhere (CI logs, pipes) each step is one plain line. Estimates
 come from earlier durations in the history database (median of the last
-runs of each experiment on this machine); without them the line says so.
+runs of each experiment on this machine), else from a stated default (the
+line then says "default"); without either the line says "ETA unknown".
 
     p = Progress(["raid5", "bfq"], estimates={"raid5": (60.0, 4)})
     p.start("raid5"); p("legacy dd"); p("fixed dd"); p.finish()
@@ -27,9 +28,10 @@ def fmt_duration(seconds: float) -> str:
 
 class Progress:
     def __init__(self, names, estimates=None, stream=None, tty=None, clock=time.monotonic,
-                 refresh=1.0):
+                 refresh=1.0, defaults=()):
         self.names = list(names)
         self.estimates = dict(estimates or {})      # name -> (seconds | None, steps | None)
+        self.defaults = set(defaults)               # names whose estimate is a stated default
         self.stream = stream if stream is not None else sys.stderr
         if tty is None:
             isatty = getattr(self.stream, "isatty", None)
@@ -150,7 +152,9 @@ class Progress:
         if left is None:
             parts.append("ETA unknown")
         else:
-            parts.append(f"ETA {'' if exact else '>'}{fmt_duration(left)}")
+            dflt = any(n in self.defaults for n in self.names if n not in self.done)
+            parts.append(f"ETA {'' if exact else '>'}{fmt_duration(left)}"
+                         f"{' (default)' if dflt else ''}")
         return f"[{self.index}/{total}] {self.current}: ", self.step_text, f" ({', '.join(parts)})"
 
     def line(self, width: int = 0) -> str:

@@ -39,6 +39,12 @@ from harness.sidecar import Sidecar
 # The command-line names, in the order `all` runs them (the quick foundation
 # demo first: it shows in seconds whether the engine works at all).
 KNOWN = ["passthrough", "raid5", "bio-size", "bfq", "buffered"]
+# Progress estimates (seconds, steps) for an experiment with no recorded run
+# in the history database: its duration in `python3 -m harness reproduce all`
+# on the 2-core development VM (issue 43), at a load average near 16 from
+# other work (the history database's runs table, duration_s and steps).
+DEFAULT_DURATIONS = {"passthrough": (7.0, 1), "raid5": (14.0, 2), "bio-size": (40.0, 10),
+                     "bfq": (239.0, 10), "buffered": (115.0, 11)}
 PACKAGE = "harness.experiments"
 REPORTS = ROOT / "reports"
 
@@ -195,6 +201,9 @@ def _jsonable(obj):
 def print_outcome(o: Outcome, out, expectations) -> None:
     r = o.result
     print(f"== {o.name}: {o.title}" if o.title else f"== {o.name}", file=out)
+    if o.checks:
+        print("  " + exp_mod.basis_line(exp_mod.basis_counts(o.name, o.checks, expectations)),
+              file=out)
     tt = thread_table(o.name, r.metrics, expectations)
     if tt:
         print("the thread's figures beside ours:", file=out)
@@ -276,6 +285,26 @@ def _md_table(text: str) -> str:
     return "```text\n" + text.rstrip("\n") + "\n```\n"
 
 
+def basis_summary(outcomes: list, expectations) -> list:
+    """summary.md's first table: per thread, the predictions inside their
+    tolerance, then the checks that are fits, identities or constructions
+    (jobs/expectations.toml, each check's basis)."""
+    lines = ["", "## What is evidence", "",
+             "Per thread: checks whose figure nothing was chosen on (predictions), then those "
+             "that are fits, identities of fitted figures, or true by construction "
+             "(docs/reproductions/basis.md).", "",
+             "| experiment | predictions inside tolerance | fits | identities | constructions |",
+             "|---|---|---|---|---|"]
+    for o in outcomes:
+        if o.status != "ok" or not o.checks:
+            continue
+        c = exp_mod.basis_counts(o.name, o.checks, expectations)
+        cell = {b: (f"{c[b][0]}/{c[b][1]}" if b in c else "0") for b in exp_mod.BASES}
+        lines.append(f"| {o.name} | {cell['prediction']} | {cell['fit']} | {cell['identity']} | "
+                     f"{cell['construction']} |")
+    return lines
+
+
 def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, started: str,
                   command: str, history_path=None, batch=None, expectations=None,
                   history_error: str = "") -> Path:
@@ -293,6 +322,7 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
         if history_error and missed:
             lines.append(f"- **not recorded** in the history: {', '.join(missed)} "
                          f"({history_error})")
+    lines += basis_summary(outcomes, expectations)
     lines += ["", "| experiment | status | checks | time |", "|---|---|---|---|"]
     for o in outcomes:
         if o.status == "ok":
@@ -319,6 +349,11 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
         e = expectations.get(o.name)
         if e and e.note:
             lines += [e.note.strip(), ""]
+        if e and e.fitted:
+            lines += ["### Fitted parameters", "", "| parameter | value | fitted on |",
+                      "|---|---|---|"]
+            lines += [f"| {f.parameter} | {f.value} | {f.figure} |" for f in e.fitted]
+            lines.append("")
         tt = thread_table(o.name, r.metrics, expectations)
         if tt:
             lines += ["### The thread's figures beside ours", "", _md_table(tt)]
@@ -330,10 +365,15 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
             lines += ["### Figures", ""]
             for f in r.figures:
                 lines += [f"![{Path(f).stem}]({o.name}/{f})", ""]
+                caption = plots_caption(o.out_dir / f) if o.out_dir else ""
+                if caption:
+                    lines += [f"*{caption}*", ""]
         if o.checks:
             lines += ["### Checks", ""]
+            bases = exp_mod.basis_of(o.name, expectations)
             for desc, ok, detail in o.checks:
-                lines.append(f"- **{'PASS' if ok else 'FAIL'}** `{desc}`: {detail}")
+                lines.append(f"- **{'PASS' if ok else 'FAIL'}** `{desc}` "
+                             f"[{bases.get(desc) or 'unlabelled'}]: {detail}")
             lines.append("")
         raw = [f"[result.json]({o.name}/result.json)"]
         for key, val in (r.raw or {}).items():
@@ -343,7 +383,18 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
         lines += ["### Raw results", "", ", ".join(raw), ""]
     path = report / "summary.md"
     path.write_text("\n".join(lines).rstrip("\n") + "\n")
+    from harness.report_html import write_report_html
+    write_report_html(report)
     return path
+
+
+def plots_caption(png: Path) -> str:
+    """The caption the plot helper wrote beside a figure (harness/plots.py)."""
+    try:
+        from harness.plots import caption_of
+    except ImportError:                     # no matplotlib: no figures either
+        return ""
+    return caption_of(png)
 
 
 def _stamp() -> str:
@@ -505,16 +556,21 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
     for i in range(repeat):
         for n in runnable:
             labels.append(n if repeat == 1 else f"{n} #{i + 1}")
-    estimates = {}
+    estimates, defaulted = {}, set()
     for n in runnable:
         try:
             est = expected_duration(history, n, machine["hostname"])
         except HistoryError:                # no estimate; recording says what is wrong
             est = (None, None)
+        default = est[0] is None and n in DEFAULT_DURATIONS
+        if default:
+            est = DEFAULT_DURATIONS[n]
         for lbl in labels:
             if lbl == n or lbl.startswith(n + " #"):
                 estimates[lbl] = est
-    progress = Progress(labels, estimates=estimates, stream=err, tty=tty)
+                if default:
+                    defaulted.add(lbl)
+    progress = Progress(labels, estimates=estimates, stream=err, tty=tty, defaults=defaulted)
     for n in names:
         if modules[n] is None:
             print(f"reproduce: {n}: not built yet (no {package}.{module_name(n)} module)",

@@ -231,8 +231,7 @@ def _build_run(job_file, sections, seed, env, report):
             config = o.get("mdsplit_config")
             if not config:
                 raise SimulateError("mdsplit: mdsplit_config is required: the TOML file "
-                                    "describing the device stack (see README, \"TOML "
-                                    "reference\")", 1)
+                                    "describing the device stack (see docs/stack-toml.md)", 1)
             config_path = os.path.realpath(_resolve(base, config))
             label = o.get("filename", "")
             if not label:

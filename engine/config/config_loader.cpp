@@ -1214,7 +1214,7 @@ void check_dotted_key_depth(std::string_view text, const std::string& label) {
             if (++dots >= kMaxKeyParts)
                 throw ConfigError(label + ":" + std::to_string(line) +
                                   ": a dotted key of more than " + std::to_string(kMaxKeyParts) +
-                                  " parts; allowed: the keys of the TOML reference (README), at "
+                                  " parts; allowed: the keys of docs/stack-toml.md, at "
                                   "most four parts");
         } else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
                      c == ' ' || c == '\t')) {

@@ -268,6 +268,31 @@ StackUse stack_use(thread_data* self, const std::string& config, const char* lab
     return use;
 }
 
+// fio will never start job @td: run_threads() reaped it when setup_files()
+// failed (TD_REAPED before it ran), or it was marked terminate before its
+// turn (a signal, exitall_on_error: "never got a chance to start"). Such a
+// job never reaches the engine's cleanup.
+bool never_starts(thread_data* td) {
+    int state = __atomic_load_n(&td->runstate, __ATOMIC_RELAXED);
+    return state == TD_REAPED ||
+           (state == TD_NOT_CREATED && __atomic_load_n(&td->terminate, __ATOMIC_RELAXED));
+}
+
+// Another job set up on @stack (its user) that fio may still start or that
+// is still running: while there is one, @self is not the stack's last user.
+// Only jobs that start count (never_starts()): the last one that did
+// stops the array and writes the sidecars. Call under registry_mutex.
+bool stack_user_still_to_end(thread_data* self, const SharedStack* stack) {
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        if (td == self || td->io_ops != self->io_ops || !td->io_ops_data) continue;
+        if (static_cast<EngineData*>(td->io_ops_data)->stack.get() == stack && !never_starts(td))
+            return true;
+    }
+    return false;
+}
+
 // `path` and each target of the symbolic links of its last component,
 // absolute, to the file they end at (at most 40 links, as the kernel).
 std::vector<std::filesystem::path> link_chain(const std::string& path) {
@@ -542,6 +567,73 @@ RunInputs run_inputs(thread_data* self, RunStacks& stacks) {
                                "members[" + std::to_string(k) + "] of " + o->config);
     }
     return inputs;
+}
+
+// The file fio writes its report to (--output, or the regular file its
+// stdout is), by file_identity(); "" when it is a terminal, pipe or device.
+std::string fio_report_identity() {
+    struct stat st;
+    if (!f_out || fstat(fileno(f_out), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+// fio's command line's arguments that are files: its job files (fio keeps
+// their names in init.c's static ini_file), read from /proc/self/cmdline.
+std::vector<std::string> fio_job_files() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> files;
+    bool first = true;
+    for (std::string arg; std::getline(in, arg, '\0'); first = false) {
+        struct stat st;
+        if (!first && !arg.empty() && arg[0] != '-' && stat(arg.c_str(), &st) == 0 &&
+            S_ISREG(st.st_mode))
+            files.push_back(arg);
+    }
+    return files;
+}
+
+// The file of fio's own that `path` is (compared by file_identity()), as
+// "fio's job file run.fio", "fio's report (--output or stdout)", "the
+// write_bw_log file x_bw.1.log of job j", or "". Member data written there
+// would replace it, and fio writes its report and logs over a member.
+std::string fio_file_at(const std::string& path) {
+    std::string id = file_identity(path);
+    // First: "--output FILE" puts the report's name among the arguments.
+    if (id == fio_report_identity()) return "fio's report (--output, or the file of its stdout)";
+    for (const std::string& file : fio_job_files())
+        if (file_identity(file) == id) return "fio's job file " + file;
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        const std::pair<const char*, io_log*> logs[] = {
+            {"write_lat_log", td->lat_log},  {"write_lat_log", td->slat_log},
+            {"write_lat_log", td->clat_log}, {"write_hist_log", td->clat_hist_log},
+            {"write_bw_log", td->bw_log},    {"write_iops_log", td->iops_log}};
+        for (const auto& [option, log] : logs)
+            if (log && log->filename && file_identity(log->filename) == id)
+                return std::string("the ") + option + " file " + log->filename + " of job " +
+                       job_name(td);
+        if (td->o.write_iolog_file && *td->o.write_iolog_file &&
+            file_identity(td->o.write_iolog_file) == id)
+            return std::string("the write_iolog file ") + td->o.write_iolog_file + " of job " +
+                   job_name(td);
+    }
+    return "";
+}
+
+// A member of @config that is one of fio's own files (fio_file_at()):
+// throws the loader's one line for the first.
+void check_members_are_not_fio_files(const StackConfig& config) {
+    for (size_t i = 0; i < config.members.size(); i++) {
+        const MemberConfig& m = config.members[i];
+        if (m.backend != BackendKind::IoUring) continue;
+        if (std::string file = fio_file_at(m.path); !file.empty())
+            throw make_config_error(
+                config.source, "members[" + std::to_string(i) + "].path",
+                in_quotes(m.path) + " is " + file + ": member data would overwrite it",
+                "a member file that is none of fio's own (job files, "
+                "--output, write_iolog and write_*_log files)");
+    }
 }
 
 // What writing `path` would destroy among the run's inputs, "" when nothing.
@@ -839,7 +931,7 @@ int mdsplit_setup(thread_data* td) {
     if (!o->config || !*o->config) {
         report_error(td,
                      "mdsplit: mdsplit_config is required: the TOML file describing the device "
-                     "stack (see README, \"TOML reference\")");
+                     "stack (see docs/stack-toml.md)");
         return 1;
     }
     if (const char* w = option_text(td, "mdsplit_group_weight"); w && !integer_in(w, 1, 1000)) {
@@ -980,6 +1072,7 @@ int mdsplit_setup(thread_data* td) {
         safety.writes = use.writes;
         safety.allow_mounted_write = use.writers_allow_mounted;
         check_device_safety(config, safety);
+        check_members_are_not_fio_files(config);
         auto data = std::make_unique<EngineData>();
         StackOptions so;
         fio_file* f = td->files[0];
@@ -1269,7 +1362,11 @@ void mdsplit_cleanup(thread_data* td) {
     }
     {
         std::lock_guard<std::mutex> l(registry_mutex);
-        if (d->stack->detach()) {
+        // A job fio never starts keeps its use of the stack: the stack
+        // outlives the last job that ran, which stops it instead.
+        bool last = d->stack->detach() || !stack_user_still_to_end(td, d->stack.get());
+        td->io_ops_data = nullptr;  // no user from here on (stack_user_still_to_end)
+        if (last) {
             // md logs a member failure (raid5_error's pr_crit); the last job out says it here.
             std::string failed = d->stack->stack().member_failure_notice();
             if (!failed.empty()) log_err("%s\n", failed.c_str());
@@ -1277,11 +1374,11 @@ void mdsplit_cleanup(thread_data* td) {
             std::string verdict = d->stack->host_lag_verdict();
             if (!verdict.empty()) std::fprintf(stderr, "%s\n", verdict.c_str());
             if (!write_sidecars(*d->stack)) td->error = EIO;
+            d->stack->stop_md();
         }
         d->stack.reset();  // the last job out destroys the stack
     }
     delete d;
-    td->io_ops_data = nullptr;
 }
 
 // Hands one io_u to the stack (`submit` queues it): it joins the batch that

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/config_error.h"
+#include "core/md/md_superblock.h"
 #include "stack/member_claim.h"
 
 namespace mdsplit {
@@ -307,6 +308,21 @@ std::string find_file_use(const std::string& path, const DeviceSafetyOptions& o)
     return find_file_use(st.st_dev, st.st_ino, o);
 }
 
+void check_no_md_member(const StackConfig& config, size_t index) {
+    // The array's own stack assembles it from the superblocks (md_superblock.h).
+    if (config.device.kind == DeviceKind::Raid5) return;
+    const MemberConfig& m = config.members[index];
+    std::string signature = md_member_signature(m.path);
+    if (signature.empty()) return;
+    std::string key = "members[" + std::to_string(index) + "]";
+    throw make_config_error(
+        config.source, key + ".path",
+        in_quotes(m.path) + " carries " + signature +
+            ": writing it outside the array would leave the array's parity wrong",
+        "the array's own raid5 stack file, jobs that only read, or force = true on " + key +
+            " in the stack file (the array is then resynced at its next run)");
+}
+
 ConfigError device_in_use_error(const StackConfig& config, size_t index, const std::string& use) {
     const std::string& path = config.members[index].path;
     struct stat st;
@@ -334,6 +350,7 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
             std::string use = find_file_use(st.st_dev, st.st_ino, o);
             if (!use.empty()) throw device_in_use_error(config, i, use);
         }
+        if (S_ISREG(st.st_mode) && o.writes && !m.force) check_no_md_member(config, i);
         if (!S_ISBLK(st.st_mode)) continue;
         std::string key = "members[" + std::to_string(i) + "].path";
         // A whole disk and one of its partitions overlap.

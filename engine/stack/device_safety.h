@@ -19,6 +19,10 @@
 //     then libblkid's full probe (every file system, RAID and volume
 //     manager type it knows) -- unless the member sets force = true in the
 //     stack file.
+//   - (a regular file) it is a member of a RAID5 array (its md superblock,
+//     the xattr user.mdsplit.md) and the stack is not a raid5 (the array's
+//     own stack assembles it as md does) -- unless force = true, and then
+//     the Stack marks the array dirty so that its next run resyncs it.
 // Whatever the job does, two members on one device, or a whole disk and one
 // of its partitions, are refused (the loader already refuses two members
 // with the same file, or two device nodes with the same st_rdev).
@@ -52,6 +56,10 @@ void check_device_safety(const StackConfig& config, const DeviceSafetyOptions& o
 // The error for members[index] being `use` ("mounted at /mnt", "held open
 // exclusively by another program (...)"), as check_device_safety() words it.
 ConfigError device_in_use_error(const StackConfig& config, size_t index, const std::string& use);
+
+// Throws the ConfigError above when members[index] of a non-RAID stack is a
+// RAID5 member file (md_member_signature()).
+void check_no_md_member(const StackConfig& config, size_t index);
 
 // The pieces, for tests.
 // "" or what the first 68 KiB of fd/path (and md's places near its end) show, e.g.

@@ -190,6 +190,11 @@ void SharedStack::flush_traces() {
     stack_->flush_traces();
 }
 
+void SharedStack::stop_md() {
+    Guard g(*this);
+    stack_->stop_md();
+}
+
 bool SharedStack::record_member_failures(MemberFailures& run) {
     Guard g(*this);
     return stack_->record_member_failures(run);

@@ -65,6 +65,9 @@ public:
         return std::move(sidecars_);
     }
     void flush_traces();
+    // Stack::stop_md, under the lock: the last user that ran stops the
+    // array even while users that never run still hold the stack.
+    void stop_md();
     // Stack::record_member_failures / take_member_failures, under the lock.
     bool record_member_failures(MemberFailures& run);
     void take_member_failures(const MemberFailures& run);

@@ -89,6 +89,17 @@ void Stack::claim_members(const StackOptions& options) {
     }
 }
 
+// A RAID5 member file another stack writes with force = true
+// (check_no_md_member): its array is marked dirty, so the array's next run
+// resyncs its parity from the data instead of trusting it.
+void Stack::mark_forced_md_members(const StackOptions& options) {
+    if (!options.writable || config_.device.kind == DeviceKind::Raid5) return;
+    for (const MemberConfig& m : config_.members)
+        if (m.backend == BackendKind::IoUring && m.force)
+            if (std::string e = mark_written_outside_array(m.path); !e.empty())
+                throw std::runtime_error(e);
+}
+
 Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
     : config_(config), loop_(clock), host_lag_(loop_, config.members.size()), tracer_(loop_) {
     check_devices(options);
@@ -211,6 +222,7 @@ void Stack::open_members_and_device(const StackOptions& options,
     }
     // Once the members exist (a missing file has just been created).
     claim_members(options);
+    mark_forced_md_members(options);
 
     switch (config.device.kind) {
         case DeviceKind::Passthrough:
@@ -257,17 +269,20 @@ void Stack::open_members_and_device(const StackOptions& options,
 // flush_traces() (the engine's job end, the simulate runner); a destructor
 // must not throw it again (that was std::terminate, fio aborting).
 Stack::~Stack() {
-    // md's clean stop: the superblocks say clean (unless I/O is still in
-    // flight, which a clean stop never leaves).
-    if (md_.kept && top_ && !loop_.has_pending())
-        if (std::string e = stop_md_array(config_, md_, top_->failed_members()); !e.empty())
-            std::fprintf(stderr, "%s\n", e.c_str());
+    stop_md();
     for (auto& sink : trace_sinks_) {
         try {
             sink->flush();
         } catch (const std::exception&) {
         }
     }
+}
+
+void Stack::stop_md() {
+    if (md_stopped_ || !md_.kept || !top_ || loop_.has_pending()) return;
+    md_stopped_ = true;
+    if (std::string e = stop_md_array(config_, md_, top_->failed_members()); !e.empty())
+        std::fprintf(stderr, "%s\n", e.c_str());
 }
 
 std::vector<std::string> Stack::trace_paths(const StackConfig& config, const std::string& dir,
@@ -654,7 +669,10 @@ std::string Stack::stats_json() const {
         // How the array was assembled from its superblocks (md_superblock.h).
         j.key("md_assembly").begin_object().field("superblocks", md_.kept);
         j.field("action", md_.action).field("resync_rows", md_.resync_rows);
-        j.field("recovered_rows", md_.recovered_rows).end_object();
+        j.field("recovered_rows", md_.recovered_rows).key("kicked").begin_array();
+        for (size_t i = 0; i < md_.kicked.size(); i++)
+            if (md_.kicked[i]) j.value(uint64_t(i));
+        j.end_array().field("events", md_.events).end_object();
     }
     j.end_object();
     return j.str();

@@ -83,6 +83,11 @@ public:
     // throws std::runtime_error with one line, having undone what opening
     // the members changed. Nothing for other devices.
     void assemble_md();
+    // md's clean stop (do_md_stop): a raid5's superblocks say clean, naming
+    // the members that failed. The destructor does it; an owner that keeps
+    // the stack past its last user calls it then. Once; nothing when I/O is
+    // still in flight (a clean stop never leaves any) or for other devices.
+    void stop_md();
 
     // One I/O from a submitter (an fio io_u). Runs inside the task's plug,
     // which begin_batch() opens and commit() closes (blk_start_plug /
@@ -173,6 +178,7 @@ private:
     void open_members_and_device(const StackOptions& options, std::vector<IoUringBackend*>& opened);
     void check_trace_paths(const std::vector<std::string>& paths) const;
     void claim_members(const StackOptions& options);
+    void mark_forced_md_members(const StackOptions& options);
     static void dio_endio(Bio* dio);
     // The modelled submitting CPU: runs the task's steps (TaskSubmitCpu) as
     // far as its CPU is free now, then waits on a timer for the rest.
@@ -195,6 +201,7 @@ private:
     MdAssembly md_;  // a raid5's superblocks, as assembly found them (md_superblock.h)
     std::once_flag md_assembled_;
     bool md_writable_ = true;
+    bool md_stopped_ = false;  // stop_md() ran
     // Member files this stack created or grew, until the array is assembled
     // (undone when the stack cannot be made).
     std::vector<IoUringBackend*> opened_;

@@ -40,7 +40,7 @@ THREAD_SEEKS = {
 # read and 5, 3, 0, 2 starting the next, with parity at rows 1 and 9 of that
 # read, the pattern of md's even members (left-symmetric: the parity rotation
 # gives even and odd members two different patterns). The checked rows
-# compare that member's histogram with it (README, "RAID5 split order").
+# compare that member's histogram with it (docs/reproductions/raid5.md).
 TRACED_MEMBER = 0
 # The thread's iostat "sd*" line is one disk too, and not the traced one.
 # iostat -x prints no aggregate of several devices, and the line's per-second
@@ -57,7 +57,7 @@ TRACED_MEMBER = 0
 # 34.29). So the member figures are checked on the odd members (identical on
 # the virtual clock); every member's rMB/s is the same (each reads 560 KiB a
 # read), so the fit does not depend on it. The all-member mean and the even
-# members are printed beside (README, "RAID5 split order").
+# members are printed beside (docs/reproductions/raid5.md).
 IOSTAT_MEMBERS = slice(1, None, 2)
 SEEK_LABELS = ["0 .. 1", "1 .. 2", "2 .. 4", "4 .. 8", "8 .. 16", "16 .. 32", "32 .. 64",
                "64 .. 128", "128 .. 256", "256 .. 512", "512 .. 1024", ">= 1024"]
@@ -181,6 +181,53 @@ def variant_figures(fio, v: str) -> tuple:
     return md0, sd, (buckets, count, zero), metrics, sidecar
 
 
+# The layout distribution's seeds (jobs/raid5-*.toml [bio] contiguity): each
+# seed is one dd process's buffer, the same seeds for both variants. The
+# checked figures are the medians over them; the 10-90 % band is printed
+# beside (harness/bands.py).
+LAYOUT_SEEDS = list(range(1, 10))
+
+
+def run_figures(fio) -> dict:
+    """The checked figures of one run of raid5-split-order.fio (both
+    variants): iostat figures of md0 and the odd members, the traced
+    member's seek rows in the thread's convention."""
+    out = {}
+    for v in VARIANTS:
+        _, _, _, metrics, sidecar = variant_figures(fio, v)
+        out.update({f"{v}.{k}": x for k, x in metrics.items()})
+        traced = seek_pcts(*seek_totals([sidecar.members[TRACED_MEMBER]], "buckets_kb_thread")[:2])
+        for label, pct in zip(SEEK_LABELS, traced):
+            key = label.replace(" .. ", "_").replace(">= ", "gt")
+            out[f"{v}.seek_thread_pct_{key}"] = pct
+    return out
+
+
+def layout_settings(seeds=None) -> list:
+    """One setting per layout seed, applied to both variants' stack files."""
+    return [{f"raid5-{v}.toml": {"bio.contiguity.seed": str(k)} for v in VARIANTS}
+            for k in (seeds or LAYOUT_SEEDS)]
+
+
+def layout_band_table(b: dict) -> str:
+    """The thread's figures against the band over the layout seeds."""
+    from harness import bands
+    from harness import expectations as E
+    metrics = E.load().get(NAME).metrics
+    rows = []
+    for name, (med, lo, hi) in b.items():
+        m = metrics.get(name)
+        if m is None or m.thread is None:
+            continue
+        rows.append((name, m.thread, (med, lo, hi),
+                     bands.verdict((med, lo, hi), m.thread, m.tolerance, m.abs_tolerance)))
+    return bands.band_table(
+        f"over {len(LAYOUT_SEEDS)} dd buffer layouts (one allocator model for both variants, "
+        "jobs/raid5-*.toml [bio] contiguity seeds "
+        f"{LAYOUT_SEEDS[0]}..{LAYOUT_SEEDS[-1]}): median and 10-90 % band; the checked figure is "
+        "the median", rows)
+
+
 def fit_table(m: dict) -> str:
     """The fit (one number, the member bandwidth, on the fixed column's member
     rMB/s; dd's CPU read off the thread's blktrace) and what it predicts
@@ -196,8 +243,8 @@ def fit_table(m: dict) -> str:
             ("prediction", "legacy", "member_r_s", "sd", "r_s"),
             ("prediction", "legacy", "sd_r_await_ms", "sd", "r_await_ms")]
     lines = ["fit on the fixed column only: the sas-ssd-seed000 bandwidth on the member rMB/s "
-             "(jobs/models.toml); dd's CPU ([cpu] submit_bio 2.14 us, dispatch 6.2 us) read off the "
-             "thread's blktrace G timestamps, not fitted; the rest are checks of the fit or predictions",
+             "(jobs/models.toml); dd's CPU ([cpu] submit_bio, dispatch) from the fixed column's "
+             "blktrace G timestamps; medians over the layout seeds",
              f"{'role':<11} {'figure':<28} {'ours':>9} {'thread':>9} {'ours/thread':>11}"]
     for role, v, key, dev, tkey in rows:
         ours, theirs = m[f"{v}.{key}"], THREAD[v][dev][tkey]
@@ -208,8 +255,8 @@ def fit_table(m: dict) -> str:
 # The thread's G lines on its traced disk (seed 000): per variant, the reads
 # they fall in (as `read % 4`, the parity phase: md's rotation repeats every
 # 4 reads of 10 stripes), the member rows and the timestamps (s). Legacy, lines
-# 73-79: the end of one read, then the start of the next (README, "RAID5
-# split order"); fixed, lines 105-112: every second row of one read, then of
+# 73-79: the end of one read, then the start of the next (docs/reproductions/
+# raid5.md); fixed, lines 105-112: every second row of one read, then of
 # the next.
 THREAD_G = {
     "legacy": {"phase": 2, "rows": ([9, 7, 8], [5, 3, 0, 2]),
@@ -256,7 +303,7 @@ def g_table(traces: Path, dts: dict) -> str:
     """The traced member's G lines, ours against the thread's: the order of
     the rows and the time between them (us, device time). The order is
     pinned by tests/py/test_raid5_plug_model.py; the times are information
-    (README, "What is still outside"). dts: each variant's DeviceTime."""
+    (docs/reproductions/raid5.md). dts: each variant's DeviceTime."""
     lines = [f"member {TRACED_MEMBER}'s new requests (blktrace G), ours (virtual clock) vs the "
              "thread's (seed 000 lines 73-79, 105-112): rows within a read | the next read, "
              "then the us between them (device time)"]
@@ -284,10 +331,9 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result.raw["fio"] = fio.fio
     result.raw["simulate"] = virtual.fio
     result.from_simulation(virtual)
-    seeks = {}
+    seeks = {}                          # the checked member's % per thread row
     for v in VARIANTS:
         md0, sd, (buckets, count, zero), metrics, sidecar = variant_figures(virtual, v)
-        seeks[v] = dict(zip(SEEK_LABELS, buckets))
         result.raw[f"sidecar_{v}"] = sidecar.devices
         result.tables.append(iostat_table(v, md0, sd, sidecar.members, DeviceTime.of(sidecar)))
         result.tables.append(seek_table(v, buckets, count, zero))
@@ -296,12 +342,27 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
                                         "thread's convention: (lo, hi] KiB, 64 KiB is \"32 .. 64\""))
         traced = seek_pcts(*seek_totals([sidecar.members[TRACED_MEMBER]], "buckets_kb_thread")[:2])
         result.tables.append(seek_compare_table(v, sidecar.members, traced))
+        seeks[v] = traced
         for label, pct in zip(SEEK_LABELS, traced):
             key = label.replace(" .. ", "_").replace(">= ", "gt")
             result.metrics[f"{v}.seek_thread_pct_{key}"] = pct
         result.metrics.update({f"{v}.{k}": x for k, x in metrics.items()})
         machine = variant_figures(fio, v)[3]
         result.metrics.update({f"machine.{v}.{k}": x for k, x in machine.items()})
+    # The checked figures: medians over the layout seeds (one allocator
+    # model, both variants), in parallel over the cores, --no-data.
+    from harness import bands
+    progress(f"simulate raid5-split-order.fio over {len(LAYOUT_SEEDS)} buffer layouts "
+             "(virtual clock, --no-data)")
+    runs = bands.run_settings(jobs_dir, out_dir / "layouts", "raid5-split-order.fio",
+                              layout_settings(), f"{__name__}:run_figures")
+    layout_bands = bands.bands(runs)
+    for name, (med, lo, hi) in layout_bands.items():
+        result.metrics[name] = med
+        result.metrics[f"p10.{name}"] = lo
+        result.metrics[f"p90.{name}"] = hi
+    result.raw["layout_runs"] = runs
+    result.tables.append(layout_band_table(layout_bands))
     m = result.metrics
     ratio = m["fixed.md0_MBps"] / m["legacy.md0_MBps"]
     result.tables.append(
@@ -310,7 +371,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         f"zero-distance seeks: legacy {m['legacy.seek_zero_pct']:.1f}%, fixed "
         f"{m['fixed.seek_zero_pct']:.1f}% (thread: 45.5% -> 75.0%)\n"
         "Note: the order follows block/blk-core.c's two-list loop, not the thread's FIFO prose "
-        "(README, \"RAID5 split order\").\n"
+        "(docs/reproductions/raid5.md).\n"
         f"this machine (real-clock fio, not checked): legacy {m['machine.legacy.md0_MBps']:.0f} "
         f"MiB/s, fixed {m['machine.fixed.md0_MBps']:.0f} MiB/s (virtual / real: the clock "
         "agreement below)")
@@ -320,11 +381,27 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
                                  {v: DeviceTime.of(virtual.sidecars[f"stats/raid5-{v}.json"])
                                   for v in VARIANTS}))
     try:
-        from harness import plots
-        path = out_dir / "raid5-seek-histogram.png"
-        plots.histogram_comparison(seeks, path, title="Member seek distance (D events), legacy vs fixed",
-                                   xlabel="seek distance (KiB)", ylabel="count")
-        result.figures.append(path.name)
+        result.figures.append(seek_figure(out_dir, seeks).name)
     except (ImportError, AttributeError, TypeError):
         pass
     return result
+
+
+def seek_figure(out_dir: Path, seeks: dict) -> Path:
+    """raid5-seek-histogram.png: the checked member's seek rows (% per
+    thread row, {variant: [pct]}) beside the thread's traced disk."""
+    from harness import plots
+    path = out_dir / "raid5-seek-histogram.png"
+    return plots.seek_histogram_vs_thread(
+        path, seeks, {v: seek_pcts(THREAD_SEEKS[v]["buckets"], THREAD_SEEKS[v]["count"])
+                      for v in VARIANTS},
+        ["> 1024" if s == ">= 1024" else s for s in SEEK_LABELS],
+        member=f"member {TRACED_MEMBER}",
+        title=f"Seek distance between member {TRACED_MEMBER}'s requests (blktrace D), "
+              "ours on the virtual clock beside the thread's traced disk",
+        caption=f"Each panel is one variant. Look at the 0 .. 1 row: seeks of zero "
+                f"distance, {seeks['legacy'][0]:.1f} % of member {TRACED_MEMBER}'s requests "
+                f"under legacy and {seeks['fixed'][0]:.1f} % under fixed (thread: 45.5 % "
+                "and 75.0 %). Rows are the thread's (lo, hi] KiB, so a 64 KiB seek is in "
+                f"32 .. 64; member {TRACED_MEMBER} is the checked one (the thread traced one "
+                "disk); every other member's rows are in the tables above.")

@@ -73,6 +73,22 @@ TEST(MdSuperblockTest, ForeignOrPartialTextIsNoSuperblock) {
                             "chunk=4096 layout=2 role=0 state=odd"));
 }
 
+// A number past its field's range is refused with the field named, never
+// wrapped to 32 bits (disks=4294967297 read as 1, role=-1 as 4294967295).
+TEST(MdSuperblockTest, NumbersPastTheirRangeAreRefusedNotWrapped) {
+    const std::string base =
+        "mdsplit-md 1 uuid=0123456789abcdef0123456789abcdef chunk=4096 layout=2 "
+        "state=clean faulty=- ";
+    std::string why;
+    EXPECT_FALSE(MdSuperblock::parse(base + "disks=4294967297 role=0", &why));
+    EXPECT_EQ(why, "disks=4294967297: not a whole number from 0 to 4294967295");
+    EXPECT_FALSE(MdSuperblock::parse(base + "disks=3 role=-1", &why));
+    EXPECT_EQ(why, "role=-1: not a whole number from 0 to 4294967295");
+    auto sb = MdSuperblock::parse(base + "disks=4294967295 role=2", &why);
+    ASSERT_TRUE(sb);
+    EXPECT_EQ(sb->raid_disks, 4294967295u);
+}
+
 // Row 0's parity is on member 2 (left-symmetric, 3 members): 0x11 ^ 0x22 =
 // 0x33 is written over 0x00; a row already right is not rewritten.
 TEST_F(MemberFilesTest, ResyncWritesTheXorOfTheDataWhereParityDiffers) {

@@ -58,6 +58,22 @@ def test_bfq_runs_load_the_engine_under_test(tmp_path, fake_engine, monkeypatch)
     assert seen and set(seen) == {f"external:{fake_engine}"}
 
 
+def test_without_mdsplit_engine_the_clones_build_is_loaded(tmp_path, monkeypatch):
+    """MDSPLIT_ENGINE unset: reproduce passthrough loads this clone's build, not /usr/local/lib's."""
+    from harness import paths
+    build = tmp_path / "clone-build"
+    build.mkdir()
+    so = build / "libmdsplit.so"
+    so.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00" + bytes(46))
+    monkeypatch.delenv("MDSPLIT_ENGINE", raising=False)
+    monkeypatch.setattr(paths, "BUILD", build)
+    seen = _engines_loaded(monkeypatch, passthrough)
+    jobs = reproduce.prepare_jobs(tmp_path / "out")
+    with pytest.raises(Started):
+        passthrough.run(jobs, tmp_path / "out", lambda step: None)
+    assert seen == [f"external:{so}"]
+
+
 @pytest.mark.parametrize("what", ["missing", "directory", "text"])
 def test_an_engine_that_cannot_be_loaded_is_one_line(tmp_path, monkeypatch, what):
     """MDSPLIT_ENGINE naming no file, a directory or a non-ELF file: FioError, one line."""

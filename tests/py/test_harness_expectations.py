@@ -8,7 +8,7 @@ import pytest
 from harness import expectations as E
 from harness.paths import ROOT
 
-SEEDS = ROOT / "docs" / "seeds"  # copies of the five threads (../shared/seeds)
+SEEDS = ROOT / "docs" / "seeds"  # the five seed threads
 REQUIRED = {
     "raid5": ["legacy.md0_MBps", "fixed.md0_MBps", "legacy.seek_zero_pct", "fixed.seek_zero_pct"],
     "bio-size": [f"{d}.{p}_MBps" for d in ("read", "write") for p in ("original", "align", "max_sectors")],
@@ -164,3 +164,39 @@ def test_bad_files_say_where(tmp_path):
     p.write_text('[x.metrics]\n"a" = { better = "up" }\n')
     with pytest.raises(ValueError, match="better"):
         E.load(p)
+
+
+def test_every_check_has_a_basis(ex):
+    """Every check in jobs/expectations.toml says what it is evidence of (issue 39)."""
+    missing = [(n, c.expr) for n, e in ex.items() for c in e.checks if c.basis not in E.BASES]
+    assert not missing, missing
+
+
+def test_every_thread_lists_its_fitted_parameters(ex):
+    """Each reproduction of a thread names what it fitted and on which figure."""
+    for name, e in ex.items():
+        if e.seeds:
+            assert e.fitted, name
+            for f in e.fitted:
+                assert f.parameter and f.value and re.search(r"lines? \d", f.figure), (name, f)
+
+
+def test_a_check_with_an_unknown_basis_is_one_line(tmp_path):
+    """basis = "guess" is refused naming the check and the allowed values."""
+    p = tmp_path / "e.toml"
+    p.write_text('[x]\n[[x.checks]]\nexpr = "a.b > 1"\nbasis = "guess"\n')
+    with pytest.raises(ValueError, match=r'\[\[x.checks\]\] #1: basis = .guess.; allowed "prediction"'):
+        E.load(p)
+
+
+def test_basis_counts_split_predictions_from_fits(tmp_path):
+    """basis_counts counts passes per basis; the line leads with the predictions."""
+    p = tmp_path / "e.toml"
+    p.write_text('[x]\n[[x.checks]]\nexpr = "a.b > 1"\nbasis = "prediction"\n'
+                 '[[x.checks]]\nexpr = "a.c > 1"\nbasis = "fit"\n'
+                 '[[x.checks]]\nexpr = "a.d > 1"\nbasis = "prediction"\n')
+    ex = E.load(p)
+    checks = E.evaluate_checks("x", {"a.b": 2, "a.c": 2, "a.d": 0}, ex)
+    counts = E.basis_counts("x", checks, ex)
+    assert counts == {"prediction": (1, 2), "fit": (1, 1)}
+    assert E.basis_line(counts) == "predictions inside tolerance 1/2; fits 1/1"

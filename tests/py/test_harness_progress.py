@@ -110,3 +110,27 @@ def test_long_steps_are_shortened_on_a_terminal():
     p.step_text = "x" * 200
     line = p.line(60)
     assert len(line) < 60 and line.endswith("(0:00 elapsed, ETA unknown)") and "…" in line
+
+
+def test_a_stated_default_estimate_is_labelled():
+    """An estimate from the stated defaults (no history) shows an ETA marked "(default)"."""
+    clock, out = Clock(), io.StringIO()
+    p = Progress(["raid5", "bfq"], estimates={"raid5": (60.0, None), "bfq": (120.0, None)},
+                 stream=out, tty=False, clock=clock, defaults={"bfq"})
+    p.start("raid5")
+    clock.t += 10
+    p("legacy dd")
+    p.finish()
+    p.start("bfq")
+    p("root legacy")
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert "ETA 2:50 (default)" in lines[1], lines
+    assert "ETA 2:00 (default)" in lines[-1], lines
+
+
+def test_reproduce_states_a_default_for_every_experiment():
+    """reproduce has a stated default duration for every known experiment (no "ETA unknown")."""
+    from harness import reproduce
+    assert set(reproduce.DEFAULT_DURATIONS) == set(reproduce.KNOWN)
+    assert all(s > 0 for s, _ in reproduce.DEFAULT_DURATIONS.values())

@@ -83,7 +83,8 @@ def test_all_skips_what_is_not_built(package, tmp_path):
     assert "FAIL  fixed.seek_zero_pct - legacy.seek_zero_pct >= 20" in out
     assert "PASS  fixed.md0_MBps / legacy.md0_MBps >= 1.3" in out
     assert "PASS  own check: fine" in out
-    assert "[1/1] raid5: legacy dd (0:00 elapsed, ETA unknown)" in err
+    # no recorded run: the stated default (harness/reproduce.py, DEFAULT_DURATIONS)
+    assert "[1/1] raid5: legacy dd (step 1/2, 0:00 elapsed, ETA 0:14 (default))" in err
     summary = (report / "summary.md").read_text()
     # jobs/expectations.toml's 40 raid5 checks + the experiment's own; the 38 tolerance
     # checks (issue 16) name figures the fake experiment does not report, so they fail
@@ -406,3 +407,21 @@ def test_history_write_failure_keeps_the_report(package, tmp_path, monkeypatch):
             f"({db}: database is locked)") in (report / "summary.md").read_text()
     with History(db) as h:
         assert [r.experiment for r in h.runs()] == ["raid5"]
+
+
+def test_summary_and_terminal_lead_with_the_predictions(package, tmp_path):
+    """summary.md opens with per-thread predictions inside tolerance, then fits; the terminal too."""
+    from harness import expectations as E
+    name, _ = package
+    rc, out, err = run(name, "raid5", tmp_path)
+    assert rc == 0, err
+    checks = E.load()["raid5"].checks
+    n_pred = sum(c.basis == "prediction" for c in checks)
+    n_fit = sum(c.basis == "fit" for c in checks)
+    # the stand-in passes one prediction (md0 fixed/legacy >= 1.3) and no fit
+    assert f"predictions inside tolerance 1/{n_pred}; fits 0/{n_fit}" in out.splitlines()[1]
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert summary.index("## What is evidence") < summary.index("| experiment | status |")
+    assert f"| raid5 | 1/{n_pred} | 0/{n_fit} |" in summary
+    fitted = E.load()["raid5"].fitted[0]
+    assert "### Fitted parameters" in summary and fitted.figure in summary

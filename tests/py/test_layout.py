@@ -1,4 +1,4 @@
-"""The engine's folders depend one way (README, "Layout"): every #include of our
+"""The engine's folders depend one way (docs/design/layout.md): every #include of our
 own headers goes to the same folder or a folder below it.
 
     base  <-  config  <-  core (block, drivers, trace  <-  md, mm  <-  io_uring)

@@ -93,9 +93,9 @@ def test_a_new_array_on_empty_members_is_clean_and_marked(engine, workdir, xattr
     stack(workdir)
     run_fio(job(engine, workdir, "w", WRITE + "do_verify=1\n"), timeout=60)
     assert assembly(workdir, "w") == {"superblocks": True, "action": "new", "resync_rows": 0,
-                                      "recovered_rows": 0}
+                                      "recovered_rows": 0, "kicked": [], "events": 1}
     for i, m in enumerate(members(workdir)):
-        assert f" disks=4 chunk=65536 layout=2 role={i} state=clean" in superblock(m)
+        assert f" disks=4 chunk=65536 layout=2 role={i} state=clean events=2 " in superblock(m)
 
 
 def test_a_new_array_over_members_holding_data_is_resynced(engine, workdir, xattrs):
@@ -259,8 +259,8 @@ def test_two_new_members_are_refused(engine, workdir, xattrs):
     r = run_fio(job(engine, workdir, "v", VERIFY), check=False, timeout=60)
     assert r.returncode != 0
     assert "m0.img), members[3] (" in r.stderr
-    assert "are new (no md superblock, xattr user.mdsplit.md) or failed in an array that " \
-           "survives one" in r.stderr
+    assert "are new (no md superblock, xattr user.mdsplit.md), non-fresh (kicked: an older " \
+           "event count) or failed in an array that survives one" in r.stderr
 
 
 def test_a_member_failed_in_the_stack_file_stays_out_after_a_run_that_wrote(engine, workdir,
@@ -316,3 +316,23 @@ def test_an_xattr_this_version_cannot_read_is_refused(engine, workdir, xattrs, v
     line = [l for l in r.stderr.splitlines() if l.startswith("mdsplit:")][0]
     assert "members[0] (" in line and "its xattr user.mdsplit.md" in line, r.stderr
     assert "allowed: the xattr removed" in line
+
+
+@pytest.mark.parametrize("field,value", [("disks", "4294967297"), ("role", "-1"),
+                                         ("chunk", "18446744073709551616"), ("faulty", "4294967296")])
+def test_a_number_past_its_fields_range_is_refused_not_wrapped(engine, workdir, xattrs, field,
+                                                               value):
+    """disks=4294967297 was "one of 1 members", role=-1 "member 4294967295": now the field is named as unreadable."""
+    stack(workdir)
+    run_fio(job(engine, workdir, "w", "rw=write\nsize=1m\n"), timeout=60)
+    text = superblock(workdir / "m0.img")
+    old = next(f for f in text.split() if f.startswith(field + "="))
+    os.setxattr(workdir / "m0.img", XATTR, text.replace(old, f"{field}={value}").encode())
+    r = run_fio(job(engine, workdir, "v", "rw=read\nsize=1m\n"), check=False, timeout=60)
+    assert r.returncode != 0
+    line = [l for l in r.stderr.splitlines() if l.startswith("mdsplit:")][0]
+    limit = {"disks": 4294967295, "role": 4294967295, "faulty": 4294967295,
+             "chunk": 18446744073709551615}[field]
+    assert (f"members[0] (" in line and "its xattr user.mdsplit.md is no md superblock this "
+            f"version reads ({field}={value}: not a whole number from 0 to {limit})" in line), \
+        r.stderr

@@ -7,7 +7,8 @@ Kinds (the doc's "Definitions" section):
   toml+loop   the same, with loop devices (root, losetup)
   fio         "STACK: job lines": real fio with the engine; the message is a
               line of fio's stderr ("error=ENAME": fio's job error), and fio
-              exits non-zero; "(accepted)": fio succeeds
+              exits non-zero; "(accepted)": fio succeeds; "(stopped clean)": the
+              raid5's members say state=clean and stats.json was written
   fio+loop    the same on loop devices (root, losetup); after each refused
               run the device's bytes are checked unchanged
   io          "STACK: op offset length" through mdsplit.Simulation; the
@@ -69,6 +70,14 @@ STACKS = {
     "loop": '[[members]]\npath = "{loop}"\n',
     "loop+force": '[[members]]\npath = "{loop}"\nforce = true\n',
     "self": '[[members]]\npath = "stack.toml"\nsize = "4k"\ngrow = true\n',
+    "jobfile": '[[members]]\npath = "row.fio"\nsize = "4k"\ngrow = true\n',
+    "bwlog": '[[members]]\npath = "x_bw.1.log"\nsize = "1m"\n',
+    "mdmember": '[[members]]\npath = "md.img"\n',
+    "mdmember+force": '[[members]]\npath = "md.img"\nforce = true\n',
+    "mdstale": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "s0.img"\n'
+               '[[members]]\npath = "s1.img"\nfailed = true\n[[members]]\npath = "s2.img"\n',
+    "mdwrap": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "wrap.img"\n' + "".join(
+        f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in (1, 2)),
     "new": '[[members]]\npath = "new/m.img"\nsize = "1m"\n',
     "loop-small": '[device]\nkind = "raid5"\nchunk = "64k"\n[[members]]\npath = "{loop}"\n' + "".join(
         f'[[members]]\npath = "r{i}.img"\nsize = "1m"\n' for i in (1, 2)),
@@ -135,6 +144,23 @@ def make_files(tmp):
     (tmp / "small.img").write_bytes(b"\0" * 16384)
     (tmp / "m0.img").write_bytes(b"\0" * 1048576)
     (tmp / "afile").write_text("not a directory\n")
+    (tmp / "md.img").write_bytes(b"\0" * 1048576)
+    (tmp / "wrap.img").write_bytes(b"\0" * 1048576)
+    try:  # md superblocks (md_superblock.h); rows on them skip where xattrs are missing
+        os.setxattr(tmp / "md.img", "user.mdsplit.md", MD_MEMBER)
+        os.setxattr(tmp / "wrap.img", "user.mdsplit.md",
+                    MD_MEMBER.replace(b"disks=3", b"disks=4294967297").replace(b"role=1", b"role=0"))
+        for i, events in enumerate((2, 4, 4)):  # s0.img an old copy (events behind)
+            (tmp / f"s{i}.img").write_bytes(b"\0" * 1048576)
+            os.setxattr(tmp / f"s{i}.img", "user.mdsplit.md", MD_MEMBER.replace(
+                b"role=1", b"role=%d" % i).replace(b"state=clean", b"state=clean events=%d" % events))
+    except OSError:
+        pass
+
+
+# The md superblock of md.img: member 1 of a 3-member raid5.
+MD_MEMBER = (b"mdsplit-md 1 uuid=0123456789abcdef0123456789abcdef disks=3 chunk=65536 "
+             b"layout=2 role=1 state=clean faulty=-")
 
 
 class Loops:
@@ -339,6 +365,11 @@ def test_row(row, tmp_path, mdsplit_module, engine):
             if stack_name.startswith("loop") and stack_name not in STACKS:
                 stack_name = "loop+force" if stack_name.endswith("+force") else "loop"
             stack_text = STACKS[stack_name]
+            if stack_name.startswith("mdmember") or stack_name in ("mdwrap", "mdstale"):
+                try:
+                    os.getxattr(tmp / "md.img", "user.mdsplit.md")
+                except OSError as e:
+                    pytest.skip(f"no user xattrs in {tmp}: {e.strerror}")
             (tmp / "stack.toml").write_text(expand(stack_text, subst))
             job = write_job(tmp, "row.fio", job_text(engine, expand(lines.strip(), subst)))
             before = digest(subst["{loop}"]) if kind == "fio+loop" else None
@@ -347,6 +378,11 @@ def test_row(row, tmp_path, mdsplit_module, engine):
                 assert digest(subst["{loop}"]) == before, "a refused job changed the device"
             if message == "(accepted)":
                 assert result.returncode == 0, result.stderr
+            elif message == "(stopped clean)":  # md's clean stop, whatever fio's exit
+                members = sorted(tmp.glob("r*.img"))
+                assert members and all(b" state=clean " in os.getxattr(m, "user.mdsplit.md")
+                                       for m in members), result.stderr
+                assert (tmp / "stats.json").exists(), result.stderr
             elif message.startswith("error="):  # fio's job error (JSON output has no line)
                 assert result.returncode != 0
                 assert result.jobs[0]["error"] == getattr(errno, message[6:]), result.stderr
@@ -372,11 +408,11 @@ def test_row(row, tmp_path, mdsplit_module, engine):
             subprocess.run(["umount", str(ro)], capture_output=True)
 
 
-# The README's TOML reference is a stack file the loader takes, key for key
+# docs/stack-toml.md's example is a stack file the loader takes, key for key
 # (its one member thrice, as a raid5 needs three).
-def test_the_readme_toml_reference_loads(mdsplit_module, tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("```toml\n", readme.index("## TOML reference")) + len("```toml\n")
+def test_the_stack_toml_reference_loads(mdsplit_module, tmp_path):
+    readme = (ROOT / "docs" / "stack-toml.md").read_text()
+    start = readme.index("```toml\n") + len("```toml\n")
     block = readme[start:readme.index("```", start)]
     member = re.search(r"\[\[members\]\].*?(?=\n\[bio\])", block, re.S).group(0)
     three = "\n".join(member.replace('"work/m0.img"', f'"work/m{i}.img"') for i in range(3))

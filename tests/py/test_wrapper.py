@@ -82,3 +82,57 @@ def test_wrapper_reads_a_relative_job_file_from_the_callers_directory(tmp_path):
     r = _run(repo, user, "harness", "run", "mine.fio")
     assert (r.returncode, r.stderr.splitlines()) == \
         (2, ["run: job file mine.fio: byte 4 is not UTF-8; allowed: a UTF-8 text file"])
+
+
+def _prefix_wrapper(tmp_path) -> Path:
+    """A wrapper whose ci/build.sh and ci/test.sh print the install prefix they get."""
+    repo = _wrapper(tmp_path)
+    for name in ("build.sh", "test.sh"):
+        s = repo / "ci" / name
+        s.write_text('#!/bin/sh\necho "prefix=${MDSPLIT_PREFIX:-} args=$*"\n')
+        s.chmod(0o755)
+    return repo
+
+
+@pytest.mark.parametrize("argv", [["build", "--prefix", "opt"], ["test", "--prefix=opt", "--quick"],
+                                  ["reproduce", "--prefix", "opt", "passthrough"]],
+                         ids=["build", "test", "reproduce"])
+def test_prefix_reaches_the_build_and_leaves_the_other_arguments(tmp_path, argv):
+    """./mdsplit CMD --prefix DIR: ci/build.sh gets MDSPLIT_PREFIX=DIR (made absolute), the rest passes on."""
+    repo = _prefix_wrapper(tmp_path)
+    r = _run(repo, tmp_path, *argv)
+    assert r.returncode == 0, r.stderr
+    if argv[0] == "reproduce":                        # the fake harness echoes its arguments
+        assert r.stdout.splitlines()[-1] == "reproduce passthrough"
+    else:
+        rest = [a for a in argv[1:] if not a.startswith("--prefix") and a != "opt"]
+        rest = " ".join(rest) if argv[0] == "test" else str(tmp_path / "repo" / "build")
+        assert r.stdout.splitlines()[-1] == f"prefix={tmp_path / 'opt'} args={rest}"
+
+
+def test_prefix_without_a_directory_is_one_line(tmp_path):
+    """./mdsplit build --prefix (no DIR): one line naming the option, exit 2."""
+    r = _run(_prefix_wrapper(tmp_path), tmp_path, "build", "--prefix")
+    assert r.returncode == 2 and r.stderr == "mdsplit: --prefix needs a directory; allowed: --prefix DIR\n"
+
+
+def test_build_progress_shows_the_compilers_step_count(tmp_path):
+    """ci/build-progress.awk: plain lines per 10 % off a terminal, one redrawn line on one, all in the log."""
+    out = "cmake\n[  5%] Building CXX object a.o\n[ 12%] Building CXX object b.o\n" \
+          "[ 50%] Linking CXX shared library x.so\n[100%] Built target x\n"
+    log = tmp_path / "build.log"
+    plain = subprocess.run(["awk", "-v", f"LOG={log}", "-v", "TTY=0", "-f",
+                            str(ROOT / "ci" / "build-progress.awk")], input=out,
+                           capture_output=True, text=True, timeout=30)
+    lines = plain.stderr.splitlines()
+    assert [ln.split("]")[0] for ln in lines[:-1]] == ["mdsplit: building [  5%", "mdsplit: building [ 50%"]
+    assert "elapsed, ETA" in lines[0] and lines[-1].startswith("mdsplit: build steps done in ")
+    assert log.read_text() == out
+    tty = subprocess.run(["awk", "-v", f"LOG={log}", "-v", "TTY=1", "-f",
+                          str(ROOT / "ci" / "build-progress.awk")], input=out.encode(),
+                         capture_output=True, timeout=30)
+    assert tty.stderr.count(b"\r") >= 3 and tty.stderr.count(b"\n") == 1
+    quiet = subprocess.run(["awk", "-v", f"LOG={log}", "-v", "TTY=0", "-f",
+                            str(ROOT / "ci" / "build-progress.awk")], input="[100%] Built target x\n",
+                           capture_output=True, text=True, timeout=30)
+    assert quiet.stderr == ""                          # an up-to-date build says nothing

@@ -2,7 +2,7 @@
 // of single-queue SCSI/SATA disks, hence of the `sd*` members in seeds
 // 000/002.
 //
-// What it does to md's member requests (README, "RAID5 split order"):
+// What it does to md's member requests (docs/reproductions/raid5.md):
 //  - insert (dd_insert_request -> blk_mq_sched_try_insert_merge ->
 //    elv_attempt_insert_merge): a request leaving the plug first tries to
 //    join the back of a queued request that ends where it starts

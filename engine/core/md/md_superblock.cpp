@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -88,7 +89,9 @@ Loaded load_superblock(const StackConfig& config, size_t i) {
     }
     std::string why = n < 0 ? std::string("cannot be read: ") + std::strerror(errno)
                             : "is no md superblock this version reads";
-    if (n >= 0) l.sb = MdSuperblock::parse(std::string(buf, size_t(n)));
+    std::string reason;
+    if (n >= 0) l.sb = MdSuperblock::parse(std::string(buf, size_t(n)), &reason);
+    if (!reason.empty()) why += " (" + reason + ")";
     if (!l.sb)
         refuse(config, member_name(config, i) + ": its xattr " + kMdSuperblockXattr + " " + why,
                "the xattr removed (setfattr -x " + std::string(kMdSuperblockXattr) +
@@ -140,6 +143,7 @@ MdSuperblock superblock_of(const StackConfig& config, const MdAssembly& assembly
     sb.layout = config.device.layout;
     sb.role = uint32_t(i);
     sb.state = assembly.faulty[i] ? MdSuperblock::State::Faulty : state;
+    sb.events = assembly.events;
     for (size_t k = 0; k < assembly.faulty.size(); k++)
         if (assembly.faulty[k]) sb.faulty_roles.push_back(uint32_t(k));
     return sb;
@@ -151,11 +155,13 @@ struct Unwritten {
     bool in_array = false;    // one of them a member the array runs with
 };
 
-// md_update_sb(): every member's superblock written, the array `state`
-// (a faulty member says faulty).
-Unwritten update_superblocks(const StackConfig& config, const MdAssembly& assembly,
+// md_update_sb(): the array's event count bumped (mddev->events++), every
+// member's superblock written with it, the array `state` (a faulty member
+// says faulty).
+Unwritten update_superblocks(const StackConfig& config, MdAssembly& assembly,
                              MdSuperblock::State state) noexcept {
     Unwritten u;
+    assembly.events++;
     for (size_t i = 0; i < config.members.size(); i++) {
         try {
             store_superblock(config.members[i].path, superblock_of(config, assembly, i, state));
@@ -168,6 +174,28 @@ Unwritten update_superblocks(const StackConfig& config, const MdAssembly& assemb
     return u;
 }
 
+// md.c super_1_validate(), assembling (mddev->pers == NULL): "++ev1; if
+// (ev1 < mddev->events) return -EINVAL" -- a member whose event count is
+// behind the freshest superblock's by more than one is not taken. (One
+// behind is: a crash between two members' superblock writes leaves them so.)
+bool non_fresh(const MdSuperblock& sb, uint64_t freshest) {
+    return freshest > 0 && sb.events < freshest - 1;
+}
+
+// analyze_sbs(): "md: kicking non-fresh %pg from array!", and the member
+// is out (md_kick_rdev_from_array): a run that may write rebuilds it like a
+// new disk, one that may not runs without it.
+void kick_non_fresh(const StackConfig& config, MdAssembly& a, size_t i, uint64_t events,
+                    bool writable, const std::function<void(const std::string&)>& log) {
+    a.kicked[i] = true;
+    if (!log) return;
+    std::string where = config.source.empty() ? "raid5" : config.source;
+    log("mdsplit: md: kicking non-fresh " + member_name(config, i) + " from array " + where +
+        "! (its md superblock's event count " + std::to_string(events) + ", the freshest " +
+        std::to_string(a.events) + ": an old copy of the member; " +
+        (writable ? "rebuilt from the others" : "left out of this run, which may not write") + ")");
+}
+
 const char* const kDirtyDegraded =
     "the array was not stopped cleanly (its last run was killed) and is degraded: its parity "
     "cannot be trusted to rebuild a member (md: cannot start dirty degraded array)";
@@ -178,62 +206,143 @@ std::string MdSuperblock::format() const {
     std::ostringstream s;
     s << "mdsplit-md 1 uuid=" << uuid << " disks=" << raid_disks << " chunk=" << chunk_bytes
       << " layout=" << int(layout) << " role=" << role << " state=" << state_name(state)
-      << " faulty=";
+      << " events=" << events << " faulty=";
     if (faulty_roles.empty()) s << "-";
     for (size_t k = 0; k < faulty_roles.size(); k++) s << (k ? "," : "") << faulty_roles[k];
     return s.str();
 }
 
-std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text) {
+namespace {
+
+// A field's value as a whole number from 0 to @max, written in decimal
+// digits only: nullopt for anything else (a sign, a fraction, a number past
+// @max, which a cast would have wrapped: disks=4294967297 was 1 member).
+std::optional<uint64_t> parse_number(const std::string& value, uint64_t max) {
+    if (value.empty() || value.size() > 20 ||
+        value.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    uint64_t v = 0;
+    for (char c : value) {
+        if (v > (UINT64_MAX - uint64_t(c - '0')) / 10) return std::nullopt;
+        v = v * 10 + uint64_t(c - '0');
+    }
+    if (v > max) return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+std::optional<MdSuperblock> MdSuperblock::parse(const std::string& text, std::string* why) {
+    auto fail = [&](const std::string& reason) -> std::optional<MdSuperblock> {
+        if (why) *why = reason;
+        return std::nullopt;
+    };
     std::istringstream in(text);
     std::string magic, version;
-    if (!(in >> magic >> version) || magic != "mdsplit-md" || version != "1") return std::nullopt;
+    if (!(in >> magic >> version) || magic != "mdsplit-md" || version != "1")
+        return fail("not \"mdsplit-md 1 ...\"");
     MdSuperblock sb;
+    const char* const required[] = {"uuid", "disks", "chunk", "layout", "role", "state", "faulty"};
     bool have[7] = {};
+    auto number = [&](const std::string& key, const std::string& value, uint64_t max) {
+        std::optional<uint64_t> v = parse_number(value, max);
+        if (!v && why)
+            *why = key + "=" + value + ": not a whole number from 0 to " + std::to_string(max);
+        return v;
+    };
     for (std::string field; in >> field;) {
         size_t eq = field.find('=');
-        if (eq == std::string::npos) return std::nullopt;
+        if (eq == std::string::npos) return fail("\"" + field + "\" is no key=value");
         std::string key = field.substr(0, eq), value = field.substr(eq + 1);
-        try {
-            if (key == "uuid" && value.size() == 32) {
-                sb.uuid = value, have[0] = true;
-            } else if (key == "disks") {
-                sb.raid_disks = uint32_t(std::stoul(value)), have[1] = true;
-            } else if (key == "chunk") {
-                sb.chunk_bytes = std::stoull(value), have[2] = true;
-            } else if (key == "layout") {
-                int l = std::stoi(value);
-                if (l < 0 || l > 3) return std::nullopt;
-                sb.layout = Raid5Layout(l), have[3] = true;
-            } else if (key == "role") {
-                sb.role = uint32_t(std::stoul(value)), have[4] = true;
-            } else if (key == "state") {
-                if (value == "clean")
-                    sb.state = State::Clean;
-                else if (value == "active")
-                    sb.state = State::Active;
-                else if (value == "faulty")
-                    sb.state = State::Faulty;
-                else
-                    return std::nullopt;
-                have[5] = true;
-            } else if (key == "faulty") {
-                if (value != "-") {
-                    std::istringstream roles(value);
-                    for (std::string r; std::getline(roles, r, ',');)
-                        sb.faulty_roles.push_back(uint32_t(std::stoul(r)));
+        if (key == "uuid") {
+            if (value.size() != 32 ||
+                value.find_first_not_of("0123456789abcdef") != std::string::npos)
+                return fail("uuid=" + value + ": not 32 hex digits");
+            sb.uuid = value, have[0] = true;
+        } else if (key == "disks") {
+            auto v = number(key, value, UINT32_MAX);
+            if (!v) return std::nullopt;
+            sb.raid_disks = uint32_t(*v), have[1] = true;
+        } else if (key == "chunk") {
+            auto v = number(key, value, UINT64_MAX);
+            if (!v) return std::nullopt;
+            sb.chunk_bytes = *v, have[2] = true;
+        } else if (key == "layout") {
+            auto v = number(key, value, 3);
+            if (!v) return std::nullopt;
+            sb.layout = Raid5Layout(*v), have[3] = true;
+        } else if (key == "role") {
+            auto v = number(key, value, UINT32_MAX);
+            if (!v) return std::nullopt;
+            sb.role = uint32_t(*v), have[4] = true;
+        } else if (key == "state") {
+            if (value == "clean")
+                sb.state = State::Clean;
+            else if (value == "active")
+                sb.state = State::Active;
+            else if (value == "faulty")
+                sb.state = State::Faulty;
+            else
+                return fail("state=" + value + ": not clean, active or faulty");
+            have[5] = true;
+        } else if (key == "events") {  // optional: 0 in a superblock written without one
+            auto v = number(key, value, UINT64_MAX);
+            if (!v) return std::nullopt;
+            sb.events = *v;
+        } else if (key == "faulty") {
+            if (value != "-") {
+                std::istringstream roles(value);
+                for (std::string r; std::getline(roles, r, ',');) {
+                    auto v = number(key, r, UINT32_MAX);
+                    if (!v) return std::nullopt;
+                    sb.faulty_roles.push_back(uint32_t(*v));
                 }
-                have[6] = true;
-            } else {
-                return std::nullopt;
             }
-        } catch (const std::exception&) {
-            return std::nullopt;
+            have[6] = true;
+        } else {
+            return fail("unknown key " + key);
         }
     }
-    for (bool h : have)
-        if (!h) return std::nullopt;
+    for (size_t k = 0; k < 7; k++)
+        if (!have[k]) return fail(std::string("no ") + required[k] + "=");
     return sb;
+}
+
+namespace {
+
+// The member file's superblock text: nullopt when it has none, or it cannot
+// be read.
+std::optional<std::string> superblock_text(const std::string& path) {
+    char buf[1024];
+    ssize_t n = ::getxattr(path.c_str(), kMdSuperblockXattr, buf, sizeof buf);
+    if (n < 0) return std::nullopt;
+    return std::string(buf, size_t(n));
+}
+
+}  // namespace
+
+std::string md_member_signature(const std::string& path) {
+    std::optional<std::string> text = superblock_text(path);
+    if (!text) return "";
+    std::string where = std::string("xattr ") + kMdSuperblockXattr;
+    if (std::optional<MdSuperblock> sb = MdSuperblock::parse(*text))
+        return "an md superblock (" + where + ": member " + std::to_string(sb->role) +
+               " of a raid5 of " + std::to_string(sb->raid_disks) + " members)";
+    return "an md superblock (" + where + ")";
+}
+
+std::string mark_written_outside_array(const std::string& path) noexcept {
+    try {
+        std::optional<std::string> text = superblock_text(path);
+        if (!text) return "";
+        std::optional<MdSuperblock> sb = MdSuperblock::parse(*text);
+        if (!sb || sb->state != MdSuperblock::State::Clean) return "";
+        sb->state = MdSuperblock::State::Active;
+        store_superblock(path, *sb);
+        return "";
+    } catch (const std::exception& e) {
+        return e.what();
+    }
 }
 
 MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable,
@@ -258,10 +367,13 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
     const MdSuperblock* first = nullptr;
     for (const Loaded& l : loaded)
         if (l.sb && !first) first = &*l.sb;
-    std::vector<size_t> fresh;  // members with no superblock: new disks
+    std::vector<size_t> fresh;  // members with no superblock (new disks), or kicked
+    a.kicked.assign(n, false);
     bool dirty = false;
     if (first) {
         a.uuid = first->uuid;
+        for (const Loaded& l : loaded)  // the freshest superblock's count (analyze_sbs)
+            if (l.sb) a.events = std::max(a.events, l.sb->events);
         for (size_t i = 0; i < n; i++) {
             const auto& sb = loaded[i].sb;
             if (!sb) {
@@ -288,6 +400,11 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
                        member_name(config, i) + " is member " + std::to_string(sb->role) +
                            " of its array (its md superblock, xattr " + kMdSuperblockXattr + ")",
                        "the members in their array order, or new member files");
+            if (non_fresh(*sb, a.events)) {
+                kick_non_fresh(config, a, i, sb->events, writable, log);
+                fresh.push_back(i);
+                continue;  // its state and faulty list are as old as it is
+            }
             // Faulty by its own superblock or by any other's list.
             a.faulty[i] = a.faulty[i] || sb->state == MdSuperblock::State::Faulty;
             for (uint32_t r : sb->faulty_roles)
@@ -295,7 +412,7 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             dirty = dirty || sb->state == MdSuperblock::State::Active;
         }
     }
-    // A new disk in a faulty member's place is a new disk.
+    // A new disk (or a kicked one) in a faulty member's place is a new disk.
     for (size_t i : fresh) a.faulty[i] = false;
     std::vector<size_t> out;  // members the array runs without
     for (size_t i = 0; i < n; i++)
@@ -307,7 +424,8 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             if (!config.members[i].failed) a.faulty[i] = true, out.push_back(i);
         if (out.size() > 1)
             refuse(config,
-                   names_of(config, out) + " are new or failed in an array that survives one",
+                   names_of(config, out) +
+                       " are new, non-fresh or failed in an array that survives one",
                    "one new or failed member at a time, or new files for all (a new array)");
         if (dirty && !out.empty())
             refuse(config, names_of(config, out) + " out: " + kDirtyDegraded,
@@ -339,7 +457,9 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
         if (missing.size() > 1)
             refuse(config,
                    names_of(config, missing) + " are new (no md superblock, xattr " +
-                       kMdSuperblockXattr + ") or failed in an array that survives one",
+                       kMdSuperblockXattr +
+                       "), non-fresh (kicked: an older event count) or failed in an array "
+                       "that survives one",
                    "one new or failed member at a time, or new files for all (a new array)");
         if (dirty && !missing.empty())
             refuse(config, names_of(config, missing) + " out: " + kDirtyDegraded,
@@ -354,7 +474,10 @@ MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, b
             const size_t target = rebuild.front();
             a.recovered_rows = logged_sync(
                 config, member_bytes, "recovery",
-                member_name(config, target) + " is new (no md superblock): rebuilt from the others",
+                member_name(config, target) +
+                    (a.kicked[target] ? " is non-fresh (kicked: an older event count)"
+                                      : " is new (no md superblock)") +
+                    ": rebuilt from the others",
                 log,
                 [&] { return raid5_recover(paths, geometry, member_bytes, uint32_t(target)); });
             a.action = "recovery of members[" + std::to_string(target) + "]";

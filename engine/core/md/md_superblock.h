@@ -3,9 +3,13 @@
 // md_update_sb; raid5.c: raid5_run).
 //
 // md keeps on every member which array it belongs to (set_uuid), the
-// array's geometry, the member's role, and whether the array was stopped
-// cleanly (resync_offset = MaxSector) or is active. As it assembles, a
-// member of another array or in another role is not taken, an array that
+// array's geometry, the member's role, an event count, and whether the
+// array was stopped cleanly (resync_offset = MaxSector) or is active. As it
+// assembles, a member of another array or in another role is not taken, a
+// member whose event count is behind the freshest's by more than one is
+// kicked as non-fresh (an old copy of it restored: cp -a, rsync -X, a
+// snapshot) and rebuilt from the others, or left out by a run that may not
+// write -- never trusted; an array that
 // was not stopped cleanly is resynced (parity computed again from the data:
 // the stripes a crash cut between a data write and its parity write), a new
 // disk in a member's role is recovered (its contents rebuilt from the
@@ -43,14 +47,22 @@ struct MdSuperblock {
     Raid5Layout layout = Raid5Layout::LeftSymmetric;
     uint32_t role = 0;  // the member's slot: its index in [[members]]
     State state = State::Clean;
+    // md's event count (sb->events): the array's count when this superblock
+    // was last written. Every update of the superblocks bumps it (the array
+    // going active, a member failing, the clean stop), so a member whose
+    // count is behind is an old copy (md.c super_1_validate). 0 in a
+    // superblock written without one.
+    uint64_t events = 0;
     // The roles the array runs without (md's dev_roles of every superblock
     // mark a failed member; here each member lists them): a member stays
     // out when any superblock names it, even one that could not be written.
     std::vector<uint32_t> faulty_roles;
 
     std::string format() const;
-    // nullopt for text that is no superblock of ours.
-    static std::optional<MdSuperblock> parse(const std::string& text);
+    // nullopt for text that is no superblock of ours, @why (when given)
+    // saying which field is wrong. Numbers are decimal digits within their
+    // field's range (never wrapped to 32 bits).
+    static std::optional<MdSuperblock> parse(const std::string& text, std::string* why = nullptr);
 };
 
 // What assemble_md_array() found and did.
@@ -62,6 +74,8 @@ struct MdAssembly {
     uint64_t resync_rows = 0;     // chunk rows whose parity was written again
     uint64_t recovered_rows = 0;  // chunk rows rebuilt onto a new member
     std::string uuid;
+    uint64_t events = 0;       // the array's event count (mddev->events)
+    std::vector<bool> kicked;  // members kicked as non-fresh: rebuilt, or out (read-only)
 };
 
 /**
@@ -79,6 +93,22 @@ struct MdAssembly {
  */
 MdAssembly assemble_md_array(const StackConfig& config, uint64_t member_bytes, bool writable,
                              const std::function<void(const std::string&)>& log = {});
+
+/**
+ * md_member_signature() - what marks the file at @path as a member of an
+ * array (its user.mdsplit.md xattr), as device safety names a signature:
+ * "an md superblock (xattr user.mdsplit.md: member 1 of a raid5 of 4
+ * members)", or "" for a file without one (or an xattr that cannot be read)
+ */
+std::string md_member_signature(const std::string& path);
+
+/**
+ * mark_written_outside_array() - the array of the member file at @path
+ * was written behind md's back (a non-RAID stack with force = true): its
+ * superblock says active, so the array's next run resyncs its parity
+ * instead of trusting it. "" when done or nothing to mark, else why not.
+ */
+std::string mark_written_outside_array(const std::string& path) noexcept;
 
 /**
  * mark_member_faulty() - md_error()'s md_update_sb(): member @member failed
