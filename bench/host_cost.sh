@@ -78,14 +78,14 @@ for job in sorted(jobs.glob("*.fio")):
     (jobs / "stats").mkdir(exist_ok=True)
     (jobs / "work").mkdir(exist_ok=True)
     # Every stack calibrates in fio's setup, before the first job runs:
-    # stopped once no new calibration line came for 5 s (60 s at most).
+    # stopped once no new calibration line came for 30 s (120 s at most).
     proc = subprocess.Popen([fio, "--output-format=json", "--output=/dev/null", job.name],
                             cwd=jobs, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     import selectors
     sel = selectors.DefaultSelector()
     sel.register(proc.stderr, selectors.EVENT_READ)
     last, start, seen = time.monotonic(), time.monotonic(), 0
-    while proc.poll() is None and time.monotonic() - last < 5 and time.monotonic() - start < 60:
+    while proc.poll() is None and time.monotonic() - last < 30 and time.monotonic() - start < 120:
         if sel.select(timeout=0.5):
             line = proc.stderr.readline()
             if 'time_scale = "auto"' in line:
