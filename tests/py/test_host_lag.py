@@ -39,9 +39,9 @@ queue_depth = 1023
 """
 
 
-def bfq_job(engine, runtime, variants=("legacy", "fixed"), writers=8):
-    """8 psync 4k random writers in one non-root group (seed 004), each variant a run."""
-    text = f"""[global]
+def writers_global(engine, runtime) -> str:
+    """The [global] section of psync 4k random writers sharing one device (thread=1)."""
+    return f"""[global]
 ioengine=external:{engine}
 thread=1
 direct=1
@@ -52,8 +52,12 @@ size=256m
 offset_increment=256m
 time_based=1
 runtime={runtime}
-mdsplit_group=test
 """
+
+
+def bfq_job(engine, runtime, variants=("legacy", "fixed"), writers=8):
+    """8 psync 4k random writers in one non-root group (seed 004), each variant a run."""
+    text = writers_global(engine, runtime) + "mdsplit_group=test\n"
     for v in variants:
         for i in range(writers):
             text += f"\n[nonroot-{v}-{i}]\nfilename=nonroot-{v}\nmdsplit_config=bfq-{v}.toml\n"
@@ -64,18 +68,7 @@ mdsplit_group=test
 
 def weights_job(engine, runtime):
     """Three groups of weight 100/200/400, one psync writer each, one bfq device."""
-    text = f"""[global]
-ioengine=external:{engine}
-thread=1
-direct=1
-iodepth=1
-rw=randwrite
-bs=4k
-size=256m
-offset_increment=256m
-time_based=1
-runtime={runtime}
-filename=w
+    text = writers_global(engine, runtime) + """filename=w
 mdsplit_config=bfq-fixed.toml
 mdsplit_stats=stats/weights.json
 """
