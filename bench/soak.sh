@@ -3,7 +3,7 @@
 #
 # One fio process for DURATION on an 8-member RAID5 of io_uring file members
 # (sparse files in a temporary directory), all jobs sharing it (thread=1):
-#   randwrite  random writes 4k-256k, crc32c verify of every block as it goes
+#   randwrite  random writes 4k-256k, md5 verify of every block as it goes
 #              (verify_backlog), in the first quarter of the array
 #   seqwrite   sequential 1m writes with verify, second quarter, looping
 #   randread   random 4k-64k reads over the whole array
@@ -68,7 +68,7 @@ offset=0
 size=224m
 bsrange=4k-256k
 iodepth=16
-verify=crc32c
+verify=md5
 verify_backlog=512
 verify_fatal=1
 mdsplit_stats=stats/raid5.json
@@ -79,7 +79,7 @@ offset=224m
 size=224m
 bs=1m
 iodepth=8
-verify=crc32c
+verify=md5
 verify_backlog=64
 verify_fatal=1
 
@@ -144,7 +144,7 @@ verified = sum(jobs[n]["read"]["io_bytes"] for n in ("randwrite", "seqwrite") if
 print(f"soak: fio exit {rc}, {took} s for a {secs} s run")
 print(f"I/Os: raid5 " + ", ".join(f"{n} {ios.get(n, 0)}" for n in raid5_jobs) +
       f" (total {sum(ios.get(n, 0) for n in raid5_jobs)}); passthrough {ios.get('errors', 0)}")
-print(f"verified: {verified >> 20} MiB read back and checked (crc32c)")
+print(f"verified: {verified >> 20} MiB read back and checked (md5)")
 print(f"member m5: {m5_errors} failed requests (dead from {secs // 2} s: Faulty, array degraded)")
 print(f"errors: raid5 expected 0, seen {raid5_errors}; "
       f"passthrough expected {injected} (injected), seen {seen}")

@@ -17,6 +17,12 @@ log="$build/build.log"
 if [ ! -f "$build/CMakeCache.txt" ] || [ -n "${MDSPLIT_VERBOSE_BUILD:-}" ]; then
     echo "mdsplit: building into $build (log: $log)" >&2
 fi
+# Where ccache is installed it keeps compiled objects across builds and
+# clones (paths taken relative to the clone); without it, plain compiles.
+if command -v ccache >/dev/null 2>&1; then
+    export CCACHE_BASEDIR="$root"
+    export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}"
+fi
 # The compiler's step count is shown as progress (ci/build-progress.awk): one
 # updating line on a terminal, a plain line per 10 % elsewhere.
 tty=0; [ -t 2 ] && tty=1

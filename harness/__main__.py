@@ -2,7 +2,7 @@
 
   run JOB.fio [--hosts H ...]           one job file, fio JSON + sidecars summarised
   simulate JOB.fio [--section S ...]    the job file on the virtual clock (fio's JSON shape)
-  reference bio-size|buffered|bfq       kernel reference runs with fio's own engines
+  reference EXPERIMENT                  kernel reference runs with fio's own engines
   reproduce [EXPERIMENT|all]            the reproductions, their tables and a report
   history [EXPERIMENT] [--metric M]     recorded runs (--mark-baseline RUN ...)
   check [EXPERIMENT ...] [--repeat N]   newest run vs baseline; exit 1 on a regression
@@ -145,41 +145,32 @@ def cmd_run_hosts(args) -> int:
 
 # --- reference (harness/experiments/<name>.py: reference(); kernel_fixtures.py) ---
 
-def _parse_size(text: str) -> int:
-    m = __import__("re").fullmatch(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", text.lower())
-    if not m:
-        raise argparse.ArgumentTypeError(f"bad size {text!r} (e.g. 64m, 4g)")
-    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+def reference_modules() -> dict:
+    """{name: module} of the experiments with a kernel reference (a
+    `reference(args, progress)` in harness/experiments/<name>.py); each
+    states the reference options it takes (REFERENCE_OPTIONS, dest:
+    default) and --emulator's words besides a report (EMULATOR_WORDS)."""
+    from harness import reproduce
+    mods = {n: reproduce.load_experiment(n) for n in reproduce.available()}
+    return {n: m for n, m in mods.items() if hasattr(m, "reference")}
 
 
-# --emulator's words besides a report, per experiment (harness/experiments/<name>.py).
-EMULATOR_WORDS = {"bio-size": ("run", "none"), "bfq": ("run", "none"), "buffered": ("none",)}
-
-
-# reference's options that belong to some experiments only: dest -> (the
-# option, its experiments, its default). Given to another, one is refused:
-# it would have no effect.
-REFERENCE_OPTIONS = {
-    "no_hugepages": ("--no-hugepages", ("bio-size",), False),
-    "depths": ("--depths", ("buffered",), [1, 2, 4, 8, 16, 32, 64, 128]),
-    "runtime": ("--runtime", ("buffered", "bfq"), None),
-    "delay_scale": ("--delay-scale", ("bfq",), 1.0),
-    "rounds": ("--rounds", ("bfq",), 3),
-    "no_warmup": ("--no-warmup", ("bfq",), False),
-    "size_text": ("--size", ("buffered",), "4g"),
-    "target": ("--target", ("buffered",), "auto"),
-}
-
-
-def _reference_option_error(args) -> str:
-    """An option given that does nothing for args.what ('' when none); the
-    others get their defaults."""
-    for dest, (option, experiments, default) in REFERENCE_OPTIONS.items():
+def _reference_option_error(args, option_flags: dict) -> str:
+    """An option given that args.what does not state in its
+    REFERENCE_OPTIONS (it would have no effect; '' when none); the options
+    not given get args.what's defaults (None: not its option).
+    option_flags: dest -> the option as typed."""
+    import copy
+    mods = reference_modules()
+    takes = {d: [n for n, m in mods.items() if d in getattr(m, "REFERENCE_OPTIONS", {})]
+             for d in option_flags}
+    own = getattr(mods.get(args.what), "REFERENCE_OPTIONS", {})
+    for dest, option in option_flags.items():
         if getattr(args, dest) is None:
-            setattr(args, dest, default)
-        elif args.what not in experiments:
-            allowed = sorted(o for o, e, _ in REFERENCE_OPTIONS.values() if args.what in e)
-            return (f"{option} applies to {' and '.join(experiments)} only; allowed for "
+            setattr(args, dest, copy.copy(own.get(dest)))
+        elif dest not in own:
+            allowed = sorted(option_flags[d] for d in own)
+            return (f"{option} applies to {' and '.join(takes[dest])} only; allowed for "
                     f"{args.what}: {', '.join(allowed) or 'none of these'} (and --emulator, "
                     "--keep, --quiet, --no-history, --db)")
     return ""
@@ -191,27 +182,29 @@ def _reference_args_error(args) -> str:
     (they used to end in a ValueError traceback, or in `skipped: ...` with
     exit 0 after fio had failed on them)."""
     import math
-    if bad := _reference_option_error(args):
+    if bad := _reference_option_error(args, args.reference_options):
         return bad
-    bad = [d for d in args.depths if d < 1]
+    bad = [d for d in args.depths or [] if d < 1]
     if bad:
         return f"--depths {' '.join(map(str, args.depths))}: allowed: iodepths >= 1 (e.g. 1 2 4 32)"
-    if len(set(args.depths)) != len(args.depths):
+    if args.depths is not None and len(set(args.depths)) != len(args.depths):
         return f"--depths {' '.join(map(str, args.depths))}: allowed: each iodepth once"
-    if args.rounds < 1:
+    if args.rounds is not None and args.rounds < 1:
         return f"--rounds {args.rounds}: allowed: a whole number >= 1"
     if args.runtime is not None and not (math.isfinite(args.runtime) and args.runtime >= 0.001):
         return f"--runtime {args.runtime:g}: allowed: a number of seconds >= 0.001 (e.g. 0.5, 3)"
-    if not (math.isfinite(args.delay_scale) and args.delay_scale >= 0):
+    if args.delay_scale is not None and not (math.isfinite(args.delay_scale)
+                                             and args.delay_scale >= 0):
         return f"--delay-scale {args.delay_scale:g}: allowed: a number >= 0 (e.g. 0.1, 1)"
+    from harness.units import parse_size
     try:
-        args.size = _parse_size(args.size_text)
-    except argparse.ArgumentTypeError:
-        args.size = None
-    if args.size is None or args.size < 4096 or args.size % 4096:
+        args.size = None if args.size_text is None else parse_size(args.size_text)
+    except ValueError:
+        args.size = 0
+    if args.size is not None and (args.size < 4096 or args.size % 4096):
         return (f"--size {args.size_text}: allowed: a multiple of 4k, at least 4k "
                 "(e.g. 256m, 4g)")
-    words = EMULATOR_WORDS.get(args.what, ("none",))
+    words = getattr(reference_modules()[args.what], "EMULATOR_WORDS", ("none",))
     if args.emulator is not None and args.emulator not in words:
         from harness.experiment import find_report
         where, found, _ = find_report(args.emulator, args.what)
@@ -224,11 +217,8 @@ def _reference_args_error(args) -> str:
 
 
 def reference_experiments() -> list:
-    """The experiments with a kernel reference (a `reference(args, progress)`
-    in harness/experiments/<name>.py, returning an ExperimentResult)."""
-    from harness import reproduce
-    return [n for n in reproduce.available()
-            if hasattr(reproduce.load_experiment(n), "reference")]
+    """The experiments with a kernel reference, in `reproduce all`'s order."""
+    return list(reference_modules())
 
 
 def cmd_reference(args) -> int:
@@ -463,6 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
                       description="mdsplit harness: reproductions, history, checks")
     sub = p.add_subparsers(dest="cmd", required=True)
     db_help = "history database (default $MDSPLIT_HISTORY or reports/history.sqlite)"
+    from harness import reproduce
 
     r = sub.add_parser("run", help="run one fio job file through the engine")
     r.add_argument("job")
@@ -497,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     kp.add_argument("what", choices=reference_experiments())
     kp.add_argument("--keep", metavar="DIR", help="keep job files, fio JSON and traces in DIR")
     # The experiment-specific options default to None: _reference_option_error
-    # refuses them for another experiment, then fills in REFERENCE_OPTIONS' defaults.
+    # refuses one an experiment does not state in its REFERENCE_OPTIONS, then fills in
+    # that experiment's defaults.
     kp.add_argument("--no-hugepages", action="store_true", default=None,
                     help="bio-size: skip the mem=mmaphuge rows")
     kp.add_argument("--emulator", metavar="REPORT",
@@ -526,11 +518,13 @@ def build_parser() -> argparse.ArgumentParser:
     kp.add_argument("--quiet", action="store_true", help="no progress lines")
     kp.add_argument("--no-history", action="store_true", help="do not record the run")
     kp.add_argument("--db", help=db_help)
-    kp.set_defaults(func=cmd_reference)
+    declared = {d for m in reference_modules().values() for d in getattr(m, "REFERENCE_OPTIONS", {})}
+    kp.set_defaults(func=cmd_reference, reference_options={
+        a.dest: a.option_strings[0] for a in kp._actions if a.dest in declared})
 
     rp = sub.add_parser("reproduce", help="run the reproductions, print their tables, write a report")
     rp.add_argument("experiment", nargs="?", default="all",
-                    help="passthrough, raid5, bio-size, bfq, buffered or all (default)")
+                    help=f"{', '.join(reproduce.available())} or all (default)")
     rp.add_argument("--report-dir", help="report directory (default reports/<timestamp>, "
                                          "with reports/latest pointing at it)")
     rp.add_argument("--db", help=db_help)
@@ -542,7 +536,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     wp = sub.add_parser("sweep", help="the parameters a fit does not pin, swept: each thread "
                                       "figure as a band (virtual clock, --no-data, all cores)")
-    wp.add_argument("which", nargs="?", default="all", help="raid5, bio-size, bfq, buffered or all (default)")
+    from harness.sweep import SWEEPS
+    wp.add_argument("which", nargs="?", default="all",
+                    help=f"{', '.join(SWEEPS)} or all (default)")
     wp.add_argument("--draws", type=int, default=None, help="draws per sweep (default: its own)")
     wp.set_defaults(func=cmd_sweep)
 

@@ -164,9 +164,10 @@ def check_experiment(history: History, experiment: str, *, candidates=1, window=
         desc += (f"; {len(every) - len(names)} machine.* metric(s) not judged "
                  "(real clock, this machine)")
     verdicts = []
-    e = expectations.get(experiment)
+    section = exp_mod.section_of(experiment)
+    e = expectations.get(section)
     for n in names:
-        better = exp_mod.direction(experiment, n, expectations)
+        better = exp_mod.direction(section, n, expectations)
         if better is None:
             verdicts.append(Verdict(experiment, n, "no-direction", value=current[n]))
             continue
@@ -182,7 +183,7 @@ def check_experiment(history: History, experiment: str, *, candidates=1, window=
         verdicts.append(Verdict(experiment, n, status, value, m, s, limit, len(bvals), better, basis))
     seen = set(names)
     for n in dict.fromkeys(m for r in base for m in r.metrics):
-        if n not in seen and not unchecked(n) and exp_mod.direction(experiment, n, expectations):
+        if n not in seen and not unchecked(n) and exp_mod.direction(section, n, expectations):
             verdicts.append(Verdict(experiment, n, "missing",
                                     median=median([r.metrics[n] for r in base if n in r.metrics])))
     return desc, verdicts, current
@@ -209,7 +210,8 @@ def run_check(history: History, experiments=None, *, candidates=1, window=DEFAUL
             print("  " + v.line(), file=out)
             regressions += v.regressed
         if with_expectations and current:
-            for desc_c, passed, detail in exp_mod.evaluate_checks(name, current, expectations):
+            for desc_c, passed, detail in exp_mod.evaluate_checks(
+                    exp_mod.section_of(name), current, expectations):
                 print(f"  {'PASS' if passed else 'FAIL':<10} {desc_c}: {detail}", file=out)
                 failed += not passed
     summary = f"check: {regressions} regression(s)"

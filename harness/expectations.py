@@ -112,6 +112,18 @@ def _number(v, where):
     return float(v)
 
 
+def section_of(experiment: str) -> str:
+    """The section an experiment's figures are checked against: the
+    EXPECTATIONS its module states (harness/experiments/), else its name
+    (also for a name no module has, e.g. a recorded run's)."""
+    from harness.reproduce import expectations_section, load_experiment
+    try:
+        module = load_experiment(experiment)
+    except Exception:       # a module that does not load: reproduce reports it
+        module = None
+    return expectations_section(module, experiment)
+
+
 def load(path=None) -> dict:
     """{experiment: Expectation} from the TOML file (default
     jobs/expectations.toml). Raises ValueError naming the bad key."""

@@ -1,14 +1,23 @@
 """What one reproduction returns, so that `reproduce`, `history`, `check`,
 the report and pytest all read the same thing.
 
-An experiment module (harness/experiments/<name>.py) defines
+An experiment is a plug-in: a module (or a package) in harness/experiments/
+named after its CLI name with - as _, found there by `reproduce`,
+`reference`, `check` and the tests; no list elsewhere names it. It defines
     NAME = "raid5"                      # the CLI name
+    EXPECTATIONS = "raid5"              # its section of jobs/expectations.toml
+    JOB = "raid5-split-order.fio"       # its job file in jobs/
     TITLE = "md RAID5 split order"       # one line
     SEEDS = ["000_fa5278d1f568ad45.txt", "002_8e50d1a4837276ef.txt"]
+    ORDER = 10                          # `reproduce all` runs by ORDER, then NAME
+    DURATION = (14.0, 2)                # seconds, steps: the estimate before a run
     def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult
 where jobs_dir is a fresh copy of jobs/ to run from, out_dir the report
 directory for this experiment, and progress(step_text) is called before each
-fio run.
+fio run. A kernel reference (`python3 -m harness reference NAME`) adds
+    REFERENCE_OPTIONS = {"runtime": None}   # reference's options it takes: default
+    EMULATOR_WORDS = ("run", "none")        # --emulator's words besides a report
+    def reference(args, progress) -> ExperimentResult
 """
 import os
 import re
@@ -44,6 +53,28 @@ class ExperimentResult:
         """Takes the seed and engine version of a `harness simulate` run."""
         self.seed = fio.fio.get("seed")
         self.engine_version = fio.fio.get("mdsplit-version")
+
+
+def _ignore_factory(src: Path):
+    transient = {"stats", "traces", "work"}
+
+    def ignore(directory, names):
+        rel = Path(directory).resolve().relative_to(src)
+        if rel.parts and rel.parts[0] in transient:
+            return [n for n in names if not (Path(directory) / n).is_dir()]
+        return [n for n in names if n.endswith((".img", ".state")) or n == "__pycache__"]
+    return ignore
+
+
+def prepare_jobs(out_dir: Path, src: Path = None) -> Path:
+    """A fresh copy of jobs/ in out_dir/jobs, without member images, verify
+    state or earlier stats and traces. out_dir/jobs must not exist yet
+    (FileExistsError): nothing already there is replaced or deleted."""
+    from harness.paths import ROOT
+    src = (src or ROOT / "jobs").resolve()
+    dest = out_dir / "jobs"
+    shutil.copytree(src, dest, ignore=_ignore_factory(src), symlinks=True)
+    return dest
 
 
 def engine_under_test():

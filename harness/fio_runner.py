@@ -81,24 +81,19 @@ def fio_environment() -> dict:
 
 
 def run_fio(job_file, args=(), cwd=None, check=True, timeout=None,
-            fio="fio", hosts=None, prefix=(), sidecars=True) -> FioResult:
-    """The one place the harness starts fio (`run`, `run --hosts`,
-    `reference`, the experiments): `[prefix] fio --output-format=json [args]
-    job_file` in the job file's directory (job files use relative paths),
-    fio's JSON plus every sidecar it wrote (sidecars=False: none looked for,
-    for fio's own engines). prefix: a command that execs fio (e.g. the
-    kernel reference's cgroup wrapper). With hosts, fio's client/server mode
-    (--client=HOST each, harness/hosts.py builds the per-host job copies).
-    A failed fio (check) or a timeout raises FioError with fio's first
+            fio="fio", prefix=(), sidecars=True) -> FioResult:
+    """The one place the harness starts fio on this machine (`run`,
+    `reference`, the experiments; `run --hosts` is harness/hosts.py, which
+    imports this module, never the other way): `[prefix] fio
+    --output-format=json [args] job_file` in the job file's directory (job
+    files use relative paths), fio's JSON plus every sidecar it wrote
+    (sidecars=False: none looked for, for fio's own engines). prefix: a
+    command that execs fio (e.g. the kernel reference's cgroup wrapper). A failed fio (check) or a timeout raises FioError with fio's first
     error line. The job file is checked first as `run` checks it (a device
     such as /dev/zero, a FIFO, a file that is not UTF-8 or is over 1 MiB:
     fio would read one forever or block): JobFileError, one line."""
     from harness.jobfile import read_input_text
     read_input_text(job_file, prog="run")
-    if hosts:
-        from harness.hosts import run_hosts
-        return run_hosts(job_file, hosts, args=args, cwd=cwd, timeout=timeout, fio=fio,
-                         check=check)
     job_file = Path(job_file).resolve()
     cwd = Path(cwd).absolute() if cwd else job_file.parent
     before = sidecar_targets(job_file, args, cwd) if sidecars else {}

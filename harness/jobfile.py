@@ -177,10 +177,15 @@ def _read_lines(path: Path, env, nested=False, cwd=None, files=None):
     """(key, value) pairs and section headers of a file, includes expanded
     (found as fio finds them from working directory cwd, include_path);
     `files` gets the path of every file read."""
-    out = []
     text = read_input_text(path)
     if files is not None:
         files.append(str(path))
+    return _lines_of_text(text, path, env, nested, cwd, files)
+
+
+def _lines_of_text(text: str, path: Path, env, nested=False, cwd=None, files=None):
+    """_read_lines() of a text read from `path` (includes resolve beside it)."""
+    out = []
     for number, raw in enumerate(text.splitlines(), 1):
         if "\0" in raw:
             # fio reads a line as a C string: it would end at the NUL, and
@@ -206,6 +211,34 @@ def _read_lines(path: Path, env, nested=False, cwd=None, files=None):
         key, value = _split_option(line)
         out.append((key, None if value is None else substitute_env(value, env)))
     return out
+
+
+def read_sections(text: str, path="<text>", env=None) -> list:
+    """A job file's text as [(section, [(key, value or None)])], in file
+    order, [global] kept as a section of its own: fio's line syntax
+    (comments, includes, ${ENV}) as parse_job_file() reads it, without
+    merging [global] into the jobs (for a job file rewritten for another
+    engine, harness/experiments/bfq.py). A bare option's value is None."""
+    env = dict(os.environ) if env is None else env
+    sections = []
+    for key, value in _lines_of_text(text, Path(path), env):
+        if key == "[":
+            sections.append((value, []))
+        elif not sections:
+            raise JobFileError(f"simulate: {path}: option {key!r} outside any section")
+        else:
+            sections[-1][1].append((key, value))
+    return sections
+
+
+def write_sections(sections, header: str = "") -> str:
+    """read_sections()'s form back as job-file text, `header` as comments."""
+    lines = [f"; {h}" for h in header.splitlines()] if header else []
+    for name, opts in sections:
+        lines.append(f"[{name}]")
+        lines += [k if v is None else f"{k}={v}" for k, v in opts]
+        lines.append("")
+    return "\n".join(lines)
 
 
 def last_of(options: dict, *keys):

@@ -21,12 +21,13 @@ has nothing to check and no stripe is reported.
 """
 import argparse
 import os
-import re
 import stat
 import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harness.units import parse_size
 
 STRIPE_BYTES = 4096          # RAID5_STRIPE_SIZE: one page per member
 READ_ROWS = 256              # rows read per pass (1 MiB per member)
@@ -167,23 +168,6 @@ def check_parity(member_paths, chunk_bytes, layout, failed=None, sizes=None) -> 
         for f in files:
             f.close()
     return bad
-
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
-
-
-def parse_size(value) -> int:
-    """The stack file's sizes: bytes, or k/m/g/t (binary) suffixes."""
-    if isinstance(value, int):
-        return value
-    m = _SIZE.match(str(value))
-    if not m or (m.group(3) and m.group(3).lower() == "ib" and not m.group(2)):
-        raise ValueError(f"size {value!r}: e.g. 65536, \"64k\", \"1m\"")
-    scale = 1024 ** (" kmgt".index(m.group(2).lower() or " "))
-    size = float(m.group(1)) * scale
-    if size != int(size):
-        raise ValueError(f"size {value!r} is not a whole number of bytes")
-    return int(size)
 
 
 def load_stack(path):

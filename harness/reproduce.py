@@ -19,7 +19,6 @@ import importlib
 import json
 import os
 import pkgutil
-import shutil
 import sys
 import time
 import traceback
@@ -28,71 +27,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import expectations as exp_mod
-from harness.experiment import ExperimentResult
-from harness.expectations import fmt
+from harness.experiment import ExperimentResult, prepare_jobs
 from harness.fio_runner import FioError
 from harness.history import History, HistoryError, expected_duration, git_commit, machine_info
 from harness.paths import ROOT
 from harness.progress import Progress, fmt_duration
-from harness.sidecar import Sidecar
+from harness.tables import thread_table
 
-# The command-line names, in the order `all` runs them (the quick foundation
-# demo first: it shows in seconds whether the engine works at all).
-KNOWN = ["passthrough", "raid5", "bio-size", "bfq", "buffered"]
-# Progress estimates (seconds, steps) for an experiment with no recorded run
-# in the history database: its duration in `python3 -m harness reproduce all`
-# on the 2-core development VM (issue 43), at a load average near 16 from
-# other work (the history database's runs table, duration_s and steps).
-DEFAULT_DURATIONS = {"passthrough": (7.0, 1), "raid5": (14.0, 2), "bio-size": (40.0, 10),
-                     "bfq": (239.0, 10), "buffered": (115.0, 11)}
 PACKAGE = "harness.experiments"
+LAST = 1 << 30      # the ORDER of an experiment that states none
 REPORTS = ROOT / "reports"
-
-IOSTAT_COLUMNS = ["r_s", "rkB_s", "rrqm_s", "pct_rrqm", "r_await_ms", "rareq_sz_kb",
-                  "w_s", "wkB_s", "w_await_ms", "aqu_sz", "pct_util"]
-
-
-# --- table helpers the experiments use ------------------------------------------
-
-def iostat_table(sidecar: Sidecar) -> str:
-    """The sidecar's devices as `iostat -x` rows."""
-    head = f"{'Device':<8}" + "".join(f"{c:>12}" for c in IOSTAT_COLUMNS)
-    rows = [head]
-    for d in sidecar.devices:
-        rows.append(f"{d['name']:<8}" + "".join(f"{d[c]:>12.2f}" for c in IOSTAT_COLUMNS))
-    return "\n".join(rows)
-
-
-def job_table(result) -> str:
-    """One row per fio job: IOPS, MiB/s, mean completion latency, errors."""
-    rows = [f"{'job':<32}{'read IOPS':>12}{'read MiB/s':>12}{'write IOPS':>12}"
-            f"{'write MiB/s':>12}{'clat mean us':>14}{'errors':>8}"]
-    for j in result.jobs:
-        clat = max(j["read"]["clat_ns"]["mean"], j["write"]["clat_ns"]["mean"]) / 1000
-        rows.append(f"{j['jobname']:<32}{j['read']['iops']:>12.0f}{j['read']['bw'] / 1024:>12.1f}"
-                    f"{j['write']['iops']:>12.0f}{j['write']['bw'] / 1024:>12.1f}{clat:>14.1f}"
-                    f"{j['error']:>8}")
-    return "\n".join(rows)
-
-
-def thread_table(name: str, metrics: dict, expectations=None) -> str:
-    """The thread's published figures beside ours ('' when the thread has none)."""
-    expectations = expectations if expectations is not None else exp_mod.load()
-    e = expectations.get(name)
-    if e is None:
-        return ""
-    figs = [(n, m) for n, m in e.metrics.items() if m.thread is not None]
-    if not figs:
-        return ""
-    w = max(len(n) for n, _ in figs) + 2
-    rows = [f"{'metric':<{w}}{'unit':<8}{'thread':>12}{'mdsplit':>12}{'mdsplit/thread':>16}"]
-    for n, m in figs:
-        ours = metrics.get(n)
-        ratio = f"{ours / m.thread:.3f}" if ours is not None and m.thread else "-"
-        rows.append(f"{n:<{w}}{m.unit:<8}{fmt(m.thread):>12}"
-                    f"{fmt(ours) if ours is not None else '-':>12}{ratio:>16}")
-    return "\n".join(rows)
-
 
 # --- discovery ------------------------------------------------------------------
 
@@ -101,8 +45,8 @@ def module_name(name: str) -> str:
 
 
 def load_experiment(name: str, package: str = PACKAGE):
-    """The experiment's module, or None when it does not exist yet. Errors
-    inside an existing module propagate."""
+    """The experiment's module, or None when there is none of that name.
+    Errors inside an existing module propagate."""
     full = f"{package}.{module_name(name)}"
     try:
         mod = importlib.import_module(full)
@@ -117,41 +61,34 @@ def load_experiment(name: str, package: str = PACKAGE):
 
 
 def available(package: str = PACKAGE) -> list:
-    """KNOWN plus any other experiment modules found in the package."""
-    names = list(KNOWN)
+    """The experiments found in the package (a module or a directory each,
+    named after its CLI name with - as _), in the order `all` runs them:
+    by their ORDER (harness/experiment.py), then by name. A module that
+    does not load sorts last (reproduce reports it)."""
     try:
         pkg = importlib.import_module(package)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            n = info.name.replace("_", "-")
-            if not info.name.startswith("_") and n not in names:
-                names.append(n)
     except ModuleNotFoundError:
-        pass
-    return names
+        return []
+    found = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_"):
+            continue
+        name = info.name.replace("_", "-")
+        try:
+            order = getattr(load_experiment(name, package), "ORDER", LAST)
+        except Exception:           # reported when it is run
+            order = LAST
+        found.append((order, name))
+    return [n for _, n in sorted(found)]
+
+
+def expectations_section(module, name: str) -> str:
+    """The jobs/expectations.toml section an experiment's figures are
+    checked against: its EXPECTATIONS, by default its name."""
+    return getattr(module, "EXPECTATIONS", name) if module else name
 
 
 # --- running --------------------------------------------------------------------
-
-def _ignore_factory(src: Path):
-    transient = {"stats", "traces", "work"}
-
-    def ignore(directory, names):
-        rel = Path(directory).resolve().relative_to(src)
-        if rel.parts and rel.parts[0] in transient:
-            return [n for n in names if not (Path(directory) / n).is_dir()]
-        return [n for n in names if n.endswith((".img", ".state")) or n == "__pycache__"]
-    return ignore
-
-
-def prepare_jobs(out_dir: Path, src: Path = None) -> Path:
-    """A fresh copy of jobs/ in out_dir/jobs, without member images, verify
-    state or earlier stats and traces. out_dir/jobs must not exist yet
-    (FileExistsError): nothing already there is replaced or deleted."""
-    src = (src or ROOT / "jobs").resolve()
-    dest = out_dir / "jobs"
-    shutil.copytree(src, dest, ignore=_ignore_factory(src), symlinks=True)
-    return dest
-
 
 def _remove_images(directory: Path) -> None:
     for p in directory.rglob("*.img"):
@@ -164,7 +101,7 @@ class Outcome:
     name: str
     title: str = ""
     seeds: list = field(default_factory=list)
-    status: str = "ok"                  # ok | failed | not built
+    status: str = "ok"                  # ok | failed
     result: ExperimentResult | None = None
     checks: list = field(default_factory=list)   # [(description, passed, detail)]
     duration: float = 0.0
@@ -172,6 +109,7 @@ class Outcome:
     run_id: int | None = None
     out_dir: Path | None = None
     history_error: str = ""             # why the run could not be recorded
+    section: str = ""                   # its jobs/expectations.toml section
 
     @property
     def failed_checks(self) -> int:
@@ -202,9 +140,9 @@ def print_outcome(o: Outcome, out, expectations) -> None:
     r = o.result
     print(f"== {o.name}: {o.title}" if o.title else f"== {o.name}", file=out)
     if o.checks:
-        print("  " + exp_mod.basis_line(exp_mod.basis_counts(o.name, o.checks, expectations)),
+        print("  " + exp_mod.basis_line(exp_mod.basis_counts(o.section, o.checks, expectations)),
               file=out)
-    tt = thread_table(o.name, r.metrics, expectations)
+    tt = thread_table(o.section, r.metrics, expectations)
     if tt:
         print("the thread's figures beside ours:", file=out)
         print(tt, file=out)
@@ -230,7 +168,8 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
             expectations=None) -> Outcome:
     """Runs one experiment into report/<name>/ and records it."""
     expectations = expectations if expectations is not None else exp_mod.load()
-    o = Outcome(name, title=getattr(module, "TITLE", ""), seeds=list(getattr(module, "SEEDS", [])))
+    o = Outcome(name, title=getattr(module, "TITLE", ""), seeds=list(getattr(module, "SEEDS", [])),
+                section=expectations_section(module, name))
     out_dir = report / name
     out_dir.mkdir()          # the report directory is new or was empty: nothing is replaced
     o.out_dir = out_dir
@@ -262,7 +201,7 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
     if o.status != "ok":
         return o
     r = o.result
-    checks = exp_mod.evaluate_checks(name, r.metrics, expectations)
+    checks = exp_mod.evaluate_checks(o.section, r.metrics, expectations)
     seen = {c[0] for c in checks}
     o.checks = checks + [tuple(c) for c in r.checks if c[0] not in seen]
     doc = {"name": name, "title": o.title, "seeds": o.seeds, "duration_s": round(o.duration, 3),
@@ -298,7 +237,7 @@ def basis_summary(outcomes: list, expectations) -> list:
     for o in outcomes:
         if o.status != "ok" or not o.checks:
             continue
-        c = exp_mod.basis_counts(o.name, o.checks, expectations)
+        c = exp_mod.basis_counts(o.section, o.checks, expectations)
         cell = {b: (f"{c[b][0]}/{c[b][1]}" if b in c else "0") for b in exp_mod.BASES}
         lines.append(f"| {o.name} | {cell['prediction']} | {cell['fit']} | {cell['identity']} | "
                      f"{cell['construction']} |")
@@ -334,10 +273,8 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
             checks = ""
         status = o.status if o.status != "failed" else f"**failed**: {o.error}"
         lines.append(f"| {o.name} | {status} | {checks} | "
-                     f"{fmt_duration(o.duration) if o.status != 'not built' else ''} |")
+                     f"{fmt_duration(o.duration)} |")
     for o in outcomes:
-        if o.status == "not built":
-            continue
         lines += ["", f"## {o.name}" + (f": {o.title}" if o.title else ""), ""]
         if o.seeds:
             lines += ["Seeds: " + ", ".join(f"`{s}`" for s in o.seeds), ""]
@@ -346,7 +283,7 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
                       "", f"Details: [{o.name}/error.txt]({o.name}/error.txt)"]
             continue
         r = o.result
-        e = expectations.get(o.name)
+        e = expectations.get(o.section)
         if e and e.note:
             lines += [e.note.strip(), ""]
         if e and e.fitted:
@@ -354,7 +291,7 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
                       "|---|---|---|"]
             lines += [f"| {f.parameter} | {f.value} | {f.figure} |" for f in e.fitted]
             lines.append("")
-        tt = thread_table(o.name, r.metrics, expectations)
+        tt = thread_table(o.section, r.metrics, expectations)
         if tt:
             lines += ["### The thread's figures beside ours", "", _md_table(tt)]
         if r.tables:
@@ -370,7 +307,7 @@ def write_summary(report: Path, outcomes: list, *, commit: str, machine: dict, s
                     lines += [f"*{caption}*", ""]
         if o.checks:
             lines += ["### Checks", ""]
-            bases = exp_mod.basis_of(o.name, expectations)
+            bases = exp_mod.basis_of(o.section, expectations)
             for desc, ok, detail in o.checks:
                 lines.append(f"- **{'PASS' if ok else 'FAIL'}** `{desc}` "
                              f"[{bases.get(desc) or 'unlabelled'}]: {detail}")
@@ -505,11 +442,11 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
     """The `reproduce` command; returns the exit status:
     0 every experiment that exists ran (and, with strict, every check passed);
     1 an experiment failed (or, with strict, a check failed);
-    2 the experiment asked for by name is not built yet or unknown."""
+    2 the experiment asked for by name is unknown."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        names, explicit = resolve_names(which, package)
+        names, _ = resolve_names(which, package)
     except ValueError as e:
         print(f"reproduce: {e}", file=err)
         return 2
@@ -562,21 +499,16 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
             est = expected_duration(history, n, machine["hostname"])
         except HistoryError:                # no estimate; recording says what is wrong
             est = (None, None)
-        default = est[0] is None and n in DEFAULT_DURATIONS
+        # no recorded run: the experiment's stated DURATION (harness/experiment.py)
+        default = est[0] is None and getattr(modules[n], "DURATION", None) is not None
         if default:
-            est = DEFAULT_DURATIONS[n]
+            est = tuple(modules[n].DURATION)
         for lbl in labels:
             if lbl == n or lbl.startswith(n + " #"):
                 estimates[lbl] = est
                 if default:
                     defaulted.add(lbl)
     progress = Progress(labels, estimates=estimates, stream=err, tty=tty, defaults=defaulted)
-    for n in names:
-        if modules[n] is None:
-            print(f"reproduce: {n}: not built yet (no {package}.{module_name(n)} module)",
-                  file=err)
-            if explicit:
-                status = 2
     commit = git_commit()
     reports = []
     # A history write that fails (another process holds the database past
@@ -617,8 +549,6 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                 outcomes = []
                 for n in names:
                     if not modules[n]:
-                        if modules[n] is None:
-                            outcomes.append(Outcome(n, status="not built"))
                         continue
                     label = n if repeat == 1 else f"{n} #{i + 1}"
                     o = run_one(n, modules[n], report, progress, label=label, history=recorder,

@@ -12,7 +12,7 @@ namespace mdsplit {
 size_t LagHistogram::bucket_of(uint64_t ns) {
     if (ns < uint64_t(kSub)) return size_t(ns);
     int shift = 63 - std::countl_zero(ns) - kSubBits;
-    return size_t(shift + 1) * kSub + size_t((ns >> shift) - kSub);
+    return std::min(kBuckets - 1, size_t(shift + 1) * kSub + size_t((ns >> shift) - kSub));
 }
 
 uint64_t LagHistogram::value_of(size_t bucket) {

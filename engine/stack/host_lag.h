@@ -48,7 +48,9 @@ private:
     static constexpr int kSub = 1 << kSubBits;
     static size_t bucket_of(uint64_t ns);
     static uint64_t value_of(size_t bucket);
-    std::array<uint64_t, 64 * kSub> buckets_{};
+    // Up to 2^40 ns (18 minutes); longer lags count in the last bucket.
+    static constexpr size_t kBuckets = 40 * kSub;
+    std::array<uint32_t, kBuckets> buckets_{};
     uint64_t count_ = 0, max_ = 0, sum_ = 0;
 };
 

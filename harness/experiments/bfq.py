@@ -9,7 +9,6 @@ the same job file (slow motion) is printed beside them as "this machine"
 (machine.* metrics, not checked). The null_blk guarantee test runs on the
 bindings (simulate() below)."""
 import json
-import re
 import shutil
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -26,10 +25,19 @@ from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
                                      sigterm_as_interrupt, workdir, wrap)
 from harness.paths import ROOT
 from harness.fio_runner import run_fio
+from harness.jobfile import parse_size, parse_time_us, read_sections, write_sections
+from harness.units import parse_duration_ns
 
 NAME = "bfq"
+EXPECTATIONS = "bfq"  # its section of jobs/expectations.toml
+JOB = "bfq-groups.fio"  # in jobs/
 TITLE = "BFQ group idling (8 x psync 4k randwrite, nvme), root/non-root x legacy/fixed"
 SEEDS = ["004_6558d1061db502df.txt"]
+ORDER = 30  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (239.0, 10)  # (s, steps) when the history has no run (2-core VM)
+# `reference bfq`: its options (dest: default) and --emulator's words
+REFERENCE_OPTIONS = {"runtime": None, "delay_scale": 1.0, "rounds": 3, "no_warmup": False}
+EMULATOR_WORDS = ("run", "none")
 PLACES = [("root", "root cgroup"), ("nonroot", "non-root cgroup")]
 VARIANTS = [("legacy", "before", "v5.18-rc1"), ("fixed", "after", "v5.18-rc1-patched")]
 # The thread's "test result" (seed 004): MiB/s.
@@ -124,7 +132,7 @@ def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progres
         lines.append(f"running fio on {label}")
         for variant, when, kernel in VARIANTS:
             progress(f"simulate bfq-groups.fio, the {place}-{variant} run (8 jobs)")
-            fio = simulate_copy(jobs_dir, "bfq-groups.fio", out_dir,
+            fio = simulate_copy(jobs_dir, JOB, out_dir,
                                 sections=place_sections(jobs_dir, place, variant)[0])
             result.raw["simulate"][f"{place}-{variant}"] = fio.fio
             virtual_runs[f"{place}-{variant}"] = fio
@@ -201,7 +209,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
         "writers' think time here is the host's real per-I/O cost / time_scale.")
     try:
         from harness import expectations, plots
-        bases = expectations.metric_bases(expectations.load()[NAME])
+        bases = expectations.metric_bases(expectations.load()[EXPECTATIONS])
         result.figures.append(bandwidth_figure(out_dir, series, result.metrics,
                                                [r[2] for r in real_runs]).name)
         path = out_dir / "bfq-throughput.png"
@@ -227,20 +235,20 @@ def run_place(jobs_dir: Path, place: str, variant: str):
     so every run is staggered as the first one of a whole-file run is.
     Returns (fio result, each job's startdelay in seconds)."""
     names, delays = place_sections(jobs_dir, place, variant)
-    job = use_engine_under_test(jobs_dir / "bfq-groups.fio")
+    job = use_engine_under_test(jobs_dir / JOB)
     return run_fio(job, args=[f"--section={n}" for n in names]), delays
 
 
 def place_sections(jobs_dir: Path, place: str, variant: str) -> tuple:
     """The job names of one of bfq-groups.fio's four runs and each one's
     startdelay in seconds."""
-    job = Path(jobs_dir) / "bfq-groups.fio"
-    sections = [(n, dict(o)) for n, o in read_fio_job(job.read_text())
+    job = Path(jobs_dir) / JOB
+    sections = [(n, dict(o)) for n, o in read_sections(job.read_text(), job)
                 if n.startswith(f"{place}-{variant}-")]
     if not sections:
         raise ValueError(f"{job}: no [{place}-{variant}-*] jobs")
     return ([n for n, _ in sections],
-            [fio_duration_ms(o.get("startdelay") or "0") / 1000 for _, o in sections])
+            [_duration_ms("startdelay", o.get("startdelay") or "0") / 1000 for _, o in sections])
 
 
 def place_MiBps(fio, place: str, variant: str) -> float:
@@ -261,7 +269,7 @@ def run_variant(variant: str = "fixed", progress=None, rounds: int = 1) -> dict:
     import shutil
     import statistics
     import tempfile
-    from harness.reproduce import prepare_jobs
+    from harness.experiment import prepare_jobs
     per = {p: [] for p, _ in PLACES}
     with tempfile.TemporaryDirectory(prefix="mdsplit-bfq-") as tmp:
         jobs_dir = prepare_jobs(Path(tmp))
@@ -302,56 +310,17 @@ def _bandwidth_over_time(jobs_dir: Path, delays_s: list, dt: DeviceTime,
 
 # --- kernel reference (`python3 -m harness reference bfq`) ----------------------
 
-BFQ_JOB = ROOT / "jobs" / "bfq-groups.fio"
+BFQ_JOB = ROOT / "jobs" / JOB
 # Options of the emulator's job file that do not carry over to fio's psync
 # engine on a loop device (the engine, its device and its sidecars, the logs).
 _EMULATOR_ONLY = ("ioengine", "filename", "write_bw_log", "write_lat_log", "write_iops_log",
                   "log_avg_msec")
 
 
-def read_fio_job(text: str) -> list:
-    """A fio job file as [(section, [(key, value or None)])], in file order
-    (comments dropped, bare options such as `stonewall` with value None)."""
-    sections, cur = [], None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in ";#":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            cur = (line[1:-1].strip(), [])
-            sections.append(cur)
-            continue
-        if cur is None:
-            raise ValueError(f"option outside a section: {line!r}")
-        key, eq, value = line.partition("=")
-        cur[1].append((key.strip(), value.strip() if eq else None))
-    return sections
-
-
-def write_fio_job(sections, header: str = "") -> str:
-    lines = [f"; {h}" for h in header.splitlines()] if header else []
-    for name, opts in sections:
-        lines.append(f"[{name}]")
-        lines += [k if v is None else f"{k}={v}" for k, v in opts]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def fio_duration_ms(text: str) -> float:
-    """fio's time values: a number with us, ms, s, m (default seconds)."""
-    m = re.fullmatch(r"\s*([\d.]+)\s*(us|usec|ms|msec|s|sec|m|min)?\s*", text.lower())
-    if not m:
-        raise ValueError(f"bad fio time {text!r}")
-    unit = {"us": 1e-3, "usec": 1e-3, "ms": 1, "msec": 1, "s": 1000, "sec": 1000,
-            "m": 60000, "min": 60000}[m.group(2) or "s"]
-    return float(m.group(1)) * unit
-
-
-def _size_bytes(text: str) -> int:
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", text.lower())
-    if not m:
-        raise ValueError(f"bad fio size {text!r}")
-    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+def _duration_ms(key: str, text: str) -> float:
+    """A fio time option (jobfile.parse_time_us: a bare number is seconds
+    for runtime/startdelay) in milliseconds."""
+    return parse_time_us(key, text) / 1000
 
 
 @dataclass
@@ -382,7 +351,7 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
     the runtime; delay_scale multiplies each startdelay (for short runs).
     The bfq tunables (slice_idle, low_latency) come from the TOML the
     writers' mdsplit_config names."""
-    sections = read_fio_job(Path(src).read_text())
+    sections = read_sections(Path(src).read_text(), src)
     glob = next((o for n, o in sections if n == "global"), [])
     writers = [(n, o) for n, o in sections if n.startswith(f"root-{variant}-")]
     if not writers:
@@ -392,7 +361,7 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
     opts = dict(g)
     if runtime_s is not None:
         g = [(k, v) for k, v in g if k != "runtime"] + [("runtime", _fio_duration(runtime_s * 1000))]
-    runtime = fio_duration_ms(dict(g).get("runtime", "0")) / 1000
+    runtime = _duration_ms("runtime", dict(g).get("runtime", "0")) / 1000
     g = [("ioengine", "psync"), ("filename", device)] + g
     jobs, delays = [], []
     for i, (name, o) in enumerate(writers):
@@ -401,15 +370,15 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
             if k.startswith("mdsplit_") or k in _EMULATOR_ONLY:
                 continue
             if k == "startdelay":
-                ms = fio_duration_ms(v) * delay_scale
+                ms = _duration_ms(k, v) * delay_scale
                 delays.append(ms)
                 v = _fio_duration(ms)
             keep.append((k, v))
         if not any(k == "startdelay" for k, _ in o):
             delays.append(0.0)
         jobs.append((name.split("-")[-1] if name.count("-") >= 2 else name, keep))
-    inc = _size_bytes(opts.get("offset_increment", "0"))
-    size = _size_bytes(opts.get("size", "0"))
+    inc = parse_size("offset_increment", opts.get("offset_increment", "0"))
+    size = parse_size("size", opts.get("size", "0"))
     span = inc * (len(jobs) - 1) + max(size, inc)
     tunables = {}
     for c in sorted(configs):
@@ -420,13 +389,13 @@ def bfq_kernel_job(device: str, src: Path = BFQ_JOB, *, variant: str = "fixed",
         except (ImportError, OSError, ValueError):
             continue
         if "slice_idle" in bfq:
-            tunables["slice_idle"] = int(round(fio_duration_ms(str(bfq["slice_idle"]))))
+            tunables["slice_idle"] = int(round(parse_duration_ns(bfq["slice_idle"]) / 1e6))
         if "low_latency" in bfq:
             tunables["low_latency"] = int(bool(bfq["low_latency"]))
     header = (f"kernel reference for seed 004, generated from {Path(src).name} "
               f"([global] and [root-{variant}-*]):\nfio's psync engine on {device} under "
               f"the kernel's bfq; run once in the root cgroup and once in a child cgroup")
-    return BfqKernelJob(write_fio_job([("global", g)] + jobs, header), len(jobs), span,
+    return BfqKernelJob(write_sections([("global", g)] + jobs, header), len(jobs), span,
                         runtime, delays, tunables)
 
 

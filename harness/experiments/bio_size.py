@@ -31,8 +31,15 @@ from harness.fio_runner import FioError, run_fio
 from harness.paths import import_mdsplit
 
 NAME = "bio-size"
+EXPECTATIONS = "bio-size"  # its section of jobs/expectations.toml
+JOB = "bio-align.fio"  # in jobs/
 TITLE = "Direct-I/O bio sizing vs max_sectors (dd bs=64m x5, ufs, max_sectors 512 KiB)"
 SEEDS = ["001_514a3f5c1dbaada1.txt"]
+ORDER = 20  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (40.0, 10)  # (s, steps) when the history has no run (2-core VM)
+# `reference bio-size`: its options (dest: default) and --emulator's words
+REFERENCE_OPTIONS = {"no_hugepages": False}
+EMULATOR_WORDS = ("run", "none")
 POLICIES = ["original", "max_sectors", "align"]
 LABELS = {"original": "Original", "max_sectors": "Limited to max_sectors", "align": "Aligned 256KB"}
 # The thread's table (seed 001): "Sequential Read/Write (average of 5 rounds)".
@@ -80,7 +87,7 @@ def virtual_run(jobs_dir: Path, out_dir: Path = None) -> tuple:
     if out_dir is None:
         with tempfile.TemporaryDirectory(prefix="mdsplit-bio-size-") as tmp:
             return virtual_run(jobs_dir, Path(tmp))
-    fio = simulate_copy(jobs_dir, "bio-align.fio", out_dir)
+    fio = simulate_copy(jobs_dir, JOB, out_dir)
     traces = Path(fio.job_file).parent / "traces"
     out = {}
     for p in POLICIES:
@@ -166,7 +173,7 @@ def figures_table(rw: str, virt: dict, machine: dict) -> str:
 def real_clock_run(jobs_dir: Path, progress) -> tuple:
     """fio bio-align.fio with the engine on this machine: ({rw: {policy:
     MB/s}}, sidecar sizes, error line or None)."""
-    job = use_engine_under_test(Path(jobs_dir) / "bio-align.fio")
+    job = use_engine_under_test(Path(jobs_dir) / JOB)
     progress("fio bio-align.fio (3 policies x read/write, 5 rounds each; real clock)")
     try:
         fio = run_fio(job)

@@ -26,10 +26,17 @@ from harness.fio_runner import FioError, launch_fio, run_fio
 from harness.paths import import_mdsplit
 
 NAME = "buffered"
+EXPECTATIONS = "buffered"  # its section of jobs/expectations.toml
+JOB = "uring-buffered-ra.fio"  # in jobs/
 TITLE = "io_uring buffered 4k randread, readahead off, QD 1..128 (virtual clock, seed003 machine)"
 SEEDS = ["003_9641b861c116c450.txt"]
+ORDER = 40  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (115.0, 11)  # (s, steps) when the history has no run (2-core VM)
 VARIANTS = ["pre-c8d317aa", "c8d317aa", "forced-ra"]
 DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128]
+# `reference buffered`: its options (dest: default) and --emulator's words
+REFERENCE_OPTIONS = {"depths": DEPTHS, "runtime": None, "size_text": "4g", "target": "auto"}
+EMULATOR_WORDS = ("none",)
 # The thread's table (seed 003, kIOPS): "with new fix code(force readahead)"
 # and "with mainline code(the fix code in commit c8d317aa1887...)".
 THREAD = {
@@ -64,7 +71,6 @@ def stack_text(jobs_dir: Path, variant: str) -> str:
 
 
 IOS_PER_POINT = 20000  # the measured-cost sweep (bindings), per point
-JOB = "uring-buffered-ra.fio"
 # The real-clock points run with fio (the job file's runtime each).
 REAL_VARIANTS = ["c8d317aa", "forced-ra"]
 REAL_DEPTHS = [1, 32, 128]
@@ -349,7 +355,6 @@ def _cpus() -> int:
 
 # --- kernel reference (harness/kernel_fixtures.py; `python3 -m harness reference buffered`) ---
 # Moved here from harness/reference.py as it was.
-import re  # noqa: E402
 import shutil  # noqa: E402
 from contextlib import ExitStack  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402

@@ -1,5 +1,5 @@
 """The foundation demo (jobs/passthrough-demo.fio): data written through the
-engine is read back and verified (crc32c), then a 4k random-read job at
+engine is read back and verified (md5), then a 4k random-read job at
 iodepth 32 measures the stack. No thread: this is the example of the
 experiment interface (harness/experiment.py) the reproductions follow:
 
@@ -14,7 +14,7 @@ are only the experiment's own extra verdicts.
 There is no virtual-clock run here: the throughput and latency figures are
 fio's real clock on the machine that ran it, so they are named machine.*
 (printed as "this machine", never judged by `check`, as every experiment's
-real-clock figures). The error counts (crc32c verify, I/O errors) are the same
+real-clock figures). The error counts (md5 verify, I/O errors) are the same
 on every machine and stay checked.
 """
 import json
@@ -26,12 +26,15 @@ from harness import plots
 from harness.blktrace import read_trace_dir
 from harness.experiment import ExperimentResult, use_engine_under_test
 from harness.fio_runner import run_fio
+from harness.tables import iostat_table, job_table
 
 NAME = "passthrough"
-TITLE = "foundation demo: randwrite + crc32c verify, then 4k randread QD32"
+EXPECTATIONS = "passthrough"  # its section of jobs/expectations.toml
+JOB = "passthrough-demo.fio"  # in jobs/
+TITLE = "foundation demo: randwrite + md5 verify, then 4k randread QD32"
 SEEDS = []
-
-JOB = "passthrough-demo.fio"
+ORDER = 0  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (7.0, 1)  # (s, steps) when the history has no run (2-core VM)
 
 
 def _rel(path, out_dir) -> str:
@@ -39,7 +42,6 @@ def _rel(path, out_dir) -> str:
 
 
 def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
-    from harness.reproduce import iostat_table, job_table   # table helpers shared by experiments
 
     progress("passthrough-demo.fio: randwrite + verify, 4k randread QD32")
     result = run_fio(use_engine_under_test(jobs_dir / JOB))

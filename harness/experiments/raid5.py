@@ -8,9 +8,13 @@ from harness.device_time import DeviceTime
 from harness.fio_runner import run_fio
 
 NAME = "raid5"
+EXPECTATIONS = "raid5"  # its section of jobs/expectations.toml
+JOB = "raid5-split-order.fio"  # in jobs/
 TITLE = ("md RAID5 recursive split order (dd bs=4480k, 64 KiB chunks, 8 x sas-ssd-seed000 fitted on "
          "the fixed column, dd's CPU from the thread's trace)")
 SEEDS = ["000_fa5278d1f568ad45.txt", "002_8e50d1a4837276ef.txt"]
+ORDER = 10  # `reproduce all` runs the experiments by ORDER, then name
+DURATION = (14.0, 2)  # (s, steps) when the history has no run (2-core VM)
 VARIANTS = ["legacy", "fixed"]
 
 # The thread's figures (seed 000, "Test results"): iostat lines and the seek
@@ -213,7 +217,7 @@ def layout_band_table(b: dict) -> str:
     """The thread's figures against the band over the layout seeds."""
     from harness import bands
     from harness import expectations as E
-    metrics = E.load().get(NAME).metrics
+    metrics = E.load().get(EXPECTATIONS).metrics
     rows = []
     for name, (med, lo, hi) in b.items():
         m = metrics.get(name)
@@ -324,10 +328,10 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     engine_under_test()                 # a bad MDSPLIT_ENGINE fails at once
     # The checked figures: the job file on the virtual clock (deterministic).
     progress("simulate raid5-split-order.fio (virtual clock: the checked figures)")
-    virtual = simulate_copy(jobs_dir, "raid5-split-order.fio", out_dir)
+    virtual = simulate_copy(jobs_dir, JOB, out_dir)
     # This machine: the same job file through fio and the engine, real clock.
     progress("fio raid5-split-order.fio (legacy, then fixed; this machine)")
-    fio = run_fio(use_engine_under_test(jobs_dir / "raid5-split-order.fio"))
+    fio = run_fio(use_engine_under_test(jobs_dir / JOB))
     result.raw["fio"] = fio.fio
     result.raw["simulate"] = virtual.fio
     result.from_simulation(virtual)
@@ -354,7 +358,7 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     from harness import bands
     progress(f"simulate raid5-split-order.fio over {len(LAYOUT_SEEDS)} buffer layouts "
              "(virtual clock, --no-data)")
-    runs = bands.run_settings(jobs_dir, out_dir / "layouts", "raid5-split-order.fio",
+    runs = bands.run_settings(jobs_dir, out_dir / "layouts", JOB,
                               layout_settings(), f"{__name__}:run_figures")
     layout_bands = bands.bands(runs)
     for name, (med, lo, hi) in layout_bands.items():

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from harness import expectations as E
+from harness import expectations as E, reproduce as R
 from harness.paths import ROOT
 
 SEEDS = ROOT / "docs" / "seeds"  # the five seed threads
@@ -22,8 +22,8 @@ def ex():
 
 
 def test_file_loads_with_every_reproduction(ex):
-    for name in ("passthrough", "raid5", "bio-size", "bfq", "buffered"):
-        assert name in ex, name
+    for name in R.available():
+        assert R.expectations_section(R.load_experiment(name), name) in ex, name
     for name, metrics in REQUIRED.items():
         for m in metrics:
             assert ex[name].metrics[m].thread is not None, (name, m)

@@ -127,10 +127,3 @@ def test_a_stated_default_estimate_is_labelled():
     lines = out.getvalue().splitlines()
     assert "ETA 2:50 (default)" in lines[1], lines
     assert "ETA 2:00 (default)" in lines[-1], lines
-
-
-def test_reproduce_states_a_default_for_every_experiment():
-    """reproduce has a stated default duration for every known experiment (no "ETA unknown")."""
-    from harness import reproduce
-    assert set(reproduce.DEFAULT_DURATIONS) == set(reproduce.KNOWN)
-    assert all(s > 0 for s, _ in reproduce.DEFAULT_DURATIONS.values())

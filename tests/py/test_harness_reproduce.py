@@ -23,6 +23,8 @@ from harness.experiment import ExperimentResult
 NAME = "raid5"
 TITLE = "stand-in raid5"
 SEEDS = ["000_fa5278d1f568ad45.txt"]
+ORDER = 10
+DURATION = (14.0, 2)
 def run(jobs_dir, out_dir, progress):
     assert (jobs_dir / "passthrough-demo.fio").is_file()
     assert not list(jobs_dir.rglob("*.img"))
@@ -43,6 +45,7 @@ BFQ = '''
 NAME = "bfq"
 TITLE = "crashes"
 SEEDS = []
+ORDER = 30
 def run(jobs_dir, out_dir, progress):
     progress("root legacy")
     raise RuntimeError("boom")
@@ -70,12 +73,11 @@ def run(package, which, tmp_path, report="report", **kw):
     return rc, out.getvalue(), err.getvalue()
 
 
-def test_all_skips_what_is_not_built(package, tmp_path):
+def test_all_runs_the_experiments_found(package, tmp_path):
     name, _ = package
     rc, out, err = run(name, "all", tmp_path)
     assert rc == 0, err
-    for n in ("passthrough", "bio-size", "bfq", "buffered"):
-        assert f"reproduce: {n}: not built yet" in err
+    assert "not built" not in err
     report = tmp_path / "report"
     # printed: the thread's figures beside ours, the experiment's tables, the checks
     assert "the thread's figures beside ours" in out and "TABLE-RAID5" in out
@@ -83,13 +85,12 @@ def test_all_skips_what_is_not_built(package, tmp_path):
     assert "FAIL  fixed.seek_zero_pct - legacy.seek_zero_pct >= 20" in out
     assert "PASS  fixed.md0_MBps / legacy.md0_MBps >= 1.3" in out
     assert "PASS  own check: fine" in out
-    # no recorded run: the stated default (harness/reproduce.py, DEFAULT_DURATIONS)
+    # no recorded run: the experiment's stated DURATION
     assert "[1/1] raid5: legacy dd (step 1/2, 0:00 elapsed, ETA 0:14 (default))" in err
     summary = (report / "summary.md").read_text()
     # jobs/expectations.toml's 40 raid5 checks + the experiment's own; the 38 tolerance
     # checks (issue 16) name figures the fake experiment does not report, so they fail
     assert "| raid5 | ok | 2/41 PASS, **39 FAIL** |" in summary
-    assert "| bfq | not built |" in summary
     assert "![bw](raid5/bw.png)" in summary and (report / "raid5" / "bw.png").is_file()
     assert "**FAIL** `fixed.seek_zero_pct - legacy.seek_zero_pct >= 20" in summary
     assert "- commit: `" in summary and "- machine: " in summary and "kernel" in summary
@@ -111,12 +112,10 @@ def test_all_skips_what_is_not_built(package, tmp_path):
     assert rc == 1
 
 
-def test_asking_for_an_unbuilt_experiment_fails(package, tmp_path):
+def test_asking_for_an_experiment_not_found_fails(package, tmp_path):
     name, _ = package
     rc, _, err = run(name, "buffered", tmp_path)
-    assert rc == 2 and "buffered: not built yet" in err
-    rc, _, err = run(name, "nonsense", tmp_path)
-    assert rc == 2 and "unknown experiment" in err
+    assert rc == 2 and "unknown experiment 'buffered'; known: raid5, all" in err
 
 
 def test_a_crashing_experiment_does_not_stop_the_others(package, tmp_path):
@@ -216,11 +215,19 @@ def experiment_modules():
 @pytest.mark.parametrize("modname", experiment_modules())
 def test_experiment_modules_follow_the_interface(modname):
     """Every module in harness/experiments/: NAME is its CLI name, TITLE a
-    line, SEEDS existing seed files, run(jobs_dir, out_dir, progress)."""
+    line, SEEDS existing seed files, ORDER, a stated DURATION (no "ETA
+    unknown"), an expectations section, its JOB file in jobs/,
+    run(jobs_dir, out_dir, progress)."""
+    from harness import expectations as E
     mod = importlib.import_module(f"{R.PACKAGE}.{modname}")
     assert mod.NAME == modname.replace("_", "-")
     assert isinstance(mod.TITLE, str) and mod.TITLE and "\n" not in mod.TITLE
     assert isinstance(mod.SEEDS, list)
+    assert isinstance(mod.ORDER, int)
+    seconds, steps = mod.DURATION
+    assert seconds > 0 and steps >= 1
+    assert R.expectations_section(mod, mod.NAME) in E.load()
+    assert (ROOT / "jobs" / mod.JOB).is_file()
     seeds = ROOT.parent / "shared" / "seeds"
     for s in mod.SEEDS:
         if seeds.is_dir():
@@ -366,6 +373,7 @@ from harness.experiment import ExperimentResult
 NAME = "bio-size"
 TITLE = "holds the history locked, as another process's BEGIN EXCLUSIVE would"
 SEEDS = []
+ORDER = 20
 HOLD = []
 def run(jobs_dir, out_dir, progress):
     con = sqlite3.connect(os.environ["FAKE_HISTORY"], isolation_level=None)
@@ -379,6 +387,7 @@ from harness.experiment import ExperimentResult
 NAME = "bfq"
 TITLE = "runs after the lock"
 SEEDS = []
+ORDER = 30
 def run(jobs_dir, out_dir, progress):
     return ExperimentResult(name=NAME, metrics={"root.after_MiBps": 540.0})
 '''

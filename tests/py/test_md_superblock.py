@@ -39,7 +39,7 @@ def job(engine, workdir, name, body, config="r5.toml"):
         f"direct=1\nmdsplit_stats={name}.json\n[{name}]\n{body}"))
 
 
-WRITE = "rw=randwrite\nbs=4k\niodepth=16\nnumber_ios=2000\nverify=crc32c\nrandseed=7\n"
+WRITE = "rw=randwrite\nbs=4k\niodepth=16\nnumber_ios=2000\nverify=md5\nrandseed=7\n"
 VERIFY = WRITE + "verify_only=1\n"
 
 

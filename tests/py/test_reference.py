@@ -14,6 +14,7 @@ from harness import kernel_fixtures as K, paths
 from harness.experiments import bfq as Q, bio_size as D
 from harness.experiments import buffered as B
 from harness.fio_runner import run_fio
+from harness.jobfile import read_sections, write_sections
 
 FULL = 1024          # sectors in a 512 KiB request
 IO_SECTORS = 64 * 1024 * 1024 // 512
@@ -277,9 +278,9 @@ def test_pagemap_emulator_beside_kernel_read(needs_machine, tmp_path):
 
 def test_bfq_kernel_job_keeps_the_emulators_workload():
     job = Q.bfq_kernel_job("/dev/loop7")
-    sections = Q.read_fio_job(job.text)
+    sections = read_sections(job.text)
     glob = dict(sections[0][1])
-    emu = dict(Q.read_fio_job(Q.BFQ_JOB.read_text())[0][1])
+    emu = dict(read_sections(Q.BFQ_JOB.read_text(), Q.BFQ_JOB)[0][1])
     assert sections[0][0] == "global"
     assert glob["ioengine"] == "psync" and glob["filename"] == "/dev/loop7"
     for k in ("thread", "direct", "iodepth", "rw", "bs", "offset_increment", "size",
@@ -300,11 +301,10 @@ def test_bfq_kernel_job_keeps_the_emulators_workload():
     assert "startdelay=62500us" in quarter.text and "runtime=2500ms\n" in quarter.text
 
 
-def test_read_fio_job_bare_options_and_comments():
-    s = Q.read_fio_job("; c\n[global]\nbs=4k\n# c\n[a]\nstonewall\nstartdelay = 1s\n")
+def test_read_sections_bare_options_and_comments():
+    s = read_sections("; c\n[global]\nbs=4k ; why\n# c\n[a]\nstonewall\nstartdelay = 1s\n")
     assert s == [("global", [("bs", "4k")]), ("a", [("stonewall", None), ("startdelay", "1s")])]
-    assert Q.fio_duration_ms("1s") == 1000 and Q.fio_duration_ms("500ms") == 500
-    assert Q.fio_duration_ms("2") == 2000
+    assert write_sections(s) == "[global]\nbs=4k\n\n[a]\nstonewall\nstartdelay=1s\n"
 
 
 @pytest.fixture

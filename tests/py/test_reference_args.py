@@ -28,7 +28,7 @@ BAD = [
     (["buffered", "--rounds", "2"], "--rounds applies to bfq only"),
     (["buffered", "--no-warmup"], "--no-warmup applies to bfq only"),
     (["bfq", "--no-hugepages"], "--no-hugepages applies to bio-size only"),
-    (["bio-size", "--runtime", "1"], "--runtime applies to buffered and bfq only"),
+    (["bio-size", "--runtime", "1"], "--runtime applies to bfq and buffered only"),
     (["bio-size", "--target", "file"], "--target applies to buffered only"),
     (["buffered", "--delay-scale", "1"], "--delay-scale applies to bfq only"),
 ]

@@ -33,7 +33,7 @@ rw=randwrite
 bsrange=4k-128k
 iodepth=8
 size=32m
-verify=crc32c
+verify=md5
 {"thread=1" if thread else ""}
 
 [a]

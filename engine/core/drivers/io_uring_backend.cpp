@@ -234,24 +234,36 @@ void IoUringBackend::issue(Request* rq) {
     ring_.note_prepared();
 }
 
-void IoUringBackend::on_cqe(Request* rq, int res) {
-    // A member longer than its file (size with grow = true, opened by a run
-    // that only reads, so not grown): past the file's end it reads as the
-    // zeros the sparse extension would hold, never as a short read, which
-    // no block device gives inside its size.
-    uint64_t offset = rq->sector << kSectorShift;
-    if (rq->op == Op::Read && res >= 0 && uint64_t(res) < rq->bytes() &&
-        offset + uint64_t(res) >= file_end_) {
-        uint64_t skip = uint64_t(res);
-        for (const iovec& v : rq->iov) {
-            if (skip >= v.iov_len) {
-                skip -= v.iov_len;
-                continue;
-            }
-            memset(static_cast<char*>(v.iov_base) + skip, 0, v.iov_len - skip);
-            skip = 0;
+namespace {
+
+// The bytes of @rq's buffers from @from on set to zero.
+void zero_fill_from(Request* rq, uint64_t from) {
+    for (const iovec& v : rq->iov) {
+        if (from >= v.iov_len) {
+            from -= v.iov_len;
+            continue;
         }
-        res = int(rq->bytes());
+        memset(static_cast<char*>(v.iov_base) + from, 0, v.iov_len - from);
+        from = 0;
+    }
+}
+
+}  // namespace
+
+void IoUringBackend::on_cqe(Request* rq, int res) {
+    // A read short of its length: no block device gives one inside its size.
+    uint64_t offset = rq->sector << kSectorShift;
+    if (rq->op == Op::Read && res >= 0 && uint64_t(res) < rq->bytes()) {
+        zero_fill_from(rq, uint64_t(res));  // never the buffer's old bytes
+        // A member longer than its file (size with grow = true, opened by a
+        // run that only reads, so not grown): past the file's end it reads as
+        // the zeros the sparse extension would hold.
+        // Any other: the file ended inside the member (cut short while the
+        // run used it). A direct-I/O loop device ends such a read in EIO with
+        // the rest zero-filled (loop.c lo_complete_rq: the rest retried, and
+        // a retry that reads nothing zero-fills the bios and fails): a file
+        // read short ends there, so its retry would read nothing.
+        res = offset + uint64_t(res) >= file_end_ ? int(rq->bytes()) : -EIO;
     }
     in_flight_--;
     if (rq->op != Op::Discard) {
