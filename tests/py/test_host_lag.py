@@ -239,3 +239,16 @@ def test_raid5_auto_matches_simulate(engine, tmp_path, compete):
     sim = raid5_ratio(simulate_job(job, data=False)["jobs"], tmp_path)
     ok = real == pytest.approx(sim, rel=0.10)
     assert within_or_said_host_bound(ok, res, compete), (real, sim, res.stderr)
+
+
+def test_time_scale_string_other_than_auto_is_refused(mdsplit_module):
+    """time_scale = "fast": one line naming the key and the allowed values."""
+    with pytest.raises(Exception, match=r'device\.time_scale: "fast" is not a time scale; '
+                                        r'allowed: a number from 0\.001 to 1000, or "auto"'):
+        mdsplit_module.Simulation(bfq_stack("fixed", 1).replace("time_scale = 1",
+                                                                'time_scale = "fast"'))
+
+
+def test_auto_is_one_on_the_virtual_clock(mdsplit_module):
+    """The virtual clock always keeps up: "auto" runs at 1 there."""
+    assert mdsplit_module.Simulation(bfq_stack("fixed", "auto")).stats()["time_scale"] == 1
