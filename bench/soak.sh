@@ -16,7 +16,8 @@
 # errors the sidecar says were injected.
 #
 # Reports I/Os, errors expected vs seen, verify failures and whether fio
-# finished on time; exits non-zero on anything unexpected.
+# finished on time; exits non-zero on anything unexpected. Its stale-member
+# variant (old member copies put back between runs) is bench/soak-stale.sh.
 # Engine: $MDSPLIT_ENGINE, else ${MDSPLIT_BUILD_DIR:-build}/libmdsplit.so.
 set -eu
 dur=${1:?usage: bench/soak.sh DURATION (e.g. 120, 2m, 30m)}

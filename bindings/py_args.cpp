@@ -1,6 +1,7 @@
 #include "py_args.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <string>
 #include <utility>
@@ -192,10 +193,31 @@ void one_line_call_errors(py::module_& m) {
 
 std::string type_name(py::handle value) { return Py_TYPE(value.ptr())->tp_name; }
 
+namespace {
+// A str's UTF-8 bytes; a lone surrogate (a file name os.fsdecode() kept
+// with surrogateescape, or "\udcff") has none: one line naming `where`.
+std::string utf8(py::handle str, const std::string& where, const std::string& allowed) {
+    Py_ssize_t size = 0;
+    if (const char* bytes = PyUnicode_AsUTF8AndSize(str.ptr(), &size))
+        return std::string(bytes, size_t(size));
+    PyErr_Clear();
+    Py_ssize_t i = 0;
+    Py_UCS4 c = 0;
+    for (; i < PyUnicode_GetLength(str.ptr()); i++)
+        if (c = PyUnicode_ReadChar(str.ptr(), i); c >= 0xd800 && c <= 0xdfff) break;
+    char code[16];
+    snprintf(code, sizeof code, "U+%04X", unsigned(c));
+    fail(where,
+         std::string("the str holds a lone surrogate, ") + code + " at index " + std::to_string(i) +
+             ", which UTF-8 cannot encode",
+         allowed);
+}
+}  // namespace
+
 std::string text(py::handle value, const std::string& where, const std::string& allowed) {
     if (!py::isinstance<py::str>(value))
         fail(where, "expected a str, got " + type_name(value), allowed);
-    return value.cast<std::string>();
+    return utf8(value, where, allowed);
 }
 
 std::string path(py::handle value, const std::string& where, const std::string& allowed) {
@@ -331,9 +353,7 @@ bool Args::boolean(const char* key, bool def) const {
 
 std::string Args::string(const char* key, const std::string& def) const {
     if (!has(key)) return def;
-    if (!py::isinstance<py::str>(get(key)))
-        fail(where(key), "expected a str, got " + type_name(get(key)), "a str");
-    return get(key).cast<std::string>();
+    return text(get(key), where(key), "a str");
 }
 
 std::string Args::path(const char* key, const std::string& def, const std::string& allowed) const {
@@ -351,7 +371,7 @@ IoprioClass prioclass(py::handle value, const std::string& where) {
     static const char* const kNames[] = {"none", "rt", "be", "idle"};  // by number
     const std::string names = "none | rt | be | idle";
     if (py::isinstance<py::str>(value)) {
-        std::string name = value.cast<std::string>();
+        std::string name = text(value, where, names);
         for (int c = 0; c < 4; c++)
             if (name == kNames[c] || name == std::to_string(c)) return IoprioClass(c);
         fail(where, "\"" + name + "\" is not an ioprio class", "0..3 (" + names + ")");

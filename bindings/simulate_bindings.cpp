@@ -250,6 +250,7 @@ py::dict direction_dict(const FioDirectionResult& r) {
     d["ios"] = r.ios;
     d["bytes"] = r.bytes;
     d["errors"] = r.errors;
+    d["runtime_ns"] = r.runtime_ns;
     d["slat"] = latency_dict(r.slat);
     d["clat"] = latency_dict(r.clat);
     d["lat"] = latency_dict(r.lat);
@@ -262,8 +263,11 @@ py::dict direction_dict(const FioDirectionResult& r) {
 // data = false (simulate --no-data): members on files go nowhere (null
 // backends of the same size). The virtual clock never waits on what a real
 // backend does (EventLoop::settle), so timing and statistics stay the same;
-// only the data (and the sidecar's io_uring counters) are not there.
-void drop_member_data(StackConfig& config) {
+// only the data (and the sidecar's io_uring counters) are not there, so the
+// verify reads of a job on such a stack are timed, not compared. True when
+// a member was dropped.
+bool drop_member_data(StackConfig& config) {
+    bool dropped = false;
     for (MemberConfig& m : config.members) {
         if (m.backend != BackendKind::IoUring) continue;
         if (!m.size) {
@@ -274,7 +278,9 @@ void drop_member_data(StackConfig& config) {
             m.size = uint64_t(st.st_size);
         }
         m.backend = BackendKind::Null;
+        dropped = true;
     }
+    return dropped;
 }
 
 // stacks: [{"config": PATH, "source": PATH as the job names it (messages; default
@@ -289,6 +295,7 @@ py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle 
         py_args::list_or_tuple(jobs_arg, "run_fio_jobs: jobs", "a list of job dicts");
     bool data = py_args::boolean(data_arg, "run_fio_jobs: data");
     SimulatedStacks sim;
+    std::vector<bool> without_data;  // per stack: a member keeps no data
     for (size_t i = 0; i < stacks.size(); i++) {
         Args a(stacks[i], "run_fio_jobs: stacks[" + std::to_string(i) + "]");
         a.allow({"config", "source", "label", "trace_dir", "writable", "allow_mounted_write",
@@ -313,8 +320,8 @@ py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle 
             DeviceSafetyOptions safety;
             safety.writes = false;
             check_device_safety(sim.configs.back(), safety);
-            drop_member_data(sim.configs.back());
         }
+        without_data.push_back(!data && drop_member_data(sim.configs.back()));
         so.open_direct = true;  // as the engine: members stay O_DIRECT
         sim.options.push_back(so);
     }
@@ -325,6 +332,7 @@ py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle 
     for (size_t i = 0; i < jobs.size(); i++) {
         Args a(jobs[i], "run_fio_jobs: jobs[" + std::to_string(i) + "]");
         specs.push_back(job_spec(a, i, stacks.size(), jobs.size()));
+        specs.back().verify_compare = !without_data[specs.back().stack];
         // As the engine's mdsplit_setup (and run_workloads): a group on a
         // bfq stack only, a weight beside a group, one weight a group.
         const FioJobSpec& s = specs.back();
@@ -354,6 +362,7 @@ py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle 
         d["runtime_ns"] = r.runtime_ns;
         d["syncs"] = r.syncs;
         d["verify_errors"] = r.verify_errors;
+        d["verify_unchecked"] = r.verify_unchecked;
         d["total_err"] = r.total_err;
         d["first_error"] = r.first_error;
         d["error"] = r.error;

@@ -221,9 +221,35 @@ def reference_experiments() -> list:
     return list(reference_modules())
 
 
+def cmd_reference_vm(args) -> int:
+    import time
+    from pathlib import Path
+    from harness import paths
+    from harness.vm import reference
+    if args.what is not None:
+        print(f"reference: --vm with {args.what}: allowed: one of them", file=sys.stderr)
+        return 2
+    if not Path(args.vm).is_file():
+        print(f"reference --vm {args.vm}: no such job file", file=sys.stderr)
+        return 2
+    report = Path(args.vm_report or paths.ROOT / "reports" / time.strftime("vm-%Y%m%d-%H%M%S"))
+    progress = (lambda text: print(text, file=sys.stderr)) if not args.quiet else None
+    return reference.run(Path(args.vm), report, kernel=args.kernel, progress=progress)
+
+
 def cmd_reference(args) -> int:
     import time
     from harness import reproduce
+    if args.vm is not None:
+        return cmd_reference_vm(args)
+    if args.what is None:
+        print("reference: allowed: an experiment (" + ", ".join(reference_experiments()) +
+              ") or --vm JOB.fio", file=sys.stderr)
+        return 2
+    for option, value in (("--kernel", args.kernel), ("--report-dir", args.vm_report)):
+        if value is not None:
+            print(f"reference {args.what}: {option} applies to --vm only", file=sys.stderr)
+            return 2
     from harness.kernel_fixtures import ReferenceUnavailable
     bad = _reference_args_error(args)
     if bad:
@@ -480,12 +506,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=None,
                     help="base random seed (default 137, fio's randrepeat=1: every run the same)")
     sp.add_argument("--no-data", action="store_true",
-                    help="members on files are not read or written (same figures, no host I/O)")
+                    help="members on files are not read or written (same figures, no host I/O; "
+                         "verify reads are timed, not compared)")
     sp.set_defaults(func=cmd_simulate)
 
     kp = sub.add_parser("reference", help="kernel reference runs with fio's own engines "
                                           "(root, loop device, tracefs; bfq: cgroups)")
-    kp.add_argument("what", choices=reference_experiments())
+    kp.add_argument("what", nargs="?", choices=reference_experiments())
+    kp.add_argument("--vm", metavar="JOB.fio",
+                    help="run the job file in the emulator and on real kernels in a VM "
+                         "(docs/vm-reference.md)")
+    kp.add_argument("--kernel", help="--vm: the kernel (stock, fixed, debian-6.12; default "
+                                     "from each stack's split_order: legacy debian-6.12, "
+                                     "fixed fixed)")
+    kp.add_argument("--report-dir", dest="vm_report",
+                    help="--vm: where the traces and diff.md go (default reports/vm-<time>)")
     kp.add_argument("--keep", metavar="DIR", help="keep job files, fio JSON and traces in DIR")
     # The experiment-specific options default to None: _reference_option_error
     # refuses one an experiment does not state in its REFERENCE_OPTIONS, then fills in

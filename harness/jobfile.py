@@ -138,6 +138,18 @@ def include_path(name: str, including: Path, cwd=None) -> Path:
     return Path(including).parent / name
 
 
+def check_include_cycle(inc: Path, chain: tuple, prog: str) -> None:
+    """fio reads `include FILE` recursively (init.c __parse_jobs_ini) and
+    has no end for a file that leads back to one including it: one line
+    naming the cycle instead. chain: the files being read, outermost first."""
+    resolved = [p.resolve() for p in chain]
+    if inc.resolve() in resolved:
+        cycle = chain[resolved.index(inc.resolve()):] + (inc,)
+        raise JobFileError(f"{prog}: {cycle[0]}: a cycle of includes "
+                           f"({' -> '.join(str(p) for p in cycle)}); allowed: includes that do "
+                           "not lead back to a file that includes them")
+
+
 def inline_includes(path, cwd=None, prog="run") -> str:
     """The job file's text with each `include FILE` line replaced by FILE's
     lines (FILE found as fio finds it, include_path; nested includes too).
@@ -147,10 +159,7 @@ def inline_includes(path, cwd=None, prog="run") -> str:
     raises JobFileError, one line."""
     path = Path(path)
 
-    def lines_of(p: Path, nested: bool, seen: tuple) -> list:
-        if p.resolve() in seen:
-            raise JobFileError(f"{prog}: {seen[-1]}: include {p}: includes itself; allowed: "
-                               "an include that does not include its includer")
+    def lines_of(p: Path, nested: bool, chain: tuple) -> list:
         out = []
         for raw in read_input_text(p, what="included file" if nested else "job file",
                                    prog=prog).splitlines():
@@ -167,23 +176,25 @@ def inline_includes(path, cwd=None, prog="run") -> str:
                 raise JobFileError(f"{prog}: {p}: include {name}: no such file; allowed: a file "
                                    f"as given (from {Path(cwd or '.').absolute()}) or beside "
                                    f"{p.name}")
+            check_include_cycle(inc, chain + (p,), prog)
             out.append(f"; {line} (inlined)")
-            out.extend(lines_of(inc, True, seen + (p.resolve(),)))
+            out.extend(lines_of(inc, True, chain + (p,)))
         return out
     return "\n".join(lines_of(path, False, ())) + "\n"
 
 
-def _read_lines(path: Path, env, nested=False, cwd=None, files=None):
+def _read_lines(path: Path, env, nested=False, cwd=None, files=None, chain=()):
     """(key, value) pairs and section headers of a file, includes expanded
     (found as fio finds them from working directory cwd, include_path);
-    `files` gets the path of every file read."""
+    `files` gets the path of every file read; `chain`: the files including
+    this one, outermost first."""
     text = read_input_text(path)
     if files is not None:
         files.append(str(path))
-    return _lines_of_text(text, path, env, nested, cwd, files)
+    return _lines_of_text(text, path, env, nested, cwd, files, chain)
 
 
-def _lines_of_text(text: str, path: Path, env, nested=False, cwd=None, files=None):
+def _lines_of_text(text: str, path: Path, env, nested=False, cwd=None, files=None, chain=()):
     """_read_lines() of a text read from `path` (includes resolve beside it)."""
     out = []
     for number, raw in enumerate(text.splitlines(), 1):
@@ -206,7 +217,9 @@ def _lines_of_text(text: str, path: Path, env, nested=False, cwd=None, files=Non
         name = include_line(line)
         if name is not None:
             inc = include_path(substitute_env(name, env), path, cwd)
-            out.extend(_read_lines(inc, env, nested=True, cwd=cwd, files=files))
+            check_include_cycle(inc, chain + (Path(path),), "simulate")
+            out.extend(_read_lines(inc, env, nested=True, cwd=cwd, files=files,
+                                   chain=chain + (Path(path),)))
             continue
         key, value = _split_option(line)
         out.append((key, None if value is None else substitute_env(value, env)))

@@ -17,12 +17,6 @@ import math
 import os
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-
 __all__ = ["SEEK_BUCKET_LABELS", "seek_buckets", "bar_chart", "histogram_compare",
            "seek_histogram_vs_thread", "drawn", "caption_of",
            "size_distribution", "line_plot", "time_series", "read_fio_log", "bw_log_series",
@@ -34,6 +28,16 @@ SEEK_BUCKET_LABELS = ["0..1", "1..2", "2..4", "4..8", "8..16", "16..32", "32..64
                       "128..256", "256..512", "512..1024", ">=1024"]
 
 _DPI = 110
+
+
+def _pyplot():
+    """matplotlib.pyplot on the Agg backend, imported when a figure is drawn:
+    the commands that draw nothing (simulate, run, the helpers below that
+    read fio's logs) work where matplotlib is not installed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def seek_buckets(buckets_kb) -> dict:
@@ -111,7 +115,7 @@ def _save(fig, path, caption: str = "") -> Path:
     data = drawn(fig)
     data["caption"] = caption
     path.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -132,7 +136,7 @@ def bar_chart(path, values: dict, *, ylabel: str, title: str = "", reference: di
     model parameter was chosen on, or one that follows from such) are
     hatched: they are not predictions."""
     labels = list(values)
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(labels) + 2), 4))
+    fig, ax = _pyplot().subplots(figsize=(max(4.5, 1.2 * len(labels) + 2), 4))
     x = range(len(labels))
     if reference:
         w = 0.38
@@ -177,7 +181,7 @@ def histogram_compare(path, hists: dict, *, xlabel: str = "seek distance (KiB)",
     histograms legacy vs fixed). normalize=True plots percentages."""
     keys = _ordered_keys(hists.values())
     n = max(len(hists), 1)
-    fig, ax = plt.subplots(figsize=(min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
+    fig, ax = _pyplot().subplots(figsize=(min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
     w = 0.8 / n
     for j, (name, h) in enumerate(hists.items()):
         total = sum(h.values()) or 1
@@ -212,7 +216,7 @@ def size_distribution(path, dists: dict, *, unit: str = "sectors", xlabel: str =
             conv[name][kib] = conv[name].get(kib, 0) + count
     keys = sorted({k for d in conv.values() for k in d})
     n = max(len(conv), 1)
-    fig, ax = plt.subplots(figsize=(min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
+    fig, ax = _pyplot().subplots(figsize=(min(max(6, 0.3 * len(keys) * n + 3), 11), 4.2))
     w = 0.8 / n
     for j, (name, d) in enumerate(conv.items()):
         total = sum(d.values()) or 1
@@ -246,7 +250,7 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
     IOPS against iodepth, each with its own marker and dash (no series hides
     another); `reference` series (the thread's) are drawn thin, in the
     colour of the series of the same name, with hollow markers."""
-    fig, ax = plt.subplots(figsize=(8, 5.2))
+    fig, ax = _pyplot().subplots(figsize=(8, 5.2))
     colors = {}
     n = len(series)
     for i, (name, pts) in enumerate(series.items()):
@@ -264,7 +268,8 @@ def line_plot(path, series: dict, *, xlabel: str, ylabel: str, title: str = "",
                 color=colors.get(name))
     if logx:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        from matplotlib.ticker import FuncFormatter
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -291,7 +296,7 @@ def time_series(path, series: dict, *, ylabel: str = "bandwidth (MiB/s)",
     """Per-job (or per-group) values over time: {name: [(t_seconds, value)]};
     `levels` ({label: value}) are drawn as horizontal dashed lines (e.g. the
     thread's steady figures)."""
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = _pyplot().subplots(figsize=(8, 5))
     for i, (name, pts) in enumerate(series.items()):
         xs, ys = _xy(pts)
         ax.plot(xs, ys, label=str(name), linewidth=1.2, linestyle=_style(i)["linestyle"])
@@ -314,7 +319,7 @@ def seek_histogram_vs_thread(path, ours: dict, thread: dict, labels: list, *, me
     """One panel per variant: the checked member's seek histogram (% of
     seeks per (lo, hi] KiB row, the thread's convention) beside the
     thread's one disk. ours/thread: {variant: [pct per row]}."""
-    fig, axes = plt.subplots(1, len(ours), figsize=(5.2 * len(ours), 4.6), sharey=True,
+    fig, axes = _pyplot().subplots(1, len(ours), figsize=(5.2 * len(ours), 4.6), sharey=True,
                              squeeze=False)
     for ax, (variant, pcts) in zip(axes[0], ours.items()):
         x = range(len(labels))

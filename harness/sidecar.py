@@ -22,6 +22,7 @@ class Sidecar:
     # calibration of time_scale = "auto" and each job's lag. Empty from an
     # engine without lag accounting.
     host_lag: dict = field(default_factory=dict)
+    clock: str = ""   # "real" (fio with the engine) or "virtual" (harness simulate)
 
     def device(self, name: str) -> dict:
         for d in self.devices:
@@ -62,7 +63,8 @@ def load_sidecar(path) -> Sidecar:
     data = json.loads(Path(path).read_text())
     return Sidecar(path=str(path), elapsed_ns=data["elapsed_ns"], devices=data["devices"],
                    time_scale=float(data.get("time_scale", 1.0)),
-                   io_uring=data.get("io_uring", {}), host_lag=data.get("host_lag", {}))
+                   io_uring=data.get("io_uring", {}), clock=data.get("clock", ""),
+                   host_lag=data.get("host_lag", {}))
 
 
 def expected_sidecars(job_file, sections=None, extra_args=(), cwd=None, env=None) -> list:

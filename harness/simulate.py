@@ -473,6 +473,12 @@ def _build_run(job_file, sections, seed, env, report):
                     f"mdsplit: mdsplit_stats={option}: cannot write it (Permission denied); "
                     "allowed: a writable file or stream", 1)
             continue  # each job appends its own document
+        if foreign := _not_simulates(m["stats"]):
+            what, loss = foreign
+            raise SimulateError(
+                f"simulate: mdsplit_stats={option} holds {what}, which simulate did not write: "
+                f"replacing it would lose {loss}; allowed: move it away first, or simulate a "
+                "copy of the job file naming another mdsplit_stats")
         first = sidecar_stack.setdefault(os.path.realpath(m["stats"]), (spec["stack"], spec["name"]))
         if first[0] != spec["stack"]:
             rel = os.path.relpath(m["stats"], base)
@@ -501,7 +507,8 @@ def _build_run(job_file, sections, seed, env, report):
                 "overwrite the other's; allowed: a directory per job, or thread=1 with the same "
                 "mdsplit_config and filename (one shared device, one set of traces)", 1)
     _check_shared_device_options(jobs_info, base)
-    _check_raid5_rivals(jobs_info, jf.jobs)
+    threads = [i["thread"] for i in jobs_info]
+    _check_device_owners(jobs_info, jf.jobs, job_order, threads)
     for st in stacks:
         st["writable"] = run_writes[st["config"]]
         st["allow_mounted_write"] = allow_mounted.get(st["config"], False)
@@ -512,7 +519,6 @@ def _build_run(job_file, sections, seed, env, report):
     for info, (_, job) in zip(jobs_info, job_order):
         devices.setdefault((info["config"], info["label"]), []).append((info, job))
     device_order = [((i["config"], i["label"]), job) for i, (_, job) in zip(jobs_info, job_order)]
-    threads = [i["thread"] for i in jobs_info]
     for config_path, users in all_configs.items():
         forked = [j for j, thread in users if not thread]
         if forked and _has_ram_members(config_path):
@@ -528,22 +534,6 @@ def _build_run(job_file, sections, seed, env, report):
                     f"{os.path.relpath(config_path, base)}, but as forked processes each has its "
                     "own empty memory; allowed: thread=1 (one device in one process), or members "
                     "on files", 1)
-        pair = _overlap_pair(job_order, config_path, threads)
-        if pair:
-            try:
-                text = read_input_text(config_path, "stack file")
-            except JobFileError as e:
-                raise SimulateError(str(e), 1) from None
-            # the loader's own view of the stack (kind, scheduler)
-            kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
-            if _toml_value(text, "scheduler") == "bfq":
-                kind = kind or "bfq"
-            if kind:
-                raise SimulateError(
-                    f"mdsplit: jobs {pair[0]} and {pair[1]} share the device of "
-                    f"{config_path} ({kind}) and may run at the same time, but it needs one "
-                    "owner: add thread=1 so they share it in one process, or stonewall so "
-                    "they run one after another", 1)
         # As the engine: forked processes each keep their own page cache, per
         # device (stack file and filename).
         for device, mine in devices.items():
@@ -727,6 +717,30 @@ def _trace_file_at(stacks, stack_names, path):
     return ""
 
 
+def _not_simulates(path):
+    """What replacing the regular file at the sidecar `path` would lose, as
+    (what it is, what is lost): a real-clock run's sidecar ("clock": "real",
+    fio with the engine) or any other file that is not a sidecar simulate
+    wrote ("clock": "virtual", Stack::stats_json()); None for no file there,
+    an empty one, or simulate's own."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or not st.st_size:
+        return None
+    try:  # a sidecar is a few KiB: a large file is something else
+        doc = json.loads(Path(path).read_bytes()) if st.st_size <= 1 << 24 else None
+    except (OSError, ValueError):
+        doc = None
+    clock = doc.get("clock") if isinstance(doc, dict) else None
+    if clock == "virtual":
+        return None
+    if clock == "real":
+        return "the sidecar of a real-clock run (fio with the engine)", "that run's figures"
+    return "a file that is not simulate's sidecar", "it"
+
+
 def _sidecar_cannot_be_created(path):
     """The engine's check_sidecar_writable() for a file: its directory is
     made and a probe file created beside it (then removed); the reason it
@@ -775,10 +789,48 @@ def _file_of_run(path, jf, jobs_info, stacks, stack_names):
         paths.import_mdsplit().file_in_use(path)
 
 
-def _check_raid5_rivals(jobs_info, jobs):
+def _check_device_owners(jobs_info, jobs, job_order, threads):
+    """As the engine's mdsplit_setup, job by job: a forked job on a raid5 or
+    bfq device that jobs fio may run at once share needs one owner (checked
+    first), then member_rival(); the first job refused gives the line."""
+    refusals = [r for r in (_one_owner_refusal(jobs_info, job_order, threads),
+                            _raid5_rival(jobs_info, jobs)) if r]
+    if refusals:
+        raise SimulateError(min(refusals, key=lambda r: r[0])[1], 1)
+
+
+def _one_owner_refusal(jobs_info, job_order, threads):
+    """(job index, line) of the first forked job whose stack file is a raid5
+    or uses bfq and is named by two jobs fio may run at once (stack_use()'s
+    overlap), None for none."""
+    for index, info in enumerate(jobs_info):
+        if info["thread"]:
+            continue
+        pair = _overlap_pair(job_order, info["config"], threads)
+        if not pair:
+            continue
+        try:
+            text = read_input_text(info["config"], "stack file")
+        except JobFileError as e:
+            raise SimulateError(str(e), 1) from None
+        # the loader's own view of the stack (kind, scheduler)
+        kind = "raid5" if _toml_value(text, "kind") == "raid5" else None
+        if _toml_value(text, "scheduler") == "bfq":
+            kind = kind or "bfq"
+        if kind:
+            return index, (
+                f"mdsplit: jobs {pair[0]} and {pair[1]} share the device of "
+                f"{info['config_option']} ({kind}) and may run at the same time, but it needs "
+                "one owner: add thread=1 so they share it in one process, or stonewall so they "
+                "run one after another")
+    return None
+
+
+def _raid5_rival(jobs_info, jobs):
     """As the engine's member_rival(): two devices over one member, one a
     raid5, in use at once (threads, or jobs fio may run together), and a job
-    that may write: two stripe caches and parities corrupt the array."""
+    that may write: two stripe caches and parities corrupt the array. (job
+    index, line) of the first job with a rival, None for none."""
     members = {}
     for info in jobs_info:
         if info["config"] not in members:
@@ -796,13 +848,14 @@ def _check_raid5_rivals(jobs_info, jobs):
                 continue
             shared = [mem_b[ident] for ident in mem_b if ident in mem_a]
             if shared:
-                raise SimulateError(
+                return i, (
                     f"mdsplit: job {a['name']} and job {b['name']} ({shared[0]}) reach one "
                     "member through two devices (another mdsplit_config or filename) that may "
                     "be in use at once, one of them a raid5 with its own stripe cache and "
                     "parity: writing would corrupt the array; allowed: the same mdsplit_config "
                     "and filename for both with thread=1 (one shared device), or forked jobs "
-                    "with a stonewall between them", 1)
+                    "with a stonewall between them")
+    return None
 
 
 def _stack_doc(config_path):
@@ -903,13 +956,18 @@ def _lat(stat, with_percentiles=False):
     return d
 
 
-def _direction(r, runtime_ns):
-    ms = int(round(runtime_ns / 1e6))
+def _direction(r):
+    """One direction as stat.c add_ddir_status_json() reports it, over the
+    direction's own runtime (fio's ts.runtime[ddir]: the phases that moved
+    its bytes, so a write-then-verify job's reads take the verify phase's
+    time). "runtime" is fio's milliseconds, rounded up from microseconds
+    (backend.c update_runtime()); bw and iops use the nanoseconds."""
+    runtime_ns = r["runtime_ns"]
     bw_bytes = int(r["bytes"] * 1e9 / runtime_ns) if runtime_ns else 0
     iops = r["ios"] * 1e9 / runtime_ns if runtime_ns else 0.0
     return {
         "io_bytes": r["bytes"], "io_kbytes": r["bytes"] // 1024, "bw_bytes": bw_bytes,
-        "bw": bw_bytes // 1024, "iops": iops, "runtime": ms if r["ios"] else 0,
+        "bw": bw_bytes // 1024, "iops": iops, "runtime": (runtime_ns // 1000 + 999) // 1000,
         # fio counts an I/O that completed in error among total_ios, not in io_bytes.
         "total_ios": r["ios"] + r["errors"], "short_ios": 0, "drop_ios": 0,
         "slat_ns": _lat(r["slat"]), "clat_ns": _lat(r["clat"], True), "lat_ns": _lat(r["lat"]),
@@ -936,9 +994,9 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
             "verify_errors": r["verify_errors"],
             "total_err": r["total_err"], "first_error": -r["first_error"],
             "job options": dict(sorted(job.options.items())),
-            "read": _direction(r["read"], r["runtime_ns"]),
-            "write": _direction(r["write"], r["runtime_ns"]),
-            "trim": _direction(r["trim"], r["runtime_ns"]),
+            "read": _direction(r["read"]),
+            "write": _direction(r["write"]),
+            "trim": _direction(r["trim"]),
             "sync": {"total_ios": r["syncs"]},
             "job_runtime": int(round(r["runtime_ns"] / 1e6)),
             "job_start_ns": r["start_ns"], "job_end_ns": r["end_ns"],
@@ -955,6 +1013,12 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
             # that was let pass; it did not fail (fio's exit status stays 0).
             j["error"] = j["first_error"]
         jobs.append(j)
+        if r["verify_unchecked"]:
+            # data=False: the figures stay those of a run with data, the check is not made.
+            warnings.append(
+                f"simulate: job {job.name}: verify={job.options['verify']}: --no-data keeps no "
+                f"data, so its {r['verify_unchecked']} bytes of verify reads were timed but not "
+                "compared")
         if r["silent_writeback_pages"]:
             # The engine's cleanup line (mdsplit_cleanup); the job's error stays.
             warnings.append(
@@ -967,7 +1031,8 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
             "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"],
             # The jobs an error ended (fio's exit status is non-zero for them).
             "jobs_in_error": in_error, "jobs": jobs,
-            # Lines the engine prints on stderr without failing a job.
+            # Lines printed on stderr without failing a job: the engine's, and
+            # simulate's note on verify reads --no-data could not compare.
             "warnings": warnings}
 
 

@@ -44,6 +44,7 @@ public:
     EventLoop& operator=(const EventLoop&) = delete;
 
     Clock& clock() { return clock_; }
+    const Clock& clock() const { return clock_; }
     // The time of the current pass: read once per pass (refresh()), since a
     // clock read costs tens of ns in a VM and one I/O asks many times.
     uint64_t now() const { return virtual_ ? clock_.now_ns() : now_; }

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -764,11 +765,31 @@ std::vector<AutoScaleJob> auto_scale_jobs(thread_data* self) {
     return jobs;
 }
 
+bool write_sidecars(SharedStack& stack);
+
+// At fio's exit: a stack still held by jobs fio never started, whose last
+// started job left while one of them could still start (a signal or
+// exitall_on_error came after it, before their turn), is stopped here:
+// sidecars written, array stopped clean. A forked job's process leaves by
+// _exit() and runs none of this; the main process's copies of forked jobs'
+// stacks were never assembled (nothing to stop, no sidecar).
+void stop_stacks_left_at_exit() {
+    std::lock_guard<std::mutex> l(registry_mutex);
+    for (auto& [key, slot] : registry) {
+        std::shared_ptr<SharedStack> stack = slot.lock();
+        if (!stack) continue;
+        write_sidecars(*stack);
+        stack->stop_md();
+    }
+}
+
 // exclusive: no other job can open this key (see mdsplit_setup).
 std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const StackConfig& config,
                                                const StackOptions& so, bool exclusive,
                                                thread_data* td) {
     std::lock_guard<std::mutex> l(registry_mutex);
+    static const bool at_exit = std::atexit(stop_stacks_left_at_exit) == 0;
+    (void)at_exit;
     auto& slot = registry[key];
     std::shared_ptr<SharedStack> stack = slot.lock();
     if (!stack) {
@@ -1211,7 +1232,12 @@ int mdsplit_setup(thread_data* td) {
         if (data->buffered) data->stack->set_buffered_iodepth(data->depth);
         f->real_file_size = data->stack->size_bytes();
         fio_file_set_size_known(f);
-        td->io_ops_data = data.release();
+        {
+            // Another job's cleanup reads it (stack_user_still_to_end): with
+            // create_serialize=0 this runs in the job's own thread.
+            std::lock_guard<std::mutex> l(registry_mutex);
+            td->io_ops_data = data.release();
+        }
     } catch (const std::exception& e) {
         report_error(td, e.what());
         return 1;

@@ -115,6 +115,8 @@ struct JobRun {
     uint64_t target_bytes = 0;
     uint64_t issued_bytes = 0, issued_ios = 0, writes_since_sync = 0;
     uint64_t start_ns = 0, stats_from = 0, stop_at = kNever;
+    // When the I/O or the verify phase began (fio's td->start).
+    uint64_t phase_start = 0;
     uint64_t cpu_free = 0;  // direct jobs: fio's thread is busy until then
     std::vector<uint32_t> batch;
     uint64_t commit_at = 0;
@@ -259,6 +261,7 @@ void start_job(JobRun& j, Stack& stack, uint64_t now) {
     for (uint32_t i = depth; i > 0; i--) j.free_slots.push_back(i - 1);
     j.rng.seed(s.seed);
     j.start_ns = now;
+    j.phase_start = now;
     j.stats_from = now + s.ramp_ns;
     if (s.runtime_ns) j.stop_at = now + s.ramp_ns + s.runtime_ns;
     j.cpu_free = now;
@@ -564,8 +567,13 @@ bool reap_completions(JobRun& j, uint64_t now) {
         Slot& io = j.slots[slot];
         size_t d = io.op == Op::Discard ? kFioTrim : io.op == Op::Write ? kFioWrite : kFioRead;
         FioDirectionResult& dir = j.r.dir[d];
-        if (io.verify_read && !c.error)
-            j.r.verify_errors += count_mismatches(s, j.buffers[slot].get(), io.offset, io.length);
+        if (io.verify_read && !c.error) {
+            if (s.verify_compare)
+                j.r.verify_errors +=
+                    count_mismatches(s, j.buffers[slot].get(), io.offset, io.length);
+            else
+                j.r.verify_unchecked += io.length - c.resid;
+        }
         if (c.error) {
             dir.errors++;
             note_error(j, d, c.error);
@@ -670,6 +678,18 @@ void prepare_batch(JobRun& j, uint64_t now, bool verifying) {
     j.commit_at = s.direct ? t : now;
 }
 
+// backend.c update_runtime(), at the end of do_io() and of do_verify(): the
+// phase's time (from td->start, which the end of ramp_time moves) counts for
+// each direction it moved bytes in (the verify phase: reads), so a
+// write-then-verify job reports each phase with its own time.
+void end_phase(JobRun& j, uint64_t now, bool verify_phase) {
+    uint64_t from = std::min(now, std::max(j.phase_start, j.stats_from));
+    for (size_t d = 0; d < kFioDirections; d++)
+        if (verify_phase ? d == kFioRead : j.r.dir[d].bytes > 0)
+            j.r.dir[d].runtime_ns += now - from;
+    j.phase_start = now;
+}
+
 // One look at the job at `now`; true when it changed something. `wake` is
 // lowered to when it next wants to act without a completion.
 bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
@@ -690,6 +710,16 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
                         j.terminated || now >= kTimeHorizonNs;
         if (stopping) {
             if (j.busy) return progress;
+            if (s.end_fsync && !j.end_sync_sent) {  // do_io()'s end, before the verify
+                j.end_sync_sent = true;
+                send_sync(j);
+                // ioengines.c td_io_queue(): a sync queued while the job is
+                // TD_FSYNCING (backend.c's end_fsync) is not counted in
+                // total_io_u[DDIR_SYNC]; sent and reaped as any other.
+                j.r.syncs--;
+                return true;
+            }
+            end_phase(j, now, false);
             if (s.verify && !j.written.empty() && !j.failed && !j.terminated) {
                 std::stable_sort(j.written.begin(), j.written.end());
                 j.state = JobState::Verifying;
@@ -709,6 +739,7 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
         bool verifying = j.state == JobState::Verifying;
         if (verifying && (j.verify_next >= j.written.size() || j.failed || j.terminated)) {
             if (!j.busy) {
+                end_phase(j, now, true);
                 j.state = JobState::Finishing;
                 return true;
             }
@@ -740,15 +771,6 @@ bool step_job(JobRun& j, uint64_t now, uint64_t& wake) {
         return true;
     }
     if (j.state == JobState::Finishing) {
-        if (s.end_fsync && !j.end_sync_sent) {
-            j.end_sync_sent = true;
-            send_sync(j);
-            // ioengines.c td_io_queue(): a sync queued while the job is
-            // TD_FSYNCING (backend.c's end_fsync) is not counted in
-            // total_io_u[DDIR_SYNC]; sent and reaped as any other.
-            j.r.syncs--;
-            return true;
-        }
         if (!j.r.end_ns) {
             j.r.end_ns = now;
             uint64_t from = std::min(now, j.stats_from);

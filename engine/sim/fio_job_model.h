@@ -105,6 +105,9 @@ struct FioJobSpec {
     uint64_t think_ns = 0;            // thinktime
     uint32_t think_blocks = 1;        // thinktime_blocks
     bool verify = false;              // verify=<any> + do_verify: read back and compare
+    // false: the verify reads are issued and timed but not compared (simulate
+    // --no-data: members that keep no data have nothing to compare with).
+    bool verify_compare = true;
     // continue_on_error: the error types (FioErrorType bits) that do not end
     // the job (0 = none, fio's default: the first I/O error ends it).
     uint32_t continue_on_error = 0;
@@ -135,6 +138,9 @@ struct FioLatency {
 
 struct FioDirectionResult {
     uint64_t ios = 0, bytes = 0, errors = 0;
+    // fio's ts.runtime[ddir] (backend.c update_runtime()), in ns: the time of
+    // the phases that moved this direction's bytes (a verify phase: reads).
+    uint64_t runtime_ns = 0;
     FioLatency slat, clat, lat;
     // io_u_mark_latency(): clat counts in fio's ns/us/ms buckets
     // (2,4,10,20,50,100,250,500,750,1000 [, 2000, >=2000 ms]).
@@ -150,6 +156,8 @@ struct FioJobResult {
     uint64_t syncs = 0;
     uint64_t verify_errors = 0;  // bytes that did not read back as written
     int32_t error = 0;           // the error that ended the job (negative errno), 0 = none
+    // Verify reads not compared (FioJobSpec::verify_compare false), in bytes.
+    uint64_t verify_unchecked = 0;
     // Pages whose write-back failed that no sync reported, counted by the
     // engine's cleanup (its stderr line; the job's error stays as it was).
     uint64_t silent_writeback_pages = 0;

@@ -651,6 +651,10 @@ std::string Stack::stats_json() const {
     uint64_t now = loop_.now();
     uint64_t elapsed = now - (have_first_io_ ? first_io_ns_ : start_ns_);
     j.begin_object().field("version", 1).field("elapsed_ns", elapsed);
+    // Which clock ran the device: "real" (fio with the engine) or "virtual"
+    // (harness simulate, the bindings), so a reader, and simulate before it
+    // replaces one, knows which run wrote the file.
+    j.field("clock", loop_.clock().is_virtual() ? "virtual" : "real");
     j.field("time_scale", config_.device.time_scale).key("devices").begin_array();
     json_device(j, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_, host_lag_, 0);
     for (size_t i = 0; i < members_.size(); i++)

@@ -384,6 +384,10 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result.tables.append(g_table(out_dir / "virtual-jobs" / "traces",
                                  {v: DeviceTime.of(virtual.sidecars[f"stats/raid5-{v}.json"])
                                   for v in VARIANTS}))
+    # The real kernel's rows, when the VM is prepared (harness/vm/thread_raid5.py).
+    from harness.vm import thread_raid5
+    vm_text, result.raw["vm_reference"] = thread_raid5.table(jobs_dir, out_dir, progress)
+    result.tables.append(vm_text)
     try:
         result.figures.append(seek_figure(out_dir, seeks).name)
     except (ImportError, AttributeError, TypeError):

@@ -142,6 +142,23 @@ TEST(FioJobModelTest, RateIopsLimitsIssue) {
     EXPECT_EQ(r[0].dir[0].ios, 50u);
 }
 
+// A write-then-verify job: each direction's runtime is its own phase's
+// (backend.c update_runtime()), the two phases filling the job's runtime.
+TEST(FioJobModelTest, VerifyPhaseIsTheReadsRuntimeAlone) {
+    auto spec = job(true, 4096, 1 << 20);
+    spec.read_pct = 0;
+    spec.verify = true;
+    spec.rate_iops = 1000;
+    JobRunner run;
+    auto r = run.go({spec});
+    const FioDirectionResult &read = r[0].dir[kFioRead], &write = r[0].dir[kFioWrite];
+    EXPECT_EQ(read.ios, 256u);
+    EXPECT_GE(write.runtime_ns, 255'000'000u);  // 256 writes at 1000 IOPS
+    EXPECT_GT(read.runtime_ns, 0u);
+    EXPECT_LT(read.runtime_ns, write.runtime_ns / 10);  // no rate limit on verify
+    EXPECT_EQ(read.runtime_ns + write.runtime_ns, r[0].runtime_ns);
+}
+
 // The I/Os of `op` a job queued on the virtual device, as (sector, bytes).
 std::vector<std::pair<uint64_t, uint32_t>> queued(const JobRunner& run, Op op) {
     std::vector<std::pair<uint64_t, uint32_t>> out;

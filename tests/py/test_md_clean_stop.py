@@ -25,15 +25,7 @@ STACK = ('[device]\nkind = "raid5"\nchunk = "64k"\n' +
 
 
 @pytest.fixture
-def array(workdir):
-    probe = workdir / "xattr-probe"
-    probe.write_bytes(b"")
-    try:
-        os.setxattr(probe, "user.probe", b"1")
-    except OSError as e:
-        pytest.skip(f"no user xattrs on {workdir}: {e.strerror}")
-    finally:
-        probe.unlink()
+def array(workdir, xattrs):
     (workdir / "r5.toml").write_text(STACK)
     return workdir
 
@@ -102,3 +94,16 @@ def test_exitall_on_error_while_a_job_waits_on_startdelay_leaves_the_array_clean
                                    "[late]\nrw=write\nsize=1m\nstartdelay=30\n"))
     assert r.returncode != 0
     assert_stopped_cleanly(array, r.stderr)
+
+
+def test_a_signal_after_the_last_running_job_ended_while_another_waits_leaves_the_array_clean(
+        engine, array):
+    """[a] ends, [b] still waits on startdelay, then SIGINT: [b] never starts; the array is stopped at fio's exit."""
+    job = jobfile(engine, array, "[a]\nrw=write\nsize=1m\n[b]\nrw=read\nsize=1m\nstartdelay=20\n")
+    p = subprocess.Popen(["fio", "--output=/dev/null", str(job)], cwd=array,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # [a] (1 MiB) is done; [b] waits until 20 s
+    assert p.poll() is None
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert_stopped_cleanly(array, err)

@@ -21,16 +21,8 @@ R5 = ('[device]\nkind = "raid5"\nchunk = "64k"\n' +
 
 
 @pytest.fixture
-def array(engine, workdir):
+def array(engine, workdir, xattrs):
     """A written 4-member array m0..m3.img (its superblocks say clean)."""
-    probe = workdir / "xattr-probe"
-    probe.write_bytes(b"")
-    try:
-        os.setxattr(probe, "user.probe", b"1")
-    except OSError as e:
-        pytest.skip(f"no user xattrs on {workdir}: {e.strerror}")
-    finally:
-        probe.unlink()
     (workdir / "r5.toml").write_text(R5)
     run_fio(job(engine, workdir, "w", "r5.toml", "rw=write\nbs=64k\nverify=md5\n"), timeout=60)
     return workdir

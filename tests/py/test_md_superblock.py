@@ -75,19 +75,6 @@ def kill_with_jobs(p):
     p.wait()
 
 
-@pytest.fixture
-def xattrs(workdir):
-    """Skips where this file system keeps no user extended attributes."""
-    probe = workdir / "xattr-probe"
-    probe.write_bytes(b"")
-    try:
-        os.setxattr(probe, "user.probe", b"1")
-    except OSError as e:
-        pytest.skip(f"no user xattrs on {workdir}: {e.strerror}")
-    finally:
-        probe.unlink()
-
-
 def test_a_new_array_on_empty_members_is_clean_and_marked(engine, workdir, xattrs):
     """Fresh sparse members: no resync; each member's superblock names its role, clean after the run."""
     stack(workdir)
@@ -333,6 +320,6 @@ def test_a_number_past_its_fields_range_is_refused_not_wrapped(engine, workdir, 
     line = [l for l in r.stderr.splitlines() if l.startswith("mdsplit:")][0]
     limit = {"disks": 4294967295, "role": 4294967295, "faulty": 4294967295,
              "chunk": 18446744073709551615}[field]
-    assert (f"members[0] (" in line and "its xattr user.mdsplit.md is no md superblock this "
+    assert ("members[0] (" in line and "its xattr user.mdsplit.md is no md superblock this "
             f"version reads ({field}={value}: not a whole number from 0 to {limit})" in line), \
         r.stderr

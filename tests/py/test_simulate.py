@@ -438,6 +438,10 @@ CROSS_JOB_REFUSALS = {
                            "[b]\nfilename=md0\nthread=1\nrw=read\nsize=1m\nmdsplit_trace=trb\n"),
     "raid5-two-names": ("r5.toml", "[a]\nfilename=md0\nthread=1\nrw=write\nsize=1m\n"
                         "[b]\nfilename=md1\nthread=1\nrw=write\nsize=1m\n"),
+    # Forked jobs on one raid5 that may run at once: one owner (thread=1).
+    "raid5-forked": ("r5.toml", "[a]\nfilename=md0\nrw=write\nsize=1m\n"
+                     "[b]\nfilename=md0\nrw=read\nsize=1m\n"),
+    "raid5-forked-numjobs": ("r5.toml", "[a]\nfilename=md0\nrw=write\nsize=1m\nnumjobs=2\n"),
     "ram-forked-reader": ("ram.toml", "[w]\nfilename=md0\nrw=write\nsize=1m\n"
                           "[r]\nfilename=md0\nrw=read\nsize=1m\nstonewall\n"),
     "buffered-forked": ("files.toml", "[w]\nfilename=md0\nrw=write\nsize=1m\ndirect=0\n"
@@ -959,7 +963,8 @@ def test_numjobs_subjobs_are_reported_in_fios_order(tmp_path, engine, mdsplit_mo
     simulate listed 0, 1, 2, 3."""
     job = engine_job(tmp_path, engine, f"[j]\nrw=read\nbs=4k\nsize=64m\nthread={thread}\n"
                      "offset_increment=16m\nnumjobs=4\nmdsplit_stats=stats/s.json\n")
-    for res in (run_fio(job, timeout=60), run_simulated(job)):
+    # simulate first: it does not replace the sidecars of fio's run.
+    for res in (run_simulated(job), run_fio(job, timeout=60)):
         assert [j["read"]["total_ios"] for j in res.jobs] == [16384, 4096, 8192, 12288]
 
 

@@ -13,6 +13,12 @@ Kinds (the doc's "Definitions" section):
               run the device's bytes are checked unchanged
   io          "STACK: op offset length" through mdsplit.Simulation; the
               message is the completion: an errno name, or "EOF"
+  simulate    "STACK ARGS: job lines": `harness simulate` of the fio rows' job
+              with ARGS ("after-fio": real fio runs the job first); the
+              message is a line of its stderr, and it exits non-zero
+              (" (exit 0)" after the message: zero)
+  py          a Python expression with `mdsplit` and `tmp` in scope: it
+              raises ValueError whose text is the message
 """
 import errno
 import hashlib
@@ -20,6 +26,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -132,7 +139,7 @@ def test_the_table_has_at_least_30_numbered_rows():
     assert len(ROWS) >= 30
     assert [r["num"] for r in ROWS] == list(range(1, len(ROWS) + 1))
     assert {r["kind"] for r in ROWS} <= {"toml", "toml+root", "toml+loop", "fio", "fio+loop",
-                                          "io"}
+                                          "io", "simulate", "py"}
 
 
 # ---------------------------------------------------------------- fixtures
@@ -404,12 +411,37 @@ def test_row(row, tmp_path, mdsplit_module, engine):
                 assert done["error"] == 0 and done["resid"] == int(length), done
             else:
                 assert done["error"] == -getattr(errno, message), done
+        elif kind == "simulate":
+            run_simulate_row(row, message, tmp, subst, engine)
+        elif kind == "py":
+            with pytest.raises(ValueError) as e:
+                eval(row["input"], {"mdsplit": mdsplit_module, "tmp": str(tmp)})
+            assert str(e.value) == message
         else:
             raise AssertionError(f"unknown kind {kind}")
     finally:
         loops.close()
         if ro is not None:
             subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+def run_simulate_row(row, message, tmp, subst, engine):
+    """`harness simulate` of the row's job (the fio rows' template and lines)
+    with the row's arguments; "after-fio" runs real fio on it first."""
+    head, _, lines = row["input"].partition(":")
+    stack_name, *args = head.split()
+    (tmp / "stack.toml").write_text(expand(STACKS[stack_name], subst))
+    job = write_job(tmp, "row.fio", job_text(engine, expand(lines.strip(), subst)))
+    if "after-fio" in args:
+        args.remove("after-fio")
+        fio = run_fio(job, check=False, timeout=60)
+        assert fio.returncode == 0, fio.stderr
+    run = subprocess.run([sys.executable, "-m", "harness", "simulate", str(job), *args],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    succeeds = message.endswith(" (exit 0)")
+    message = message.removesuffix(" (exit 0)")
+    assert (run.returncode == 0) == succeeds, run.stderr
+    assert any(line_matches(message, line) for line in run.stderr.splitlines()), run.stderr
 
 
 # docs/stack-toml.md's example is a stack file the loader takes, key for key

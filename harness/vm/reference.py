@@ -1,0 +1,273 @@
+"""`harness reference --vm JOB.fio`: a job file run in the emulator
+(`simulate`, the virtual clock) and on the real kernel in the VM
+(translate.py), both sides' traces as blktrace files and a diff.md.
+
+REPORT/
+  kernel/<job>/<dev>.blktrace.0      the guest's tracefs events (guest_trace.py)
+  kernel/<job>/                      run.sh, job.fio, out/ (fio.json,
+                                     trace.txt, members, dmesg)
+  kernel/<kernel>.run.log, .console.log   one boot per kernel, its jobs in turn
+  emulator/<job>/<dev>.blktrace.0    simulate's mdsplit_trace
+  emulator/<job>.fio, <job>.toml     the job and stack simulate ran
+  diff.md                            per job and device (diff.py)
+
+Exit status: 0 when every compared sequence (Q and D of every device) is
+identical, 1 otherwise or when a run fails, 2 when the job cannot be
+translated (one line naming what).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.blktrace import read_trace_dir
+from harness.vm import diff, guest_trace, machine, translate
+
+
+# The guest's fio buffer is not always physically contiguous (the page
+# allocator's free lists vary from boot to boot on the tinyconfig kernels):
+# a boot whose md0 bios differ from the emulator's is repeated.
+BOOTS = 3
+
+
+def _top_bios(records: dict) -> list:
+    """md0's bio sizes (the order and places are what diff.md compares)."""
+    return sorted((r.op, r.nr_sectors) for r in records.get("md0", []) if r.action == "Q")
+
+
+class VmRunError(RuntimeError):
+    """A run failed in the guest; str(e) is one line."""
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+def toml_text(doc: dict) -> str:
+    """A stack document as TOML (tables, arrays of tables, inline values)."""
+    lines = []
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            lines.append(f"[{key}]")
+            for k, v in value.items():
+                if isinstance(v, dict) and key == "models":
+                    lines.append(f"[{key}.{k}]")
+                    lines += [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()]
+                else:
+                    lines.append(f"{k} = {_toml_value(v)}")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            for item in value:
+                lines.append(f"[[{key}]]")
+                lines += [f"{k} = {_toml_value(v)}" for k, v in item.items()]
+        else:
+            lines.insert(0, f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def emulator_stack(stack: Path, g: translate.GuestJob, out: Path) -> Path:
+    """The stack the emulator runs beside the guest: the job's own, its
+    members' paths under `out` and the dio buffer as physically contiguous
+    as the guest's (THP always: one run of the block's pages, [bio]
+    contiguity = { pattern = [pages] }); md0's Q sequence in diff.md checks
+    that both sides built the same bios."""
+    import tomllib
+    doc = tomllib.loads(stack.read_text())
+    doc.setdefault("bio", {})["contiguity"] = {"pattern": [max(g.warmup_bs // 4096, 1)]}
+    for i, m in enumerate(doc.get("members", [])):
+        m["path"] = str((out / f"member{i}.img").resolve())
+    path = out / f"{g.section}.toml"
+    path.write_text(toml_text(doc))
+    return path
+
+
+def _emulator_job(job, stack: Path, out: Path) -> str:
+    lines = [f"[{job.section}]"]
+    for k, v in job.options.items():
+        if k in ("mdsplit_config", "mdsplit_trace", "mdsplit_stats"):
+            continue
+        lines.append(f"{k}={v}")
+    lines += [f"mdsplit_config={stack.resolve()}",
+              f"mdsplit_trace={(out / job.section).resolve()}",
+              f"mdsplit_stats={(out / (job.section + '.stats.json')).resolve()}"]
+    return "\n".join(lines) + "\n"
+
+
+def run_emulator(pairs, guests, out: Path) -> dict:
+    """{section: {dev: records}} of simulate's run of the jobs."""
+    from harness import simulate
+    out.mkdir(parents=True, exist_ok=True)
+    # One job file per job: fio seeds a job's random generators from its
+    # number in the run (init.c: FIO_RANDSEED * thread_number), and the
+    # guest runs each job alone.
+    result = {}
+    for (job, stack), g in zip(pairs, guests):
+        jf = out / f"{job.section}.fio"
+        jf.write_text(_emulator_job(job, emulator_stack(stack, g, out), out))
+        simulate.simulate_job(jf, data=False)
+        result[job.section] = read_trace_dir(out / job.section)
+    return result
+
+
+def _overruns(stats: str) -> int:
+    return sum(int(line.split(":")[1]) for line in stats.splitlines()
+               if line.startswith("overrun:"))
+
+
+def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
+    """({section: {dev: records}}, seconds) of the jobs on one kernel, in
+    one boot (each job builds its members and md0 and tears them down)."""
+    (out).mkdir(parents=True, exist_ok=True)
+    lines = ["set -e"]
+    for g in guests:
+        d = out / g.section
+        (d / "out").mkdir(parents=True, exist_ok=True)
+        (d / "run.sh").write_text(translate.guest_script(g, f"/share/{g.section}"))
+        (d / "job.fio").write_text(translate.guest_job_file(g))
+        lines.append(f"sh /share/{g.section}/run.sh")
+    (out / "run.sh").write_text("\n".join(lines) + "\n")
+    boot = machine.boot(kernel, out)
+    for f in ("run.sh", "run.log", "console.log"):
+        if (out / f).exists():
+            (out / f).replace(out / f"{kernel}.{f}")
+    if boot.rc != 0:
+        tail = (boot.log.strip().splitlines() or ["(no output)"])[-1]
+        raise VmRunError(f"the jobs failed in the VM ({kernel}, exit {boot.rc}): {tail} "
+                         f"(log: {out / (kernel + '.run.log')})")
+    result = {}
+    for g in guests:
+        d = out / g.section
+        stats = (d / "out/trace.stats").read_text()
+        if _overruns(stats):
+            raise VmRunError(f"job {g.section}: the guest's trace buffer overran "
+                             f"({_overruns(stats)} events lost); the job is too long for one "
+                             "trace")
+        devices = guest_trace.read_members(d / "out/members")
+        outside = {}
+        result[g.section] = guest_trace.parse((d / "out/trace.txt").read_text(), devices,
+                                              outside)
+        g.notes.append("md metadata I/O before the data area (superblock updates), left out: "
+                       + (", ".join(f"{k} {v} events" for k, v in sorted(outside.items()))
+                          or "none"))
+        guest_trace.write_dir(result[g.section], d)
+    return result, boot.seconds
+
+
+def _header(g: translate.GuestJob, seconds: float, fio_json: Path) -> list:
+    lines = [f"- kernel: **{g.kernel}** ({machine.KERNELS[g.kernel]}), chosen by "
+             f"{g.kernel_why}; {seconds:.1f} s of wall time for the boot and its jobs "
+             "under TCG (this machine)",
+             f"- members: {len(g.members)} null_blk devices "
+             f"({g.members[0].size_mb} MiB, max_sectors {g.members[0].max_sectors}, "
+             f"blocksize {g.members[0].logical_block_size}, hw_queue_depth "
+             f"{g.members[0].queue_depth}), elevator {g.scheduler}; md0: raid5 "
+             f"chunk {g.chunk_kb}k, {g.layout}, --assume-clean"]
+    lines += [f"- {n}" for n in g.notes]
+    try:
+        r = json.loads(fio_json.read_text())["jobs"][0]["read"]
+        lines.append(f"- guest fio: read {r['io_bytes'] >> 20} MiB in {r['total_ios']} I/Os")
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
+    return lines
+
+
+@dataclass
+class Outcome:
+    rc: int                                   # the exit status
+    devices: dict = field(default_factory=dict)   # section -> [diff.DeviceDiff]
+    seconds: dict = field(default_factory=dict)   # kernel -> wall seconds of its boot
+
+    def identical(self, section: str) -> bool:
+        return all(d.q.identical and d.d.identical for d in self.devices[section])
+
+
+def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None,
+                 progress=None) -> Outcome:
+    """Runs the job file on both sides; writes the traces and diff.md."""
+    say = progress or (lambda s: None)
+    if kernel is not None and kernel not in machine.KERNELS:
+        print(f"reference --vm: --kernel {kernel}: allowed: {', '.join(machine.KERNELS)}",
+              file=sys.stderr)
+        return Outcome(2)
+    try:
+        pairs = translate.jobs_of(job_file, sections)
+        guests = [translate.translate(job, stack, kernel) for job, stack in pairs]
+    except translate.Untranslatable as e:
+        print(f"reference --vm: {e}", file=sys.stderr)
+        return Outcome(2)
+    out = Outcome(0)
+    try:
+        spent = machine.prepare(sorted({g.kernel for g in guests}), say)
+        if spent:
+            say(f"mdsplit vm: prepared in {spent:.0f} s")
+        report.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        say(f"reference --vm: the emulator (simulate) on {job_file}")
+        emulated = run_emulator(pairs, guests, report / "emulator")
+        say(f"reference --vm: simulate took {time.monotonic() - t0:.1f} s")
+        kernel_records = {}
+        for k in dict.fromkeys(g.kernel for g in guests):
+            mine = [g for g in guests if g.kernel == k]
+            for attempt in range(1, BOOTS + 1):
+                say(f"reference --vm: {len(mine)} job(s) on the {k} kernel (QEMU TCG)")
+                records, out.seconds[k] = run_kernel(k, mine, report / "kernel")
+                uneven = [g.section for g in mine
+                          if _top_bios(records[g.section]) != _top_bios(emulated[g.section])]
+                if not uneven or attempt == BOOTS:
+                    break
+                say(f"reference --vm: the guest's fio buffer was not physically contiguous "
+                    f"(md0's bios differ from one per read: {', '.join(uneven)}); booting again "
+                    f"({attempt + 1} of {BOOTS})")
+            for g in mine:
+                g.notes.append(f"boots of the {k} kernel: {attempt} (a boot whose fio buffer "
+                               "is not physically contiguous is repeated, at most "
+                               f"{BOOTS})")
+            kernel_records.update(records)
+            say(f"reference --vm: {out.seconds[k]:.1f} s in the VM ({k}: boot and "
+                f"{len(mine)} job(s))")
+        sections_md = []
+        for g in guests:
+            out.devices[g.section] = diff.diff_devices(kernel_records[g.section],
+                                                       emulated[g.section])
+            sections_md.append(diff.markdown(
+                f"job {g.section}",
+                _header(g, out.seconds[g.kernel],
+                        report / "kernel" / g.section / "out/fio.json"),
+                out.devices[g.section]))
+    except (machine.VmUnavailable, VmRunError) as e:
+        print(f"reference --vm: {e}", file=sys.stderr)
+        return Outcome(1)
+    except Exception as e:  # simulate's own refusals
+        from harness.simulate import SimulateError
+        if isinstance(e, SimulateError):
+            print(f"reference --vm: {e}", file=sys.stderr)
+            return Outcome(1)
+        raise
+    (report / "diff.md").write_text("\n".join(sections_md))
+    identical = all(out.identical(s) for s in out.devices)
+    out.rc = 0 if identical else 1
+    return out
+
+
+def run(job_file: Path, report: Path, kernel: str = None, sections=None,
+        progress=None) -> int:
+    """`harness reference --vm`: the exit status (0 identical, 1 differences
+    or a failed run, 2 untranslatable)."""
+    out = compare_jobs(job_file, report, kernel, sections, progress)
+    if out.rc == 2 or not out.devices:
+        return out.rc
+    print(f"reference --vm: {'identical' if out.rc == 0 else 'differences'}: "
+          f"{report / 'diff.md'}")
+    return out.rc

@@ -1,0 +1,174 @@
+"""The VM reference (harness/vm, docs/vm-reference.md): the pieces on their
+own, and the held-out matrix against real kernels in QEMU."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.blktrace import TraceRecord, read_blktrace, write_blktrace
+from harness.vm import diff, guest_trace, machine, matrix, translate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# tracefs lines as Linux 6.12 prints them (include/trace/events/block.h).
+TRACE = """\
+# tracer: nop
+             fio-231     [000] .....    20.000100: block_bio_queue: 9,0 RS 0 + 8960 [fio]
+             fio-231     [000] .....    20.000200: block_split: 9,0 RS 0 / 128 [fio]
+             fio-231     [000] .....    20.000300: block_bio_remap: 254,1 RS 2048 + 128 <- (9,0) 128
+             fio-231     [000] .....    20.000400: block_bio_queue: 254,1 RS 2048 + 128 [fio]
+             fio-231     [000] .....    20.000500: block_getrq: 254,1 RS 2048 + 128 [fio]
+             fio-231     [000] .....    20.000600: block_rq_insert: 254,1 RS 65536 () 2048 + 128 none,0,0 [fio]
+             fio-231     [000] .....    20.000700: block_rq_issue: 254,1 RS 65536 () 2048 + 128 none,0,0 [fio]
+          <idle>-0       [000] ..s1.    20.000800: block_rq_complete: 254,1 RS () 2048 + 128 none,0,0 [0]
+     md0_raid5-90      [000] .....    20.000850: block_bio_queue: 254,1 WFS 8 + 1 [md0_raid5]
+             fio-231     [000] .....    20.000900: block_bio_queue: 254,7 RS 2048 + 8 [fio]
+"""
+DEVICES = {(254, 1): ("m1", 2048), (9, 0): ("md0", 0)}
+
+
+def test_guest_trace_parses_612_lines_per_device():
+    """tracefs lines become per-device records; unknown devices are dropped."""
+    recs = guest_trace.parse(TRACE, DEVICES)
+    assert [r.action for r in recs["md0"]] == ["Q", "X"]
+    assert [r.action for r in recs["m1"]] == ["A", "Q", "G", "I", "D", "C"]
+
+
+def test_guest_trace_member_sectors_are_relative_to_md_data_area():
+    """A member's sector loses md's data offset (2048 here)."""
+    recs = guest_trace.parse(TRACE, DEVICES)
+    q = [r for r in recs["m1"] if r.action == "Q"][0]
+    assert (q.sector, q.nr_sectors) == (0, 128)
+
+
+def test_guest_trace_leaves_out_md_metadata_before_the_data_area():
+    """A superblock write (sector 8, before the data offset 2048) is counted, not kept."""
+    outside = {}
+    recs = guest_trace.parse(TRACE, DEVICES, outside)
+    assert outside == {"m1": 1} and all(r.op == "R" for r in recs["m1"])
+
+
+def test_guest_trace_remap_names_md0_and_its_sector():
+    """block_bio_remap keeps md0's sector and the emulator's md0 number."""
+    a = guest_trace.parse(TRACE, DEVICES)["m1"][0]
+    assert (a.from_device, a.from_sector) == (9 << 20, 128)
+
+
+def test_guest_trace_split_keeps_the_new_sector():
+    """block_split's `sector / new_sector` becomes X's payload."""
+    x = guest_trace.parse(TRACE, DEVICES)["md0"][1]
+    assert (x.sector, x.new_sector) == (0, 128)
+
+
+def test_blktrace_writer_round_trips(tmp_path):
+    """write_blktrace's file reads back the same events (and payloads)."""
+    recs = guest_trace.parse(TRACE, DEVICES)
+    for name, rs in recs.items():
+        write_blktrace(tmp_path / f"{name}.blktrace.0", rs)
+        back = read_blktrace(tmp_path / f"{name}.blktrace.0")
+        assert [(r.action, r.op, r.sector, r.nr_sectors, r.new_sector, r.from_sector)
+                for r in back] == [(r.action, r.op, r.sector, r.nr_sectors, r.new_sector,
+                                    r.from_sector) for r in rs]
+
+
+def _rec(action, sector, n=8):
+    return TraceRecord(0, 0, 8 << 20, action, "R", sector, n, n * 512, 1, 0)
+
+
+def test_diff_identical_sequences():
+    """The same Q events in the same order are identical."""
+    a = [_rec("Q", s) for s in (0, 8, 16)]
+    assert diff.compare(a, list(a), "Q").identical
+
+
+def test_diff_reports_first_divergence_and_edit_distance():
+    """A swapped pair diverges at its first event; distance 2 (one move)."""
+    a = [_rec("Q", s) for s in (0, 8, 16, 24)]
+    b = [_rec("Q", s) for s in (0, 16, 8, 24)]
+    d = diff.compare(a, b, "Q")
+    assert (d.first, d.distance) == (1, 2)
+    assert d.kernel_next[0] == ("R", 8, 8) and d.emulator_next[0] == ("R", 16, 8)
+
+
+def test_seek_histogram_buckets():
+    """Sequential, backward and far issues land in their buckets."""
+    recs = [_rec("D", s) for s in (0, 8, 0, 4096)]
+    assert diff.seek_histogram(recs) == {"0": 1, "backward": 1, ">=2048": 1}
+
+
+def _job(tmp_path, stack_text, options="rw=read\nbs=64k\nsize=1m\n"):
+    (tmp_path / "s.toml").write_text(stack_text)
+    jf = tmp_path / "j.fio"
+    jf.write_text(f"[j]\nfilename=md0\ndirect=1\n{options}mdsplit_config=s.toml\n")
+    return jf
+
+
+def test_passthrough_stack_is_refused_with_one_line(tmp_path):
+    """kind = passthrough has no counterpart in the reference kernel: exit 2, one line."""
+    jf = _job(tmp_path, '[device]\nkind = "passthrough"\n[[members]]\npath = "a"\nsize = "16m"\n')
+    r = subprocess.run([sys.executable, "-m", "harness", "reference", "--vm", str(jf),
+                        "--report-dir", str(tmp_path / "rep")], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        'reference --vm: device.kind = "passthrough": the VM reference translates kind = '
+        '"raid5" only (the reference kernel has no dm-linear for a passthrough stack)']
+    assert not (tmp_path / "rep").exists()
+
+
+def test_bfq_groups_are_refused_with_one_line(tmp_path):
+    """mdsplit_group names BFQ groups, not translated: the option is named."""
+    stack = matrix.raid5_stack(3, "64k", "left-symmetric", "legacy", 16 << 20)
+    jf = _job(tmp_path, stack, "rw=read\nbs=64k\nsize=1m\nmdsplit_group=a\n")
+    job, path = translate.jobs_of(jf)[0]
+    with pytest.raises(translate.Untranslatable, match=r"^mdsplit_group=a: BFQ groups"):
+        translate.translate(job, path)
+
+
+def test_split_order_chooses_the_kernel(tmp_path):
+    """legacy -> Debian's 6.12 (stock code), fixed -> the patched build."""
+    for order, kernel in (("legacy", "debian-6.12"), ("fixed", "fixed")):
+        jf = _job(tmp_path, matrix.raid5_stack(4, "64k", "left-symmetric", order, 16 << 20))
+        job, path = translate.jobs_of(jf)[0]
+        assert translate.translate(job, path).kernel == kernel
+
+
+def test_guest_script_sets_member_limits_and_assume_clean(tmp_path):
+    """Each member's max_sectors is written explicitly; md0 is created --assume-clean."""
+    jf = _job(tmp_path, matrix.raid5_stack(3, "128k", "right-asymmetric", "legacy", 16 << 20))
+    job, path = translate.jobs_of(jf)[0]
+    script = translate.guest_script(translate.translate(job, path), "/share/j")
+    assert "echo 1024 > $C/m2/max_sectors" in script
+    assert ("--raid-devices=3 --chunk=128 --layout=right-asymmetric --assume-clean "
+            "/dev/m0 /dev/m1 /dev/m2") in script
+
+
+# --- against the real kernel --------------------------------------------------
+
+def _need_vm():
+    if why := machine.can_run_qemu():
+        pytest.skip(f"this machine cannot run the VM reference: {why}")
+
+
+def test_raid5_matrix_against_the_kernel(tmp_path, mdsplit_module):
+    """RAID5 reads (3-8 members, 4k-512k chunks, md's four layouts, aligned
+    and unaligned, 4k to several stripes) and writes (rmw, rcw, full stripe)
+    on the stock and patched kernels: every case identical, or a known
+    difference (matrix.KNOWN) with its kernel function."""
+    _need_vm()
+    result = matrix.run(matrix.CASES, tmp_path)
+    print(result.summary())
+    ran = result.identical + result.explained + result.differing
+    assert len(ran) == len(matrix.CASES), result.summary()
+    assert not result.differing, result.summary()
+
+
+def test_unknown_kernel_is_refused_with_one_line(tmp_path):
+    """--kernel names one of the prepared kernels; anything else: exit 2, one line."""
+    jf = _job(tmp_path, matrix.raid5_stack(3, "64k", "left-symmetric", "legacy", 16 << 20))
+    r = subprocess.run([sys.executable, "-m", "harness", "reference", "--vm", str(jf),
+                        "--kernel", "5.9"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "reference --vm: --kernel 5.9: allowed: stock, fixed, debian-6.12"]
