@@ -44,6 +44,10 @@ class ExperimentResult:
     # engine's version (recorded in the history row).
     seed: int | None = None
     engine_version: str | None = None
+    # Each machine.* metric: whether the host kept up with the model in the
+    # real-clock run it comes from, from that run's sidecars
+    # (docs/sidecar-lag.md): "host-bound (...)" or "keeps up (...)".
+    machine_notes: dict = field(default_factory=dict)
 
     def from_simulation(self, fio) -> None:
         """Takes the seed and engine version of a `harness simulate` run."""
@@ -133,6 +137,38 @@ def simulate_copy(jobs_dir: Path, job: str, out_dir: Path, sections=None, data=T
     return run_simulated(copy / job, sections=sections, data=data)
 
 
+def lag_note(fio, job: dict = None) -> str:
+    """What the sidecars of a real-clock fio run say of the host
+    (Sidecar.lag_note): the note of the job's own sidecar (its
+    mdsplit_stats) when it is known, else the run's host-bound ones (or,
+    when none is, the first); "" without lag figures."""
+    sidecars = dict(getattr(fio, "sidecars", {}) or {})
+    own = (job or {}).get("job options", {}).get("mdsplit_stats")
+    mine = [s for p, s in sidecars.items() if own and str(p).endswith(own)]
+    pool = mine or [s for s in sidecars.values() if s.host_bound] or list(sidecars.values())[:1]
+    return "; ".join(n for n in dict.fromkeys(s.lag_note() for s in pool) if n)
+
+
+def note_machine_metrics(result: ExperimentResult, fio_runs) -> None:
+    """Marks every machine.* metric of result not marked yet with what the
+    real-clock runs' sidecars say of the host (lag_note of each run)."""
+    notes = [lag_note(f) for f in fio_runs]
+    host_bound = [n for n in notes if n.startswith("host-bound")]
+    note = "; ".join(dict.fromkeys(host_bound or [n for n in notes if n]))
+    for name in result.metrics:
+        if name.startswith("machine.") and name not in result.machine_notes and note:
+            result.machine_notes[name] = note
+
+
+def real_clock_title(title: str, fio_runs) -> str:
+    """A plot title for figures of real-clock fio runs: says they are this
+    machine's, and whether the host was the bottleneck in any of them."""
+    notes = [lag_note(f) for f in fio_runs]
+    bound = any(n.startswith("host-bound") for n in notes)
+    state = "host-bound" if bound else "host kept up" if any(notes) else "host lag unknown"
+    return f"{title}\n(real clock, this machine: {state})"
+
+
 def clock_agreement_table(runs, result: ExperimentResult = None) -> str:
     """The two clocks side by side, job by job. runs: [(label, virtual,
     real)], each a virtual-clock FioResult (`harness simulate`) and the
@@ -142,7 +178,9 @@ def clock_agreement_table(runs, result: ExperimentResult = None) -> str:
     device the ratio is near 1; far from 1, the host (its CPUs, wake-ups,
     storage) is the limit here, not the model. Information: result.metrics
     gets machine.agreement.<label/job>.<direction>_ratio, never checked
-    against a thread."""
+    against a thread. Each row says what the real run's sidecar says of the
+    host (lag_note: host-bound or keeping up, docs/sidecar-lag.md), and
+    every machine.* metric of result gets its note (machine_notes)."""
     rows = []
     for label, virtual, real in runs:
         for job in real.jobs:
@@ -156,16 +194,23 @@ def clock_agreement_table(runs, result: ExperimentResult = None) -> str:
                 if not r_iops and not v_iops:
                     continue
                 ratio = v_iops / r_iops if r_iops else float("inf")
-                rows.append((name, d, v_iops, r_iops, ratio))
+                # Why a ratio is far from 1: the real run's own lag figures.
+                why = lag_note(real, job)
+                rows.append((name, d, v_iops, r_iops, ratio, why))
                 if result is not None and r_iops:
                     result.metrics[f"machine.agreement.{name}.{d}_ratio"] = ratio
+                    if why:
+                        result.machine_notes[f"machine.agreement.{name}.{d}_ratio"] = why
+    if result is not None:
+        note_machine_metrics(result, [real for _, _, real in runs])
     if not rows:
         return "clock agreement: no job ran on both clocks"
     w = max(len(r[0]) for r in rows) + 2
     lines = ["clock agreement: each job on the virtual clock (checked) and in real fio on this "
              "machine (not checked), IOPS as fio reports them",
-             f"{'job':<{w}}{'dir':<7}{'virtual':>12}{'real':>12}{'virtual/real':>14}"]
-    lines += [f"{n:<{w}}{d:<7}{v:>12.1f}{r:>12.1f}{x:>14.2f}" for n, d, v, r, x in rows]
+             f"{'job':<{w}}{'dir':<7}{'virtual':>12}{'real':>12}{'virtual/real':>14}  the host"]
+    lines += [f"{n:<{w}}{d:<7}{v:>12.1f}{r:>12.1f}{x:>14.2f}  {why}".rstrip()
+              for n, d, v, r, x, why in rows]
     return "\n".join(lines)
 
 

@@ -149,6 +149,10 @@ def print_outcome(o: Outcome, out, expectations) -> None:
     for t in r.tables:
         print(file=out)
         print(t, file=out)
+    bound = sorted(n for n, note in r.machine_notes.items() if note.startswith("host-bound"))
+    if bound:  # docs/sidecar-lag.md
+        print(f"\nhost-bound on this machine (the figure is the host's, not the model's): "
+              f"{', '.join(bound)}: {r.machine_notes[bound[0]]}", file=out)
     if o.checks:
         print(file=out)
         for desc, ok, detail in o.checks:
@@ -202,7 +206,8 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
     o.checks = checks + [tuple(c) for c in r.checks if c[0] not in seen]
     doc = {"name": name, "title": o.title, "seeds": o.seeds, "duration_s": round(o.duration, 3),
            "seed": r.seed, "engine_version": r.engine_version,
-           "metrics": r.metrics, "checks": [list(c) for c in o.checks], "tables": r.tables,
+           "metrics": r.metrics, "machine_notes": r.machine_notes,
+           "checks": [list(c) for c in o.checks], "tables": r.tables,
            "figures": r.figures, "raw": r.raw}
     (out_dir / "result.json").write_text(json.dumps(doc, indent=1, default=_jsonable))
     if history is not None:

@@ -17,6 +17,11 @@ class Sidecar:
     # The stack's io_uring ring (setup_flags, registered_buffer_bytes,
     # fixed_buffer_ios); empty when no member uses io_uring.
     io_uring: dict = field(default_factory=dict)
+    # How late the host ran against the model (docs/sidecar-lag.md): the
+    # thresholds, host_share, host_bound, suggested_time_scale, the
+    # calibration of time_scale = "auto" and each job's lag. Empty from an
+    # engine without lag accounting.
+    host_lag: dict = field(default_factory=dict)
     clock: str = ""   # "real" (fio with the engine) or "virtual" (harness simulate)
 
     def device(self, name: str) -> dict:
@@ -34,12 +39,32 @@ class Sidecar:
     def members(self) -> list:
         return [d for d in self.devices if d["role"] == "member"]
 
+    @property
+    def host_bound(self) -> bool:
+        """The host, not the model, limited this run (the engine's verdict)."""
+        return bool(self.host_lag.get("host_bound"))
+
+    def lag_note(self) -> str:
+        """Why a real-clock figure of this run may be far from the model's,
+        in a few words: "host-bound (host share 22 %, p99 lag 412 us;
+        time_scale 32 keeps up)", "keeps up (host share 1.2 %)", or "" when
+        the sidecar has no lag figures."""
+        if not self.host_lag:
+            return ""
+        share = 100 * float(self.host_lag.get("host_share", 0.0))
+        if not self.host_bound:
+            return f"keeps up (host share {share:.1f} %)"
+        p99 = self.virtual.get("lag", {}).get("total", {}).get("p99_ns", 0) / 1e3
+        return (f"host-bound (host share {share:.0f} %, p99 lag {p99:.0f} us; time_scale "
+                f"{self.host_lag.get('suggested_time_scale', 0):g} keeps up)")
+
 
 def load_sidecar(path) -> Sidecar:
     data = json.loads(Path(path).read_text())
     return Sidecar(path=str(path), elapsed_ns=data["elapsed_ns"], devices=data["devices"],
                    time_scale=float(data.get("time_scale", 1.0)),
-                   io_uring=data.get("io_uring", {}), clock=data.get("clock", ""))
+                   io_uring=data.get("io_uring", {}), clock=data.get("clock", ""),
+                   host_lag=data.get("host_lag", {}))
 
 
 def expected_sidecars(job_file, sections=None, extra_args=(), cwd=None, env=None) -> list:

@@ -124,6 +124,11 @@ private:
         void* arg;
         uint64_t tag;
     };
+    // Real clock: waits shorter than this are spun, not slept (a wake-up
+    // costs tens of us on a busy host, and the modelled time would pass).
+    static constexpr uint64_t kSpinWaitNs = 20'000;
+    void precise_sleeps();
+    void spin_until(uint64_t until);
     size_t run_due_timers();
     void drop_cancelled_top();
 

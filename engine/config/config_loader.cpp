@@ -437,7 +437,17 @@ void read_device(const Reader& reader, const toml::table& table, DeviceConfig& d
             .value_or(device.split_order);
     device.plug_order = reader.enumeration(table, "plug_order", path, "a plug order", kPlugOrders)
                             .value_or(device.plug_order);
-    device.time_scale = reader.number(table, "time_scale", path, 0.001, 1000).value_or(1.0);
+    // "auto": the fio engine calibrates it at setup (stack/time_scale_auto.h);
+    // until then, and on the virtual clock, which always keeps up, 1.
+    if (const toml::node* k = table.get("time_scale"); k && k->is_string()) {
+        if (k->as_string()->get() != "auto")
+            reader.fail(key_path(path, "time_scale"),
+                        "\"" + k->as_string()->get() + "\" is not a time scale",
+                        "a number from 0.001 to 1000, or \"auto\"");
+        device.time_scale_auto = true;
+    } else {
+        device.time_scale = reader.number(table, "time_scale", path, 0.001, 1000).value_or(1.0);
+    }
     device.devices_handle_discard_safely =
         reader.boolean(table, "devices_handle_discard_safely", path)
             .value_or(device.devices_handle_discard_safely);

@@ -100,6 +100,9 @@ struct DeviceConfig {
     // on a small machine. Rates in fio's output are then 1/time_scale of the
     // modelled device's; the sidecar records the factor.
     double time_scale = 1.0;
+    // time_scale = "auto": the fio engine picks the smallest factor this host
+    // keeps up with at setup (stack/time_scale_auto.h).
+    bool time_scale_auto = false;
     SchedulerKind scheduler = SchedulerKind::None;
     // raid5: md's module parameter of that name. Off (md's default), the
     // array takes no discards (EOPNOTSUPP); on, whole stripes are discarded

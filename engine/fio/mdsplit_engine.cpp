@@ -34,6 +34,7 @@
 #include "stack/shared_stack.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
+#include "stack/time_scale_auto.h"
 
 extern "C" {
 #include "fio.h"
@@ -381,17 +382,57 @@ void stop_stacks_left_at_exit() {
     }
 }
 
+// What job td will do on its device, for time_scale = "auto".
+AutoScaleJob auto_scale_job(thread_data* td) {
+    AutoScaleJob job;
+    job.name = job_name(td);
+    job.op = td_write(td) && !td_read(td) ? Op::Write : Op::Read;
+    job.block_bytes = td->o.bs[job.op == Op::Write ? DDIR_WRITE : DDIR_READ];
+    job.random = td_random(td);
+    job.iodepth = td->o.iodepth ? td->o.iodepth : 1;
+    job.think_ns = uint64_t(td->o.thinktime) * 1000 / std::max(1u, td->o.thinktime_blocks);
+    job.sched.group = group_of(td);
+    job.sched.group_weight = static_cast<EngineOptions*>(td->eo)->group_weight;
+    return job;
+}
+
+// The jobs that will share the device of job `self` (td): itself and the
+// threads the plan says share its stack (RunPlan::shares_stack).
+std::vector<AutoScaleJob> auto_scale_jobs(thread_data* self_td, const RunPlan& plan, size_t self) {
+    std::vector<AutoScaleJob> jobs{auto_scale_job(self_td)};
+    thread_data* td;
+    int i;
+    for_each_td(td, i) {
+        size_t index = size_t(i);
+        if (index != self && plan.jobs()[index].ours && plan.shares_stack(self, index))
+            jobs.push_back(auto_scale_job(td));
+    }
+    return jobs;
+}
+
 // exclusive: no other job can open this key (see mdsplit_setup).
+// auto_jobs: the jobs of the device, for time_scale = "auto" (else unused).
 std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const StackConfig& config,
-                                               const StackOptions& so, bool exclusive) {
+                                               const StackOptions& so, bool exclusive,
+                                               const std::vector<AutoScaleJob>& auto_jobs) {
     std::lock_guard<std::mutex> l(registry_mutex);
     static const bool at_exit = std::atexit(stop_stacks_left_at_exit) == 0;
     (void)at_exit;
     auto& slot = registry[key];
     std::shared_ptr<SharedStack> stack = slot.lock();
     if (!stack) {
-        stack = std::make_shared<SharedStack>(std::make_unique<Stack>(config, registry_clock, so),
+        // time_scale = "auto": measured now, once per device (time_scale_auto.h).
+        StackConfig scaled = config;
+        std::optional<TimeScaleCalibration> calibration;
+        if (config.device.time_scale_auto) {
+            calibration = calibrate_time_scale(config, auto_jobs, registry_clock);
+            scaled.device.time_scale = calibration->time_scale;
+            // stderr itself: fio's log_err() writes to --output's file.
+            std::fprintf(stderr, "%s\n", calibration->line(so.label).c_str());
+        }
+        stack = std::make_shared<SharedStack>(std::make_unique<Stack>(scaled, registry_clock, so),
                                               exclusive);
+        if (calibration) stack->stack().host_lag().set_calibration(*calibration);
         slot = stack;
     }
     stack->attach();
@@ -624,7 +665,9 @@ int mdsplit_setup(thread_data* td) {
         // buffered I/O, whose worker threads hand work back to the loop).
         bool exclusive = !td->o.use_thread || use.jobs.size() <= 1;
         so.single_issuer = exclusive && !data->buffered;
-        data->stack = open_shared_stack(key, config, so, exclusive);
+        std::vector<AutoScaleJob> auto_jobs;
+        if (config.device.time_scale_auto) auto_jobs = auto_scale_jobs(td, plan, self);
+        data->stack = open_shared_stack(key, config, so, exclusive, auto_jobs);
         data->plug_time_is_fio_time = exclusive && FioClock::uses_fio_clock();
         // The pid is the job thread's, taken at its first I/O: setup() may run
         // on fio's main thread for every job.
@@ -644,6 +687,11 @@ int mdsplit_setup(thread_data* td) {
         // completes (mdsplit_getevents).
         data->task.dsync = td->o.sync_io != 0;
         data->task.fadvise = fadvise_of(td);
+        // How late this job ran against the model (stack/host_lag.h): its
+        // think time per I/O is fio's thinktime spread over thinktime_blocks.
+        data->task.lag = data->stack->attach_lag_job(
+            job_name(td), data->depth,
+            uint64_t(td->o.thinktime) * 1000 / std::max(1u, td->o.thinktime_blocks));
         data->batch.reserve(data->depth);
         data->events.reserve(data->depth);
         if (data->buffered) data->stack->set_buffered_iodepth(data->depth);
@@ -813,6 +861,9 @@ void mdsplit_cleanup(thread_data* td) {
             // md logs a member failure (raid5_error's pr_crit); the last job out says it here.
             std::string failed = d->stack->stack().member_failure_notice();
             if (!failed.empty()) log_err("%s\n", failed.c_str());
+            // The host was the bottleneck: fio's figures are this machine's.
+            std::string verdict = d->stack->host_lag_verdict();
+            if (!verdict.empty()) std::fprintf(stderr, "%s\n", verdict.c_str());
             if (!write_sidecars(*d->stack)) td->error = EIO;
             d->stack->stop_md();
         }

@@ -131,12 +131,14 @@ void SharedStack::reap(TaskContext& task, size_t min, uint64_t timeout_ns,
     size_t want = min > out.size() ? min - out.size() : 0;
     if (exclusive_) {
         stack_->reap(task, want, timeout_ns);
+        stack_->host_lag().handed(task);
         take_completions(task, out);
     } else {
         std::unique_lock<std::mutex> lock(mu_);
         reap_locked(lock, task, want, timeout_ns);
         // Under the lock: another thread's reap may be completing this
         // task's I/O into task.completions right now (TSan found it).
+        stack_->host_lag().handed(task);
         take_completions(task, out);
     }
 }

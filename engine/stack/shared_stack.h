@@ -78,6 +78,16 @@ public:
         return exclusive_ && stack_->register_io_buffer(base, len);
     }
     Stack& stack() { return *stack_; }
+    // A submitter's lag accounting (HostLag::attach_job), under the lock.
+    TaskLagHook* attach_lag_job(const std::string& name, uint32_t depth, uint64_t think_ns) {
+        Guard g(*this);
+        return stack_->host_lag().attach_job(name, depth, think_ns);
+    }
+    // Stack::host_lag_verdict, under the lock.
+    std::string host_lag_verdict() {
+        Guard g(*this);
+        return stack_->host_lag_verdict();
+    }
 
 private:
     void reap_locked(std::unique_lock<std::mutex>& lock, TaskContext& task, size_t min,

@@ -103,16 +103,19 @@ void Stack::mark_forced_md_members(const StackOptions& options) {
 }
 
 Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
-    : config_(config), loop_(clock), tracer_(loop_) {
+    : config_(config), loop_(clock), host_lag_(loop_, config.members.size()), tracer_(loop_) {
     check_devices(options);
     start_ns_ = loop_.now();
     layer_ = std::make_unique<BlockLayer>(
         loop_, tracer_,
         config.device.split_order == SplitOrder::Fixed ? SplitInsert::Head : SplitInsert::Tail);
     layer_->set_plug_order(config.device.plug_order);
-    // [cpu] submit_bio and dispatch: modelled on the virtual clock only (a
-    // real run pays the real CPU), in device time like the members' models.
-    if (clock.is_virtual()) {
+    // [cpu] submit_bio and dispatch: the modelled submitting CPU, in device
+    // time like the members' models, on both clocks. On the real clock the
+    // host's own CPU time comes on top, measured as lag (host_lag.h): in slow
+    // motion it shrinks against the modelled time, and fio's figures become
+    // the model's, [cpu] included.
+    {
         DeviceTime device_time(config.device.time_scale);
         layer_->set_submit_cost(device_time.to_loop_ns(config.cpu.submit_bio_ns));
         layer_->set_dispatch_cost(device_time.to_loop_ns(config.cpu.dispatch_ns));
@@ -202,6 +205,7 @@ void Stack::open_members_and_device(const StackOptions& options,
             backend = std::make_unique<TimedBackend>(loop_, std::move(backend),
                                                      device_time.model(*m.model));
             timed = static_cast<TimedBackend*>(backend.get());
+            timed->set_lateness_probe(&host_lag_, uint32_t(i));
         }
         // [members.faults]: outermost, so a failed request costs no model
         // time. Its delays are the device's, so slow motion stretches them too.
@@ -346,7 +350,7 @@ void Stack::begin_batch(TaskContext& task) {
 }
 
 void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint64_t resid) {
-    task.completions.push_back(IoCompletion{cookie, error, resid});
+    task.complete(IoCompletion{cookie, error, resid});
 }
 
 // The direct-I/O path of block/fops.c __blkdev_direct_IO(): one dio holds a
@@ -354,6 +358,7 @@ void Stack::complete_now(TaskContext& task, uint64_t cookie, int32_t error, uint
 void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, void* buffer,
                   uint64_t cookie) {
     layer_->set_current(&task);
+    host_lag_.queued(task, cookie);
     if (!have_first_io_) {
         first_io_ns_ = loop_.now();
         have_first_io_ = true;
@@ -423,7 +428,7 @@ void Stack::queue(TaskContext& task, Op op, uint64_t offset, uint64_t length, vo
 void Stack::dio_endio(Bio* dio) {
     auto* task = static_cast<TaskContext*>(dio->private_data);
     task->in_flight--;
-    task->completions.push_back(IoCompletion{dio->tag, dio->error, dio->resid});
+    task->complete(IoCompletion{dio->tag, dio->error, dio->resid});
     dio->pool->put(dio);
 }
 
@@ -500,6 +505,9 @@ void Stack::submitter_timer(void* arg, uint64_t task) {
     auto* self = static_cast<Stack*>(arg);
     auto* t = reinterpret_cast<TaskContext*>(task);
     t->cpu.timer_armed = false;
+    // The modelled CPU resumes late when the host could not run it on time.
+    self->host_lag_.submitting_late(
+        *t, self->loop_.now() - std::min(self->loop_.now(), t->cpu.busy_until));
     self->run_submitter(*t);
 }
 
@@ -554,7 +562,8 @@ void json_seeks(JsonWriter& j, const SeekHistogram& h) {
 }
 
 void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t now,
-                 uint64_t elapsed_ns, const MemberQueue* member, const SizeHistogram* bio_sizes) {
+                 uint64_t elapsed_ns, const MemberQueue* member, const SizeHistogram* bio_sizes,
+                 const HostLag& lag, size_t member_index) {
     const DiskStats& s = d.stats();
     double secs = elapsed_ns ? double(elapsed_ns) / 1e9 : 0;
     j.begin_object().field("name", d.name()).field("role", role);
@@ -589,6 +598,12 @@ void json_device(JsonWriter& j, const BlockDevice& d, const char* role, uint64_t
         j.key("raid5");
         md->write_json(j);
     }
+    // How late the host ran against the model (host_lag.h, docs/sidecar-lag.md).
+    j.key("lag");
+    if (member)
+        lag.write_member_json(j, member_index);
+    else
+        lag.write_device_json(j);
     j.end_object();
 }
 }  // namespace
@@ -657,9 +672,13 @@ std::string Stack::stats_json() const {
     // replaces one, knows which run wrote the file.
     j.field("clock", loop_.clock().is_virtual() ? "virtual" : "real");
     j.field("time_scale", config_.device.time_scale).key("devices").begin_array();
-    json_device(j, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_);
-    for (auto& m : members_) json_device(j, *m, "member", now, elapsed, m.get(), nullptr);
+    json_device(j, *top_, "virtual", now, elapsed, nullptr, &bio_sizes_, host_lag_, 0);
+    for (size_t i = 0; i < members_.size(); i++)
+        json_device(j, *members_[i], "member", now, elapsed, members_[i].get(), nullptr, host_lag_,
+                    i);
     j.end_array();
+    j.key("host_lag");
+    host_lag_.write_json(j, config_.device.time_scale);
     if (ring_) {
         j.key("io_uring").begin_object().field("setup_flags", ring_->setup_flags());
         j.field("registered_buffer_bytes", ring_->registered_buffer_bytes());
@@ -707,6 +726,7 @@ void Stack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t l
         first_io_ns_ = loop_.now();
         have_first_io_ = true;
     }
+    host_lag_.queued(task, cookie);
     BufferedIo& b = buffered();
     switch (op) {
         case Op::Read:
@@ -726,12 +746,14 @@ void Stack::queue_buffered(TaskContext& task, Op op, uint64_t offset, uint64_t l
 
 void Stack::fsync(TaskContext& task, uint64_t cookie) {
     layer_->set_current(&task);
+    host_lag_.queued(task, cookie);
     buffered().fsync(task, cookie);
 }
 
 void Stack::sync_file_range(TaskContext& task, uint64_t offset, uint64_t length, unsigned flags,
                             uint64_t cookie) {
     layer_->set_current(&task);
+    host_lag_.queued(task, cookie);
     buffered().sync_file_range(task, offset, length, flags, cookie);
 }
 

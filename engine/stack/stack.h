@@ -18,6 +18,7 @@
 #include "core/md/md_superblock.h"
 #include "core/trace/size_histogram.h"
 #include "core/trace/tracer.h"
+#include "stack/host_lag.h"
 #include "stack/member_claim.h"
 #include "stack/member_failures.h"
 
@@ -68,6 +69,12 @@ public:
     uint64_t size_bytes() const { return top_->capacity() << kSectorShift; }
     uint32_t logical_block_size() const { return top_->logical_block_size(); }
     EventLoop& loop() { return loop_; }
+    // How late the host ran against the model (host_lag.h).
+    HostLag& host_lag() { return host_lag_; }
+    // One stderr line when the device was host-bound, "" otherwise.
+    std::string host_lag_verdict() const {
+        return host_lag_.verdict(top_->name(), config_.device.time_scale);
+    }
     Tracer& tracer() { return tracer_; }
     BlockLayer& layer() { return *layer_; }
     BlockDevice& top() { return *top_; }
@@ -191,6 +198,7 @@ private:
     // Before the members: released after their descriptors are closed.
     std::vector<MemberClaim> claims_;
     EventLoop loop_;
+    HostLag host_lag_;
     Tracer tracer_;
     std::unique_ptr<IoUringRing> ring_;
     std::unique_ptr<BlockLayer> layer_;

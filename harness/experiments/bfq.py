@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.device_time import DeviceTime
 from harness.experiment import (ExperimentResult, clock_agreement_table, engine_under_test,
+                                real_clock_title,
                                 find_report, simulate_copy, use_engine_under_test)
 from harness.kernel_fixtures import (MiB, ReferenceUnavailable, _read,
                                      cgroup_written_bytes, child_cgroup, cleanup_stale,
@@ -209,7 +210,8 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     try:
         from harness import expectations, plots
         bases = expectations.metric_bases(expectations.load()[EXPECTATIONS])
-        result.figures.append(bandwidth_figure(out_dir, series, result.metrics).name)
+        result.figures.append(bandwidth_figure(out_dir, series, result.metrics,
+                                               [r[2] for r in real_runs]).name)
         path = out_dir / "bfq-throughput.png"
         plots.bar_chart(path, {f"{p} {w}": result.metrics[f"{p}.{w}_MiBps"] for p, _ in PLACES for _, w, _ in VARIANTS},
                         ylabel="MiB/s", title="BFQ: 8 sync writers (virtual clock)",
@@ -649,17 +651,19 @@ def emulator_bfq(spec, db, progress, rounds=1):
         return None, f"the emulator's run failed: {e}"
 
 
-def bandwidth_figure(out_dir: Path, series: dict, metrics: dict) -> Path:
+def bandwidth_figure(out_dir: Path, series: dict, metrics: dict, real_runs=()) -> Path:
     """bfq-bandwidth.png: this machine's real-clock runs over time
     ({"place when": [(s, MiB/s)]}, device time) beside the thread's steady
-    figures; the caption names the checked (virtual-clock) figures."""
+    figures; the caption names the checked (virtual-clock) figures, the
+    title whether the host kept up in real_runs (their sidecars)."""
     from harness import plots
     checked = ", ".join(f"{p} {w} {metrics[f'{p}.{w}_MiBps']:.0f}"
                         for p, _ in PLACES for _, w, _ in VARIANTS)
     return plots.time_series(
         out_dir / "bfq-bandwidth.png", {f"this machine: {k}": v for k, v in series.items() if v},
-        title="This machine's real-clock fio runs (not checked): total write bandwidth "
-              "of the 8 jobs over time, in device time (fio's rate x time_scale)",
+        title=real_clock_title("This machine's real-clock fio runs (not checked): total write "
+                               "bandwidth of the 8 jobs over time, in device time (fio's rate x "
+                               "time_scale)", real_runs),
         levels={"thread: 550 MiB/s (root; non-root after)": 550,
                 "thread: 349 MiB/s (non-root before)": 349},
         caption="This machine's real-clock runs, one line per run, beside the thread's "

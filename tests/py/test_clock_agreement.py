@@ -28,3 +28,35 @@ def test_ratio_per_job_and_direction():
 def test_no_common_job_says_so():
     assert "no job ran on both clocks" in clock_agreement_table(
         [("", _fio([("a", 1.0, 0.0)]), _fio([("b", 1.0, 0.0)]))])
+
+
+def _sidecar(host_bound, share, p99_ns=412_000, suggested=32.0):
+    from harness.sidecar import Sidecar
+    return Sidecar(path="stats/x.json", elapsed_ns=1, devices=[
+        {"name": "md0", "role": "virtual", "lag": {"total": {"p99_ns": p99_ns}}}],
+        host_lag={"host_bound": host_bound, "host_share": share,
+                  "suggested_time_scale": suggested})
+
+
+def test_row_says_the_real_run_was_host_bound():
+    real = _fio([("a", 100.0, 0.0)])
+    real.sidecars = {"stats/x.json": _sidecar(True, 0.22)}
+    result = ExperimentResult("x")
+    text = clock_agreement_table([("", _fio([("a", 200.0, 0.0)]), real)], result)
+    assert text.splitlines()[2].endswith(
+        "host-bound (host share 22 %, p99 lag 412 us; time_scale 32 keeps up)")
+    assert result.machine_notes["machine.agreement.a.read_ratio"].startswith("host-bound")
+
+
+def test_row_says_the_host_kept_up():
+    real = _fio([("a", 100.0, 0.0)])
+    real.sidecars = {"stats/x.json": _sidecar(False, 0.012)}
+    text = clock_agreement_table([("", _fio([("a", 100.0, 0.0)]), real)])
+    assert text.splitlines()[2].endswith("keeps up (host share 1.2 %)")
+
+
+def test_real_clock_plot_title_says_host_bound():
+    from harness.experiment import real_clock_title
+    real = _fio([("a", 1.0, 0.0)])
+    real.sidecars = {"stats/x.json": _sidecar(True, 0.5)}
+    assert real_clock_title("bw", [real]) == "bw\n(real clock, this machine: host-bound)"

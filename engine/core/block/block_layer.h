@@ -41,7 +41,7 @@ public:
     void submit_bio_noacct(Bio* bio, bool split = false);
 
     // The submitting CPU's modelled time per ->submit_bio call, in loop time
-    // (virtual clock only; 0 = none). A task whose cpu.modelled is set pays
+    // (both clocks; 0 = none). A task whose cpu.modelled is set pays
     // it for every call of its __submit_bio_noacct loop (md_submit_bio of one
     // piece, blk_mq_submit_bio of one member bio, ...) and the loop pauses
     // (TaskSubmitCpu::paused) until its CPU is free; resume_submission()

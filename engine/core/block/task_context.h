@@ -13,6 +13,14 @@
 
 namespace mdsplit {
 
+// Watches a task's I/O for the lag accounting (stack/host_lag.h).
+class TaskLagHook {
+public:
+    virtual ~TaskLagHook() = default;
+    // The I/O `cookie` completed now, in the engine.
+    virtual void completed(uint64_t cookie) = 0;
+};
+
 // An fio I/O that finished: its cookie, a negative errno, bytes not done.
 struct IoCompletion {
     uint64_t cookie = 0;
@@ -44,8 +52,8 @@ enum class Fadvise : uint8_t { None, Normal, Random, Sequential };
 // ->submit_bio call of its __submit_bio_noacct loop takes that long, and each
 // request its plug flushes hands to a driver, so the loop pauses between two
 // calls until the CPU is free and the work queued behind it (the dio's next
-// bios, blk_finish_plug) waits its turn. Unused when both costs are 0 (the
-// real clock: the real CPU pays).
+// bios, blk_finish_plug) waits its turn. Unused when both costs are 0.
+// On the real clock the host CPU pays on top (measured as lag, host_lag.h).
 struct TaskSubmitCpu {
     // What the task does at the top level, in order (blk_start_plug,
     // submit_bio of one dio bio, blk_finish_plug).
@@ -72,13 +80,21 @@ struct TaskContext {
     uint64_t in_flight = 0;
     BioList* bio_list = nullptr;  // current->bio_list: [0] and [1]
     PlugList plug;
-    TaskSubmitCpu cpu;  // modelled submission time (virtual clock only)
+    TaskSubmitCpu cpu;  // modelled submission time ([cpu], both clocks)
     // The task's device was opened O_SYNC or O_DSYNC (fio's sync=): its
     // buffered writes are written back before they complete
     // (generic_write_sync()).
     bool dsync = false;
     // The advice given on the task's file when it was opened (None: none).
     Fadvise fadvise = Fadvise::None;
+    // The task's lag accounting (stack/host_lag.h), or none.
+    TaskLagHook* lag = nullptr;
+
+    // An I/O of the task finished: fio takes it from `completions`.
+    void complete(const IoCompletion& c) {
+        completions.push_back(c);
+        if (lag) lag->completed(c.cookie);
+    }
 };
 
 }  // namespace mdsplit

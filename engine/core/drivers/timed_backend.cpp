@@ -16,7 +16,7 @@ void TimedBackend::submit(Request* rq) {
 void TimedBackend::on_inner_complete(void* ctx, Request* rq, int64_t res) {
     auto* self = static_cast<TimedBackend*>(ctx);
     if (self->loop_.now() >= rq->model_done_ns) {
-        self->complete(rq, res);
+        self->deliver(rq, res, self->loop_.now());
         return;
     }
     rq->result = res;
@@ -26,7 +26,17 @@ void TimedBackend::on_inner_complete(void* ctx, Request* rq, int64_t res) {
 
 void TimedBackend::on_model_time(void* arg, uint64_t) {
     auto* rq = static_cast<Request*>(arg);
-    static_cast<TimedBackend*>(rq->ring_owner)->complete(rq, rq->result);
+    // The backend had finished before the model time (or this timer would
+    // not have been armed).
+    static_cast<TimedBackend*>(rq->ring_owner)->deliver(rq, rq->result, rq->model_done_ns);
+}
+
+// Completes rq upwards, telling the probe how late that is against the model.
+void TimedBackend::deliver(Request* rq, int64_t res, uint64_t inner_done_ns) {
+    if (probe_)
+        probe_->delivered(
+            member_, ModelDelivery{rq->issue_ns, rq->model_done_ns, inner_done_ns, loop_.now()});
+    complete(rq, res);
 }
 
 }  // namespace mdsplit

@@ -6,6 +6,7 @@
 
 #include "base/event_loop.h"
 #include "core/drivers/backend.h"
+#include "core/drivers/lateness_probe.h"
 #include "core/drivers/timing_model.h"
 
 namespace mdsplit {
@@ -20,13 +21,21 @@ public:
     const char* kind() const override { return inner_->kind(); }
     const TimingModel& model() const { return model_; }
     Backend& inner() { return *inner_; }
+    // Tells `probe` of every delivered request, as member `member`.
+    void set_lateness_probe(LatenessProbe* probe, uint32_t member) {
+        probe_ = probe;
+        member_ = member;
+    }
 
 private:
     static void on_inner_complete(void* ctx, Request* rq, int64_t res);
     static void on_model_time(void* arg, uint64_t tag);
     EventLoop& loop_;
     std::unique_ptr<Backend> inner_;
+    void deliver(Request* rq, int64_t res, uint64_t inner_done_ns);
     TimingModel model_;
+    LatenessProbe* probe_ = nullptr;
+    uint32_t member_ = 0;
 };
 
 }  // namespace mdsplit

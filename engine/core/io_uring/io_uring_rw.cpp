@@ -231,7 +231,7 @@ void BufferedIo::deliver(Request& r) {
     }
     if (r.error) stats_.errors++;
     if (r.remote) loop_.expect_remote(-1);
-    r.task->completions.push_back(IoCompletion{r.cookie, r.error, p.resid});
+    r.task->complete(IoCompletion{r.cookie, r.error, p.resid});
     r.task->in_flight--;
     if (record_paths_) paths_.push_back(p);
     live_requests_--;

@@ -1,0 +1,254 @@
+"""Host lag on the real clock (engine/stack/host_lag.h, docs/sidecar-lag.md):
+a host-bound run says so (stderr and sidecar), time_scale = "auto" brings
+fio's figures within 10 % of `simulate` of the same job file, and a run
+that keeps up says nothing. With a second fio competing for the CPU the
+figures must be within 10 % unless the run itself said it was host-bound
+(auto at its largest factor, 1000, did not keep up): never silently off.
+Each fio run lasts a few seconds; the machine may be shared."""
+import contextlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.fio_runner import run_fio
+from harness.simulate import simulate_job
+
+ROOT = Path(__file__).resolve().parents[2]
+VERDICT = "host-bound:"
+
+
+def bfq_stack(counting, time_scale, model="nvme"):
+    ts = f'"{time_scale}"' if time_scale == "auto" else time_scale
+    return f"""
+[device]
+kind = "passthrough"
+scheduler = "bfq"
+time_scale = {ts}
+
+[bfq]
+group_counting = "{counting}"
+
+[[members]]
+path = "m0"
+size = "8g"
+backend = "null"
+model = "{model}"
+queue_depth = 1023
+"""
+
+
+def writers_global(engine, runtime) -> str:
+    """The [global] section of psync 4k random writers sharing one device (thread=1)."""
+    return f"""[global]
+ioengine=external:{engine}
+thread=1
+direct=1
+iodepth=1
+rw=randwrite
+bs=4k
+size=256m
+offset_increment=256m
+time_based=1
+runtime={runtime}
+"""
+
+
+def bfq_job(engine, runtime, variants=("legacy", "fixed"), writers=8):
+    """8 psync 4k random writers in one non-root group (seed 004), each variant a run."""
+    text = writers_global(engine, runtime) + "mdsplit_group=test\n"
+    for v in variants:
+        for i in range(writers):
+            text += f"\n[nonroot-{v}-{i}]\nfilename=nonroot-{v}\nmdsplit_config=bfq-{v}.toml\n"
+            if i == 0:
+                text += f"stonewall\nmdsplit_stats=stats/bfq-{v}.json\n"
+    return text
+
+
+def weights_job(engine, runtime):
+    """Three groups of weight 100/200/400, one psync writer each, one bfq device."""
+    text = writers_global(engine, runtime) + """filename=w
+mdsplit_config=bfq-fixed.toml
+mdsplit_stats=stats/weights.json
+"""
+    for w in (100, 200, 400):
+        text += f"\n[g{w}]\nmdsplit_group=g{w}\nmdsplit_group_weight={w}\n"
+    return text
+
+
+def write(dir: Path, files: dict):
+    (dir / "stats").mkdir(exist_ok=True)
+    for name, text in files.items():
+        (dir / name).write_text(text)
+
+
+def verdicts(result):
+    return [l for l in result.stderr.splitlines() if VERDICT in l]
+
+
+def written(result) -> int:
+    return {j["jobname"]: j["write"]["io_bytes"] + j["read"]["io_bytes"] for j in result.jobs}
+
+
+def group_sum(bytes_by_job: dict, prefix: str) -> int:
+    return sum(v for k, v in bytes_by_job.items() if k.startswith(prefix))
+
+
+@contextlib.contextmanager
+def competing_fio(seconds):
+    """A second fio burning one CPU (cpuio) while the test's fio runs."""
+    proc = subprocess.Popen(["fio", "--name=burn", "--ioengine=cpuio", "--cpuload=100",
+                             "--time_based", f"--runtime={seconds}", "--output=/dev/null"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def sim_bytes(sim) -> dict:
+    return {j["jobname"]: j["write"]["io_bytes"] + j["read"]["io_bytes"] for j in sim["jobs"]}
+
+
+def test_bfq_nonroot_at_time_scale_4_is_host_bound(engine, tmp_path):
+    """Seed 004's non-root writers at time_scale 4: the verdict line and the sidecar say host-bound."""
+    write(tmp_path, {"bfq-legacy.toml": bfq_stack("legacy", 4), "bfq-fixed.toml": bfq_stack("fixed", 4),
+                     "job.fio": bfq_job(engine, "1s", variants=("fixed",))})
+    res = run_fio(tmp_path / "job.fio")
+    lines = verdicts(res)
+    assert len(lines) == 1 and lines[0].startswith("mdsplit: nonroot-fixed: host-bound:"), res.stderr
+    side = json.loads((tmp_path / "stats/bfq-fixed.json").read_text())
+    assert side["host_lag"]["host_bound"] and side["host_lag"]["suggested_time_scale"] > 4
+    lag = side["devices"][0]["lag"]
+    assert lag["requests"] > 0 and lag["host_share"] > 0.05
+    assert len(side["host_lag"]["jobs"]) == 8
+
+
+def within_or_said_host_bound(ok: bool, res, compete: bool) -> bool:
+    """The figure is the model's, or (competing for the CPU) the run said it
+    was not: a verdict line on stderr."""
+    return ok or (compete and bool(verdicts(res)))
+
+
+def at_picked_scale(dir: Path, res, stacks: dict):
+    """The stack files rewritten with the factor each device's calibration
+    picked (its sidecar's time_scale), for simulate of the same job file
+    over the same span of device time. stacks: {toml name: sidecar path}."""
+    for toml, side in stacks.items():
+        k = json.loads((dir / side).read_text())["time_scale"]
+        text = (dir / toml).read_text().replace('time_scale = "auto"', f"time_scale = {k}")
+        (dir / toml).write_text(text)
+
+
+@pytest.mark.parametrize("compete", [False, True], ids=["alone", "competing"])
+def test_bfq_nonroot_auto_matches_simulate(engine, tmp_path, compete):
+    """With time_scale = "auto" the non-root legacy/fixed ratio is within 10 % of simulate's."""
+    write(tmp_path, {"bfq-legacy.toml": bfq_stack("legacy", "auto"),
+                     "bfq-fixed.toml": bfq_stack("fixed", "auto"),
+                     "job.fio": bfq_job(engine, "2s")})
+    with competing_fio(60) if compete else contextlib.nullcontext():
+        res = run_fio(tmp_path / "job.fio")
+    assert sum('time_scale = "auto"' in l for l in res.stderr.splitlines()) == 2, res.stderr
+    at_picked_scale(tmp_path, res, {"bfq-legacy.toml": "stats/bfq-legacy.json",
+                                    "bfq-fixed.toml": "stats/bfq-fixed.json"})
+    b = sim_bytes(simulate_job(tmp_path / "job.fio", data=False))
+    k = {v: json.loads((tmp_path / f"stats/bfq-{v}.json").read_text())["time_scale"]
+         for v in ("legacy", "fixed")}
+    real = written(res)
+    ratio = (group_sum(real, "nonroot-legacy") * k["legacy"]) / (group_sum(real, "nonroot-fixed") * k["fixed"])
+    sim_ratio = (group_sum(b, "nonroot-legacy") * k["legacy"]) / (group_sum(b, "nonroot-fixed") * k["fixed"])
+    ok = ratio == pytest.approx(sim_ratio, rel=0.10)
+    assert within_or_said_host_bound(ok, res, compete), (ratio, sim_ratio, res.stderr)
+
+
+@pytest.mark.parametrize("compete", [False, True], ids=["alone", "competing"])
+def test_weights_auto_match_simulate(engine, tmp_path, compete):
+    """Three groups of weight 100/200/400 with time_scale = "auto": each share within 10 % of simulate's."""
+    write(tmp_path, {"bfq-fixed.toml": bfq_stack("fixed", "auto"),
+                     "job.fio": weights_job(engine, "2s")})
+    with competing_fio(60) if compete else contextlib.nullcontext():
+        res = run_fio(tmp_path / "job.fio")
+    at_picked_scale(tmp_path, res, {"bfq-fixed.toml": "stats/weights.json"})
+    sim = sim_bytes(simulate_job(tmp_path / "job.fio", data=False))
+    real = written(res)
+    ok = all(real[g] / sum(real.values()) == pytest.approx(sim[g] / sum(sim.values()), rel=0.10)
+             for g in ("g100", "g200", "g400"))
+    assert within_or_said_host_bound(ok, res, compete), (real, sim, res.stderr)
+
+
+def test_weights_at_time_scale_1_are_host_bound(engine, tmp_path):
+    """The three weighted writers at time_scale 1: the verdict names the device."""
+    write(tmp_path, {"bfq-fixed.toml": bfq_stack("fixed", 1), "job.fio": weights_job(engine, "1s")})
+    res = run_fio(tmp_path / "job.fio")
+    assert [l.split(":")[1].strip() for l in verdicts(res)] == ["w"], res.stderr
+
+
+def test_slow_model_keeps_up_and_says_nothing(engine, tmp_path):
+    """Writers on the hdd preset (8 ms seeks): no verdict line, host_bound false."""
+    write(tmp_path, {"bfq-fixed.toml": bfq_stack("fixed", 1, model="hdd"),
+                     "job.fio": bfq_job(engine, "1s", variants=("fixed",), writers=2)})
+    res = run_fio(tmp_path / "job.fio")
+    assert verdicts(res) == [], res.stderr
+    side = json.loads((tmp_path / "stats/bfq-fixed.json").read_text())
+    assert not side["host_lag"]["host_bound"] and side["host_lag"]["time_scale_auto"] is None
+    assert side["devices"][0]["lag"]["requests"] > 0
+
+
+def raid5_jobs(tmp_path, time_scale, ios=6):
+    """jobs/raid5-split-order.fio and its stacks, cut to `ios` reads per variant."""
+    for name in ("raid5-split-order.fio", "raid5-legacy.toml", "raid5-fixed.toml"):
+        text = (ROOT / "jobs" / name).read_text()
+        if name.endswith(".toml"):
+            ts = f'"{time_scale}"' if time_scale == "auto" else time_scale
+            text = text.replace("time_scale = 4", f"time_scale = {ts}")
+        else:
+            text = text.replace("size=2240m", f"size={ios * 4480}k")
+            text = text.replace("/usr/local/lib/mdsplit/libmdsplit.so", str(ROOT / "build/libmdsplit.so"))
+        (tmp_path / name).write_text(text)
+    (tmp_path / "stats").mkdir(exist_ok=True)
+    (tmp_path / "work").mkdir(exist_ok=True)
+    return tmp_path / "raid5-split-order.fio"
+
+
+def raid5_ratio(jobs, dir: Path) -> float:
+    """fixed/legacy md0 throughput in device time (fio's x each sidecar's time_scale)."""
+    k = {v: json.loads((dir / f"stats/raid5-{v}.json").read_text())["time_scale"]
+         for v in ("legacy", "fixed")}
+    bw = {j["jobname"]: j["read"]["bw_bytes"] * k[j["jobname"]] for j in jobs}
+    return bw["fixed"] / bw["legacy"]
+
+
+def test_raid5_at_time_scale_1_is_host_bound(engine, tmp_path):
+    """The RAID5 dd of seeds 000/002 at time_scale 1: both variants host-bound."""
+    job = raid5_jobs(tmp_path, 1)
+    job.write_text(job.read_text().replace(str(ROOT / "build/libmdsplit.so"), str(engine)))
+    res = run_fio(job)
+    assert len(verdicts(res)) == 2, res.stderr
+
+
+@pytest.mark.parametrize("compete", [False, True], ids=["alone", "competing"])
+def test_raid5_auto_matches_simulate(engine, tmp_path, compete):
+    """The fixed/legacy md0 throughput ratio with time_scale = "auto" is within 10 % of simulate's."""
+    job = raid5_jobs(tmp_path, "auto")
+    job.write_text(job.read_text().replace(str(ROOT / "build/libmdsplit.so"), str(engine)))
+    with competing_fio(120) if compete else contextlib.nullcontext():
+        res = run_fio(job)
+    real = raid5_ratio(res.jobs, tmp_path)
+    sim = raid5_ratio(simulate_job(job, data=False)["jobs"], tmp_path)
+    ok = real == pytest.approx(sim, rel=0.10)
+    assert within_or_said_host_bound(ok, res, compete), (real, sim, res.stderr)
+
+
+def test_time_scale_string_other_than_auto_is_refused(mdsplit_module):
+    """time_scale = "fast": one line naming the key and the allowed values."""
+    with pytest.raises(Exception, match=r'device\.time_scale: "fast" is not a time scale; '
+                                        r'allowed: a number from 0\.001 to 1000, or "auto"'):
+        mdsplit_module.Simulation(bfq_stack("fixed", 1).replace("time_scale = 1",
+                                                                'time_scale = "fast"'))
+
+
+def test_auto_is_one_on_the_virtual_clock(mdsplit_module):
+    """The virtual clock always keeps up: "auto" runs at 1 there."""
+    assert mdsplit_module.Simulation(bfq_stack("fixed", "auto")).stats()["time_scale"] == 1
