@@ -2,6 +2,7 @@
 into one result object."""
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -20,6 +21,9 @@ class FioError(RuntimeError):
         self.returncode = returncode
         self.stderr = stderr
 
+
+# engine/stack/host_lag.cpp: host_lag_verdict() and TimeScaleCalibration::line().
+ENGINE_NOTICE = re.compile(r'mdsplit: [^:]+: (host-bound: |time_scale = "auto": )')
 
 @dataclass
 class FioResult:
@@ -43,7 +47,15 @@ class FioResult:
         return sum(job[d]["total_ios"] for d in ("read", "write", "trim"))
 
     def mdsplit_errors(self) -> list:
-        return [l for l in self.stderr.splitlines() if l.startswith("mdsplit:")]
+        """The engine's lines on stderr, less its notices (mdsplit_notices)."""
+        return [l for l in self.stderr.splitlines()
+                if l.startswith("mdsplit:") and not ENGINE_NOTICE.match(l)]
+
+    def mdsplit_notices(self) -> list:
+        """The engine's notices of how this machine kept up with the model:
+        the host-bound verdict and the time_scale = "auto" calibration
+        (docs/sidecar-lag.md). They describe the run; they are not errors."""
+        return [l for l in self.stderr.splitlines() if ENGINE_NOTICE.match(l)]
 
     @property
     def simulated(self) -> bool:

@@ -41,6 +41,8 @@ def test_fio_cgroup_is_the_jobs_bfq_group(tmp_path, engine, fio_cgroups):
     run_fio(jobfile, timeout=60)
     real = member_groups(json.loads((tmp_path / "s.json").read_text()))
     assert real == [("/", None), (fio_cgroups, 250)]
+    # simulate replaces no real run's sidecar: the real one is moved away.
+    (tmp_path / "s.json").rename(tmp_path / "s-real.json")
     simulate_job(jobfile)
     assert member_groups(json.loads((tmp_path / "s.json").read_text())) == real
 
