@@ -205,7 +205,10 @@ void Stack::open_members_and_device(const StackOptions& options,
             backend = std::make_unique<TimedBackend>(loop_, std::move(backend),
                                                      device_time.model(*m.model));
             timed = static_cast<TimedBackend*>(backend.get());
-            timed->set_lateness_probe(&host_lag_, uint32_t(i));
+            // Lateness is the host's, on the real clock only: the virtual
+            // clock waits for the model, and when this machine's io_uring
+            // reaped a virtual-clock member's request is not a figure.
+            if (!loop_.clock().is_virtual()) timed->set_lateness_probe(&host_lag_, uint32_t(i));
         }
         // [members.faults]: outermost, so a failed request costs no model
         // time. Its delays are the device's, so slow motion stretches them too.

@@ -13,7 +13,7 @@ def test_fitted_bars_are_hatched(monkeypatch, tmp_path):
     ours = ax.containers[0]
     assert [bar.get_hatch() for bar in ours] == ["//", None]
     assert "fitted" in ours.get_label()
-    plots.plt.close(saved["fig"])            # _save, replaced here, closes it
+    plots._pyplot().close(saved["fig"])      # _save, replaced here, closes it
 
 
 def test_bfq_metric_bases_mark_the_fitted_columns():
