@@ -67,12 +67,7 @@ void MemberQueue::run_queue() {
             continue;
         }
         // blk_mq_get_driver_tag() failed: onto hctx->dispatch, restart later.
-        rq->next = nullptr;
-        if (waiting_tail_)
-            waiting_tail_->next = rq;
-        else
-            waiting_head_ = rq;
-        waiting_tail_ = rq;
+        wait_for_tag(rq);
         restart_ = true;
         break;
     }

@@ -113,6 +113,10 @@ void MemberQueue::dispatch(Request* rq) {
     }
     // No free tag: the request waits on the hctx dispatch list.
     layer_.trace_rq(TraceAction::Insert, this, rq);
+    wait_for_tag(rq);
+}
+
+void MemberQueue::wait_for_tag(Request* rq) {
     rq->next = nullptr;
     if (waiting_tail_)
         waiting_tail_->next = rq;

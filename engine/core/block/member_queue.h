@@ -84,6 +84,8 @@ private:
     Request* alloc_request(Bio* bio);
     void add_rq_to_plug(PlugList& plug, Request* rq);
     void issue(Request* rq);
+    // No driver tag: rq waits at the tail of the hctx dispatch list.
+    void wait_for_tag(Request* rq);
     void issue_waiting();
     static void end_request(void* ctx, Request* rq, int64_t res);
     void complete_request(Request* rq, int64_t res);
