@@ -131,9 +131,7 @@ class MatrixResult:
 
 
 # Each case runs on its split order's kernel (translate.choose_kernel); the
-# fixed cases run on the patched tinyconfig build with reads of at most
-# BIO_MAX_VECS pages (one bio whatever the buffer's physical layout, which
-# varies from boot to boot on that build: reference.BOOTS).
+# emulator lays fio's buffer out as the guest's pagemap reports it.
 
 
 def run(cases, directory: Path, kernel: str = None, progress=None) -> MatrixResult:

@@ -27,17 +27,6 @@ from harness.blktrace import read_trace_dir
 from harness.vm import diff, guest_trace, machine, translate
 
 
-# The guest's fio buffer is not always physically contiguous (the page
-# allocator's free lists vary from boot to boot on the tinyconfig kernels):
-# a boot whose md0 bios differ from the emulator's is repeated.
-BOOTS = 3
-
-
-def _top_bios(records: dict) -> list:
-    """md0's bio sizes (the order and places are what diff.md compares)."""
-    return sorted((r.op, r.nr_sectors) for r in records.get("md0", []) if r.action == "Q")
-
-
 class VmRunError(RuntimeError):
     """A run failed in the guest; str(e) is one line."""
 
@@ -79,13 +68,13 @@ def toml_text(doc: dict) -> str:
 
 def emulator_stack(stack: Path, g: translate.GuestJob, out: Path) -> Path:
     """The stack the emulator runs beside the guest: the job's own, its
-    members' paths under `out` and the dio buffer as physically contiguous
-    as the guest's (THP always: one run of the block's pages, [bio]
-    contiguity = { pattern = [pages] }); md0's Q sequence in diff.md checks
-    that both sides built the same bios."""
+    members' paths under `out` and [bio] contiguity = { pattern = [...] }
+    from the guest's pagemap of fio's buffer (g.pattern, run_kernel), in
+    place of the stack's own, so that both sides build bios over the same
+    physical layout; md0's Q sequence in diff.md checks that they did."""
     import tomllib
     doc = tomllib.loads(stack.read_text())
-    doc.setdefault("bio", {})["contiguity"] = {"pattern": [max(g.warmup_bs // 4096, 1)]}
+    doc.setdefault("bio", {})["contiguity"] = {"pattern": g.pattern}
     for i, m in enumerate(doc.get("members", [])):
         m["path"] = str((out / f"member{i}.img").resolve())
     path = out / f"{g.section}.toml"
@@ -135,7 +124,7 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
         d = out / g.section
         (d / "out").mkdir(parents=True, exist_ok=True)
         (d / "run.sh").write_text(translate.guest_script(g, f"/share/{g.section}"))
-        (d / "job.fio").write_text(translate.guest_job_file(g))
+        (d / "job.fio").write_text(translate.guest_job_file(g, f"/share/{g.section}"))
         lines.append(f"sh /share/{g.section}/run.sh")
     (out / "run.sh").write_text("\n".join(lines) + "\n")
     boot = machine.boot(kernel, out)
@@ -154,6 +143,7 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
             raise VmRunError(f"job {g.section}: the guest's trace buffer overran "
                              f"({_overruns(stats)} events lost); the job is too long for one "
                              "trace")
+        g.pattern = _buffer_pattern(g, d / "out")
         devices = guest_trace.read_members(d / "out/members")
         outside = {}
         result[g.section] = guest_trace.parse((d / "out/trace.txt").read_text(), devices,
@@ -163,6 +153,30 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
                           or "none"))
         guest_trace.write_dir(result[g.section], d)
     return result, boot.seconds
+
+
+def _buffer_pattern(g: translate.GuestJob, out: Path) -> list:
+    """The guest's fio buffer layout as a contiguity pattern (io_u 0's
+    buffer: every I/O of an iodepth=1 job uses it); writes out/fio.json."""
+    text = (out / "fio.out").read_text(errors="replace")
+    fio_json, addrs = translate.split_fio_output(text)
+    (out / "fio.json").write_text(fio_json)
+    pagemap = out / "pagemap"
+    if not addrs or not pagemap.exists():
+        raise VmRunError(f"job {g.section}: the guest did not report fio's buffer layout "
+                         f"(fio --debug=mem buffer lines: {len(addrs)}; {pagemap} "
+                         f"{'present' if pagemap.exists() else 'missing'})")
+    text = pagemap.read_text()
+    runs = [translate.buffer_runs(text, a, g.max_bs) for a in addrs]
+    g.notes.append(
+        f"bio.contiguity: fio's buffer in the guest, from its /proc/PID/pagemap "
+        f"(harness/vm/pagemap.c): {len(runs[0])} physically contiguous run(s) over "
+        f"{sum(runs[0])} pages, longest {max(runs[0])}; the emulator runs with it as "
+        "contiguity = { pattern = [...] } in place of the stack's")
+    if any(r != runs[0] for r in runs[1:]):
+        g.notes.append(f"the guest's {len(runs)} io_u buffers differ in layout; the emulator "
+                       "lays every buffer out as io_u 0's")
+    return translate.runs_pattern(runs[0])
 
 
 def _header(g: translate.GuestJob, seconds: float, fio_json: Path) -> list:
@@ -213,30 +227,19 @@ def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None
         if spent:
             say(f"mdsplit vm: prepared in {spent:.0f} s")
         report.mkdir(parents=True, exist_ok=True)
+        kernel_records = {}
+        for k in dict.fromkeys(g.kernel for g in guests):
+            mine = [g for g in guests if g.kernel == k]
+            say(f"reference --vm: {len(mine)} job(s) on the {k} kernel (QEMU TCG)")
+            records, out.seconds[k] = run_kernel(k, mine, report / "kernel")
+            kernel_records.update(records)
+            say(f"reference --vm: {out.seconds[k]:.1f} s in the VM ({k}: boot and "
+                f"{len(mine)} job(s))")
+        # The emulator after the kernel: it takes the guest's buffer layout.
         t0 = time.monotonic()
         say(f"reference --vm: the emulator (simulate) on {job_file}")
         emulated = run_emulator(pairs, guests, report / "emulator")
         say(f"reference --vm: simulate took {time.monotonic() - t0:.1f} s")
-        kernel_records = {}
-        for k in dict.fromkeys(g.kernel for g in guests):
-            mine = [g for g in guests if g.kernel == k]
-            for attempt in range(1, BOOTS + 1):
-                say(f"reference --vm: {len(mine)} job(s) on the {k} kernel (QEMU TCG)")
-                records, out.seconds[k] = run_kernel(k, mine, report / "kernel")
-                uneven = [g.section for g in mine
-                          if _top_bios(records[g.section]) != _top_bios(emulated[g.section])]
-                if not uneven or attempt == BOOTS:
-                    break
-                say(f"reference --vm: the guest's fio buffer was not physically contiguous "
-                    f"(md0's bios differ from one per read: {', '.join(uneven)}); booting again "
-                    f"({attempt + 1} of {BOOTS})")
-            for g in mine:
-                g.notes.append(f"boots of the {k} kernel: {attempt} (a boot whose fio buffer "
-                               "is not physically contiguous is repeated, at most "
-                               f"{BOOTS})")
-            kernel_records.update(records)
-            say(f"reference --vm: {out.seconds[k]:.1f} s in the VM ({k}: boot and "
-                f"{len(mine)} job(s))")
         sections_md = []
         for g in guests:
             out.devices[g.section] = diff.diff_devices(kernel_records[g.section],
