@@ -144,6 +144,86 @@ def test_guest_script_sets_member_limits_and_assume_clean(tmp_path):
             "/dev/m0 /dev/m1 /dev/m2") in script
 
 
+FIO_OUT = """fio: set debug option mem
+mem      81    io_u alloc 0x559b3a7123c0, index 0
+mem      81    io_u 0x559b3a7123c0, mem 0x7f80b4655000
+j : Saving output of postrun in j.postrun.txt
+{
+  "fio version" : "fio-3.33",
+  "jobs" : []
+}
+mem      81    free malloc mem 0x7f80b4654010
+"""
+
+
+def test_fio_output_splits_into_json_and_buffer_addresses():
+    """--debug=mem lines give the io_u buffers; the JSON is what lies between braces."""
+    text, addrs = translate.split_fio_output(FIO_OUT)
+    assert addrs == [0x7f80b4655000]
+    assert text.startswith("{") and '"jobs"' in text and "mem " not in text
+
+
+def test_buffer_runs_follow_consecutive_page_frames():
+    """Runs break where the next page's frame does not follow; absent pages stand alone."""
+    pagemap = ("map 7f0000000000 7f0000010000\n"
+               "run 7f0000000000 1 900\n"          # before the buffer
+               "run 7f0000001000 3 100\n"          # pages 0-2
+               "run 7f0000004000 1 103\n"          # page 3 continues the run
+               "run 7f0000005000 2 0\n"            # pages 4-5 absent
+               "run 7f0000007000 2 50\n")          # pages 6-7
+    assert translate.buffer_runs(pagemap, 0x7f0000001000, 8 * 4096) == [4, 1, 1, 2]
+
+
+def test_runs_pattern_groups_equal_neighbours():
+    """[1, 1, 1, 512, 4, 4] -> [[1, 3], 512, [4, 2]] (the stack's pattern syntax)."""
+    assert translate.runs_pattern([1, 1, 1, 512, 4, 4]) == [[1, 3], 512, [4, 2]]
+
+
+def test_pagemap_tool_reports_a_host_fio_buffer(tmp_path):
+    """mdsplit-pagemap as fio's exec_postrun reports the buffer fio's --debug=mem names."""
+    import os
+    import shutil
+    if os.geteuid() != 0 or not shutil.which("gcc") or not shutil.which("fio"):
+        pytest.skip("needs root (pagemap's frame numbers), gcc and fio")
+    tool = tmp_path / "mdsplit-pagemap"
+    subprocess.run(["gcc", "-O2", "-static", "-o", str(tool),
+                    str(ROOT / "harness/vm/pagemap.c")], check=True)
+    r = subprocess.run(["fio", "--name=j", f"--filename={tmp_path / 'f'}", "--size=1m",
+                        "--bs=256k", "--rw=read", "--debug=mem",
+                        f"--exec_postrun={tool} {tmp_path / 'pagemap'} 262144"],
+                       cwd=tmp_path, capture_output=True, text=True, check=True)
+    _, addrs = translate.split_fio_output(r.stdout)
+    runs = translate.buffer_runs((tmp_path / "pagemap").read_text(), addrs[0], 256 << 10)
+    assert len(addrs) == 1 and sum(runs) == 64
+
+
+def test_missing_qemu_is_one_line(tmp_path, monkeypatch):
+    """Without QEMU a boot fails with one line naming the binary and its package."""
+    monkeypatch.setattr(machine, "QEMU", "qemu-system-x86_64-absent")
+    with pytest.raises(machine.VmUnavailable) as e:
+        machine.boot("stock", tmp_path)
+    assert "\n" not in str(e.value)
+    assert str(e.value).startswith("qemu-system-x86_64-absent is not installed")
+
+
+def test_kernel_download_failure_names_the_package(tmp_path):
+    """prepare.sh with apt-get failing ends with one line naming what it could not get."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "apt-get").write_text("#!/bin/sh\nexit 100\n")
+    (stub / "apt-get").chmod(0o755)
+    import os
+    env = dict(os.environ, PATH=f"{stub}:{os.environ['PATH']}",
+               MDSPLIT_VM_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run(["sh", str(ROOT / "harness/vm/prepare.sh"), "debian-6.12"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 1
+    pins = machine.pins()
+    assert (f"cannot download {pins['LINUX_SOURCE_PACKAGE']}={pins['LINUX_SOURCE_VERSION']}"
+            in last or last.startswith("mdsplit vm: apt-get failed installing")), last
+
+
 # --- against the real kernel --------------------------------------------------
 
 def _need_vm():
