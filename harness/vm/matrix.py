@@ -28,6 +28,8 @@ class Case:
     bs: str
     size: str
     offset: str = "0"
+    thp: str = "always"     # the guest's transparent_hugepage/enabled
+    policy: str = None      # [bio] policy written into the stack (None: the default)
 
 
 # RAID5 reads: 3-8 members, chunks 4k-512k, md's four layouts, aligned and
@@ -59,7 +61,18 @@ WRITE_CASES = [
     Case("w4-c64k-ls-192k-full-fixed", 4, "64k", "left-symmetric", "fixed", "write", "192k",
          "1536k"),
 ]
-CASES = READ_CASES + WRITE_CASES
+
+# The original bio policy (seed 001's "before": 6.12's
+# __bio_iov_iter_get_pages()) on large direct reads whose buffer's physical
+# layout the guest's pagemap reports: THP never (runs of a few pages, so a
+# bio ends at BIO_MAX_VECS bvecs) and always (2 MiB runs).
+BIO_CASES = [
+    Case("r4-c64k-ls-16m-original-nothp", 4, "64k", "left-symmetric", "legacy", "read", "16m",
+         "64m", thp="never", policy="original"),
+    Case("r4-c64k-ls-16m-original-thp", 4, "64k", "left-symmetric", "legacy", "read", "16m",
+         "64m", policy="original"),
+]
+CASES = READ_CASES + WRITE_CASES + BIO_CASES
 
 # Cases whose sequences differ for a reason the emulator leaves as it is:
 # case name -> (the kernel function, why); docs/vm-reference.md lists them.
@@ -83,10 +96,13 @@ KNOWN: dict = {
 }
 
 
-def raid5_stack(members: int, chunk: str, layout: str, order: str, member_bytes: int) -> str:
+def raid5_stack(members: int, chunk: str, layout: str, order: str, member_bytes: int,
+                policy: str = None) -> str:
     """A RAID5 stack file over `members` members (mq-deadline, as the thread's sd* disks)."""
     lines = ["[device]", 'kind = "raid5"', f'chunk = "{chunk}"', f'layout = "{layout}"',
              'max_sectors = "1m"', f'split_order = "{order}"', 'scheduler = "mq-deadline"']
+    if policy:
+        lines += ["[bio]", f'policy = "{policy}"']
     for i in range(members):
         lines += ["[[members]]", f'path = "m{i}.img"', f"size = {member_bytes}",
                   'max_sectors = "512k"', "queue_depth = 32"]
@@ -98,7 +114,7 @@ def job_file(cases, directory: Path) -> Path:
     sections = []
     for c in cases:
         (directory / f"{c.name}.toml").write_text(
-            raid5_stack(c.members, c.chunk, c.layout, c.order, 64 * MiB))
+            raid5_stack(c.members, c.chunk, c.layout, c.order, 64 * MiB, c.policy))
         sections.append(f"[{c.name}]\nioengine=external:{paths.engine_path()}\nfilename=md0\ndirect=1\nrw={c.rw}\nbs={c.bs}\n"
                         f"size={c.size}\noffset={c.offset}\niodepth=1\nstonewall\n"
                         f"mdsplit_config={c.name}.toml\n")
@@ -138,11 +154,12 @@ def run(cases, directory: Path, kernel: str = None, progress=None) -> MatrixResu
     t0 = time.monotonic()
     say = progress or (lambda s: print(s, file=sys.stderr))
     devices, seconds, rc = {}, {}, 0
-    for order in dict.fromkeys(c.order for c in cases):
-        mine = [c for c in cases if c.order == order]
-        jf = job_file(mine, directory / order / "jobs")
-        out = reference.compare_jobs(jf, directory / order / "report",
-                                     kernel=kernel, progress=say)
+    for order, thp in dict.fromkeys((c.order, c.thp) for c in cases):
+        mine = [c for c in cases if (c.order, c.thp) == (order, thp)]
+        name = order if thp == "always" else f"{order}-thp-{thp}"
+        jf = job_file(mine, directory / name / "jobs")
+        out = reference.compare_jobs(jf, directory / name / "report",
+                                     kernel=kernel, progress=say, thp=thp)
         devices.update(out.devices)
         seconds.update(out.seconds)
         rc = max(rc, out.rc)

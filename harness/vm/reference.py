@@ -208,8 +208,10 @@ class Outcome:
 
 
 def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None,
-                 progress=None) -> Outcome:
-    """Runs the job file on both sides; writes the traces and diff.md."""
+                 progress=None, thp: str = "always") -> Outcome:
+    """Runs the job file on both sides; writes the traces and diff.md.
+    `thp`: the guest's transparent_hugepage/enabled (always, madvise or
+    never: how physically contiguous fio's buffer comes out)."""
     say = progress or (lambda s: None)
     if kernel is not None and kernel not in machine.KERNELS:
         print(f"reference --vm: --kernel {kernel}: allowed: {', '.join(machine.KERNELS)}",
@@ -218,6 +220,8 @@ def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None
     try:
         pairs = translate.jobs_of(job_file, sections)
         guests = [translate.translate(job, stack, kernel) for job, stack in pairs]
+        for g in guests:
+            g.thp = thp
     except translate.Untranslatable as e:
         print(f"reference --vm: {e}", file=sys.stderr)
         return Outcome(2)

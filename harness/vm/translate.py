@@ -81,6 +81,7 @@ class GuestJob:
     max_bs: int               # bytes of one io_u buffer (fio's td_max_bs())
     notes: list = field(default_factory=list)
     pattern: list = None      # the guest's buffer layout (buffer_pattern), after the run
+    thp: str = "always"       # the guest's transparent_hugepage/enabled for the job
 
 
 _ENGINE_OPTIONS = ("mdsplit_config", "mdsplit_stats", "mdsplit_trace")
@@ -136,6 +137,11 @@ def translate(job, config_path: Path, kernel_override: str = None) -> GuestJob:
     for key, why in _REFUSED_OPTIONS.items():
         if job.get(key) is not None:
             raise Untranslatable(f"{key}={job.get(key)}: {why}")
+    policy = doc.get("bio", {}).get("policy", "original")
+    if policy != "original":
+        raise Untranslatable(f"bio.policy = \"{policy}\": seed 001's patches are in no "
+                             "prepared kernel; 6.12's __bio_iov_iter_get_pages() (block/bio.c) "
+                             "is the \"original\" policy (allowed: \"original\")")
     kernel, why = choose_kernel(device, kernel_override)
     members = []
     for i, m in enumerate(doc.get("members", [])):
@@ -299,7 +305,8 @@ def guest_script(g: GuestJob, root: str) -> str:
     # fio's buffer takes whatever free pages the allocator hands out
     # (compacted free memory gives it longer physically contiguous runs);
     # mdsplit-pagemap reports the layout it got, which the emulator takes.
-    s += ["echo 3 > /proc/sys/vm/drop_caches", "echo 1 > /proc/sys/vm/compact_memory"]
+    s += [f"echo {q(g.thp)} > /sys/kernel/mm/transparent_hugepage/enabled",
+          "echo 3 > /proc/sys/vm/drop_caches", "echo 1 > /proc/sys/vm/compact_memory"]
     s += ["echo 0 > $T/tracing_on", "echo > $T/trace", "echo 65536 > $T/buffer_size_kb"]
     for ev in ("block_bio_queue", "block_getrq", "block_rq_insert", "block_rq_issue",
                "block_rq_complete", "block_bio_backmerge", "block_bio_frontmerge",

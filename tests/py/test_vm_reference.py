@@ -126,6 +126,14 @@ def test_bfq_groups_are_refused_with_one_line(tmp_path):
         translate.translate(job, path)
 
 
+def test_bio_policy_other_than_original_is_refused(tmp_path):
+    """6.12 builds bios the original way; seed 001's align policy has no kernel here."""
+    stack = matrix.raid5_stack(3, "64k", "left-symmetric", "legacy", 16 << 20, "align")
+    job, path = translate.jobs_of(_job(tmp_path, stack))[0]
+    with pytest.raises(translate.Untranslatable, match=r'^bio.policy = "align": seed 001'):
+        translate.translate(job, path)
+
+
 def test_split_order_chooses_the_kernel(tmp_path):
     """legacy -> Debian's 6.12 (stock code), fixed -> the patched build."""
     for order, kernel in (("legacy", "debian-6.12"), ("fixed", "fixed")):
@@ -233,7 +241,8 @@ def _need_vm():
 
 def test_raid5_matrix_against_the_kernel(tmp_path, mdsplit_module):
     """RAID5 reads (3-8 members, 4k-512k chunks, md's four layouts, aligned
-    and unaligned, 4k to several stripes) and writes (rmw, rcw, full stripe)
+    and unaligned, 4k to several stripes), writes (rmw, rcw, full stripe)
+    and the original bio policy over the guest's pagemap-reported buffer,
     on the stock and patched kernels: every case identical, or a known
     difference (matrix.KNOWN) with its kernel function."""
     _need_vm()
