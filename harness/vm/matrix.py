@@ -30,6 +30,7 @@ class Case:
     offset: str = "0"
     thp: str = "always"     # the guest's transparent_hugepage/enabled
     policy: str = None      # [bio] policy written into the stack (None: the default)
+    scheduler: str = "mq-deadline"   # the members' elevator
 
 
 # RAID5 reads: 3-8 members, chunks 4k-512k, md's four layouts, aligned and
@@ -72,7 +73,17 @@ BIO_CASES = [
     Case("r4-c64k-ls-16m-original-thp", 4, "64k", "left-symmetric", "legacy", "read", "16m",
          "64m", policy="original"),
 ]
-CASES = READ_CASES + WRITE_CASES + BIO_CASES
+
+# bfq as the members' elevator (one process, no groups: the order bfq's
+# dispatch gives one queue's requests; the tunables as the emulator's,
+# translate.bfq_tunables).
+BFQ_CASES = [
+    Case("r4-c64k-ls-4480k-bfq", 4, "64k", "left-symmetric", "legacy", "read", "4480k",
+         "44800k", scheduler="bfq"),
+    Case("w4-c64k-ls-192k-full-bfq", 4, "64k", "left-symmetric", "legacy", "write", "192k",
+         "1536k", scheduler="bfq"),
+]
+CASES = READ_CASES + WRITE_CASES + BIO_CASES + BFQ_CASES
 
 # Cases whose sequences differ for a reason the emulator leaves as it is:
 # case name -> (the kernel function, why); docs/vm-reference.md lists them.
@@ -97,10 +108,11 @@ KNOWN: dict = {
 
 
 def raid5_stack(members: int, chunk: str, layout: str, order: str, member_bytes: int,
-                policy: str = None) -> str:
-    """A RAID5 stack file over `members` members (mq-deadline, as the thread's sd* disks)."""
+                policy: str = None, scheduler: str = "mq-deadline") -> str:
+    """A RAID5 stack file over `members` members (mq-deadline by default, as
+    the thread's sd* disks)."""
     lines = ["[device]", 'kind = "raid5"', f'chunk = "{chunk}"', f'layout = "{layout}"',
-             'max_sectors = "1m"', f'split_order = "{order}"', 'scheduler = "mq-deadline"']
+             'max_sectors = "1m"', f'split_order = "{order}"', f'scheduler = "{scheduler}"']
     if policy:
         lines += ["[bio]", f'policy = "{policy}"']
     for i in range(members):
@@ -114,7 +126,8 @@ def job_file(cases, directory: Path) -> Path:
     sections = []
     for c in cases:
         (directory / f"{c.name}.toml").write_text(
-            raid5_stack(c.members, c.chunk, c.layout, c.order, 64 * MiB, c.policy))
+            raid5_stack(c.members, c.chunk, c.layout, c.order, 64 * MiB, c.policy,
+                        c.scheduler))
         sections.append(f"[{c.name}]\nioengine=external:{paths.engine_path()}\nfilename=md0\ndirect=1\nrw={c.rw}\nbs={c.bs}\n"
                         f"size={c.size}\noffset={c.offset}\niodepth=1\nstonewall\n"
                         f"mdsplit_config={c.name}.toml\n")
@@ -131,6 +144,7 @@ class MatrixResult:
     differing: list = field(default_factory=list)
     seconds: float = 0.0
     vm_seconds: dict = field(default_factory=dict)
+    case_seconds: dict = field(default_factory=dict)   # case -> seconds in the guest
     report: Path = None
 
     def summary(self) -> str:
@@ -143,6 +157,8 @@ class MatrixResult:
                  f"); diff.md under {self.report}"]
         lines += [f"  differing: {name}" for name in self.differing]
         lines += [f"  explained: {name}: {KNOWN[name][0]}" for name in self.explained]
+        lines += ["  seconds in the guest per case: " + ", ".join(
+            f"{name} {t:.1f}" for name, t in self.case_seconds.items())]
         return "\n".join(lines)
 
 
@@ -153,7 +169,7 @@ class MatrixResult:
 def run(cases, directory: Path, kernel: str = None, progress=None) -> MatrixResult:
     t0 = time.monotonic()
     say = progress or (lambda s: print(s, file=sys.stderr))
-    devices, seconds, rc = {}, {}, 0
+    devices, seconds, case_seconds, rc = {}, {}, {}, 0
     for order, thp in dict.fromkeys((c.order, c.thp) for c in cases):
         mine = [c for c in cases if (c.order, c.thp) == (order, thp)]
         name = order if thp == "always" else f"{order}-thp-{thp}"
@@ -161,10 +177,12 @@ def run(cases, directory: Path, kernel: str = None, progress=None) -> MatrixResu
         out = reference.compare_jobs(jf, directory / name / "report",
                                      kernel=kernel, progress=say, thp=thp)
         devices.update(out.devices)
-        seconds.update(out.seconds)
+        seconds.update({(k if thp == "always" else f"{k} thp {thp}"): v
+                        for k, v in out.seconds.items()})
+        case_seconds.update(out.job_seconds)
         rc = max(rc, out.rc)
     result = MatrixResult(rc, seconds=time.monotonic() - t0, vm_seconds=seconds,
-                          report=directory)
+                          case_seconds=case_seconds, report=directory)
     for c in cases:
         if c.name not in devices:
             continue

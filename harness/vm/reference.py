@@ -125,14 +125,22 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
         (d / "out").mkdir(parents=True, exist_ok=True)
         (d / "run.sh").write_text(translate.guest_script(g, f"/share/{g.section}"))
         (d / "job.fio").write_text(translate.guest_job_file(g, f"/share/{g.section}"))
-        lines.append(f"sh /share/{g.section}/run.sh")
+        # Each job's time in the guest (its members, md0, warm-up, fio,
+        # teardown), from the guest's uptime.
+        lines += ["read t0 _ < /proc/uptime", f"sh /share/{g.section}/run.sh",
+                  "read t1 _ < /proc/uptime", f"echo {g.section} $t0 $t1 >> /share/job.seconds"]
     (out / "run.sh").write_text("\n".join(lines) + "\n")
+    (out / "job.seconds").unlink(missing_ok=True)
     boot = machine.boot(kernel, out)
-    for f in ("run.sh", "run.log", "console.log"):
+    for f in ("run.sh", "run.log", "run.rc", "console.log", "job.seconds"):
         if (out / f).exists():
             (out / f).replace(out / f"{kernel}.{f}")
     if boot.rc != 0:
-        tail = (boot.log.strip().splitlines() or ["(no output)"])[-1]
+        # The script's last line; a boot that never reached it, the
+        # console's panic line (or its last).
+        console = boot.console.strip().splitlines()
+        panic = [line for line in console if "Kernel panic" in line]
+        tail = (boot.log.strip().splitlines() or panic or console or ["(no output)"])[-1]
         raise VmRunError(f"the jobs failed in the VM ({kernel}, exit {boot.rc}): {tail} "
                          f"(log: {out / (kernel + '.run.log')})")
     result = {}
@@ -153,6 +161,17 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
                           or "none"))
         guest_trace.write_dir(result[g.section], d)
     return result, boot.seconds
+
+
+def job_seconds(kernel_dir: Path, kernel: str) -> dict:
+    """{section: seconds in the guest} of one kernel's boot (run_kernel)."""
+    path = kernel_dir / f"{kernel}.job.seconds"
+    out = {}
+    for line in (path.read_text().splitlines() if path.exists() else []):
+        parts = line.split()
+        if len(parts) == 3:
+            out[parts[0]] = float(parts[2]) - float(parts[1])
+    return out
 
 
 def _buffer_pattern(g: translate.GuestJob, out: Path) -> list:
@@ -202,6 +221,7 @@ class Outcome:
     rc: int                                   # the exit status
     devices: dict = field(default_factory=dict)   # section -> [diff.DeviceDiff]
     seconds: dict = field(default_factory=dict)   # kernel -> wall seconds of its boot
+    job_seconds: dict = field(default_factory=dict)   # section -> seconds in the guest
 
     def identical(self, section: str) -> bool:
         return all(d.q.identical and d.d.identical for d in self.devices[section])
@@ -236,6 +256,7 @@ def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None
             mine = [g for g in guests if g.kernel == k]
             say(f"reference --vm: {len(mine)} job(s) on the {k} kernel (QEMU TCG)")
             records, out.seconds[k] = run_kernel(k, mine, report / "kernel")
+            out.job_seconds.update(job_seconds(report / "kernel", k))
             kernel_records.update(records)
             say(f"reference --vm: {out.seconds[k]:.1f} s in the VM ({k}: boot and "
                 f"{len(mine)} job(s))")

@@ -80,6 +80,7 @@ class GuestJob:
     warmup_bs: int            # bytes of the warm-up read
     max_bs: int               # bytes of one io_u buffer (fio's td_max_bs())
     notes: list = field(default_factory=list)
+    iosched: dict = field(default_factory=dict)   # queue/iosched/<file> -> value
     pattern: list = None      # the guest's buffer layout (buffer_pattern), after the run
     thp: str = "always"       # the guest's transparent_hugepage/enabled for the job
 
@@ -179,11 +180,32 @@ def translate(job, config_path: Path, kernel_override: str = None) -> GuestJob:
         plug_order=device.get("plug_order", "fifo"),
         ioengine=ioengine, fio_options=options,
         warmup_bs=sizes[0], max_bs=max(sizes))
+    if g.scheduler == "bfq":
+        g.iosched = bfq_tunables(doc.get("bfq", {}))
+        g.notes.append("bfq tunables (queue/iosched): " +
+                       ", ".join(f"{k}={v}" for k, v in g.iosched.items()))
     g.notes.append(f"ioengine={ioengine} (the job's iodepth={depth}); filename=/dev/md0")
     if "cpu" in doc or "models" in doc or "time_scale" in device:
         g.notes.append("[cpu], models and time_scale: timing only; the VM compares order and "
                        "sizes, not times (TCG)")
     return g
+
+
+def bfq_tunables(bfq: dict) -> dict:
+    """queue/iosched/ files of the kernel's bfq (block/bfq-iosched.c
+    bfq_attrs) for a stack's [bfq] table, the emulator's defaults
+    (engine/config/stack_config.h BfqConfig) where it is silent: the
+    kernel's own defaults differ (low_latency 1, max_budget 0 = auto-tuned
+    from the peak rate, which the emulator does not model)."""
+    from harness.units import parse_duration_ns
+
+    def ms(key, default):
+        return parse_duration_ns(bfq.get(key, default)) // 1_000_000
+    return {"low_latency": int(bool(bfq.get("low_latency", False))),
+            "slice_idle_us": parse_duration_ns(bfq.get("slice_idle", "8ms")) // 1000,
+            "strict_guarantees": int(bool(bfq.get("strict_guarantees", False))),
+            "max_budget": int(bfq.get("max_budget", 16384)),
+            "timeout_sync": ms("timeout_sync", "125ms")}
 
 
 def jobs_of(job_file: Path, sections=None) -> list:
@@ -302,6 +324,7 @@ def guest_script(g: GuestJob, root: str) -> str:
     for m in g.members:
         s += [f"echo none > /sys/block/{m.name}/queue/scheduler",
               f"echo {q(g.scheduler)} > /sys/block/{m.name}/queue/scheduler"]
+        s += [f"echo {v} > /sys/block/{m.name}/queue/iosched/{k}" for k, v in g.iosched.items()]
     # fio's buffer takes whatever free pages the allocator hands out
     # (compacted free memory gives it longer physically contiguous runs);
     # mdsplit-pagemap reports the layout it got, which the emulator takes.

@@ -134,6 +134,17 @@ def test_bio_policy_other_than_original_is_refused(tmp_path):
         translate.translate(job, path)
 
 
+def test_bfq_members_get_the_emulators_tunables(tmp_path):
+    """A bfq stack's tunables reach the guest's iosched files (low_latency off as modelled)."""
+    stack = matrix.raid5_stack(3, "64k", "left-symmetric", "legacy", 16 << 20,
+                               scheduler="bfq") + '[bfq]\nslice_idle = "2ms"\n'
+    job, path = translate.jobs_of(_job(tmp_path, stack))[0]
+    script = translate.guest_script(translate.translate(job, path), "/share/j")
+    assert "echo 0 > /sys/block/m2/queue/iosched/low_latency" in script
+    assert "echo 2000 > /sys/block/m0/queue/iosched/slice_idle_us" in script
+    assert "echo 16384 > /sys/block/m1/queue/iosched/max_budget" in script
+
+
 def test_split_order_chooses_the_kernel(tmp_path):
     """legacy -> Debian's 6.12 (stock code), fixed -> the patched build."""
     for order, kernel in (("legacy", "debian-6.12"), ("fixed", "fixed")):
