@@ -15,6 +15,10 @@
  * out of it by the addresses fio's --debug=mem prints.
  *
  * Usage: mdsplit-pagemap OUT [MIN_BYTES]
+ *        mdsplit-pagemap --join CGROUP_DIR
+ * --join (a job's exec_prerun, harness/vm/groups.py): moves the same fio
+ * job process into the cgroup v2 group CGROUP_DIR (its cgroup.procs), so
+ * that its bios are charged to that group's BFQ weight.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -72,7 +76,20 @@ static void dump_range(FILE *out, int pagemap, uint64_t start, uint64_t end) {
         fprintf(out, "run %" PRIx64 " %" PRIu64 " %" PRIu64 "\n", run_start, run_pages, run_pfn);
 }
 
+static int join(const char *dir) {
+    int pid = fio_ancestor();
+    char path[512];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "w");
+    if (pid < 0 || !f || fprintf(f, "%d\n", pid) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "mdsplit-pagemap: cannot move fio's job process into %s\n", dir);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--join") == 0) return join(argv[2]);
     if (argc < 2) {
         fprintf(stderr, "usage: mdsplit-pagemap OUT [MIN_BYTES]\n");
         return 2;

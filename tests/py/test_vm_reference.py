@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.blktrace import TraceRecord, read_blktrace, write_blktrace
-from harness.vm import diff, guest_trace, machine, matrix, translate
+from harness.vm import diff, groups, guest_trace, machine, matrix, translate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -272,3 +272,23 @@ def test_unknown_kernel_is_refused_with_one_line(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "reference --vm: --kernel 5.9: allowed: stock, fixed, debian-6.12"]
+
+
+def test_bfq_group_shares_against_the_kernel(tmp_path, mdsplit_module):
+    """BFQ groups of weights 100/200/400 (io.bfq.weight) on a slow null_blk: each
+    job's share of the bytes read, kernel over emulator, within groups.TOLERANCE
+    or a known difference (groups.KNOWN)."""
+    _need_vm()
+    result = groups.run(groups.CASES, tmp_path)
+    print(result.summary())
+    assert len(result.outcomes) == len(groups.CASES), result.summary()
+    assert not result.differing(), result.summary()
+
+
+def test_bfq_group_guest_script_weights_and_joins(tmp_path):
+    """Each group gets its io.bfq.weight; each job joins its group from exec_prerun."""
+    case = groups.CASES[0]
+    script = groups.guest_script(case, "/share/x")
+    assert "echo 400 > /sys/fs/cgroup/g400/io.bfq.weight" in script
+    assert "echo 2 > /sys/kernel/config/nullb/m0/irqmode" in script
+    assert "exec_prerun=/bin/mdsplit-pagemap --join /sys/fs/cgroup/g200" in groups.guest_job(case)
