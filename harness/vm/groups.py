@@ -223,10 +223,7 @@ def run(cases, directory: Path, kernel: str = "debian-6.12", progress=None) -> G
     say(f"bfq groups: {len(cases)} case(s) on the {kernel} kernel (QEMU TCG)")
     boot = machine.boot(kernel, share)
     if boot.rc != 0:
-        tail = (boot.log.strip().splitlines() or boot.console.strip().splitlines()
-                or ["(no output)"])[-1]
-        raise reference.VmRunError(f"bfq groups failed in the VM ({kernel}, exit {boot.rc}): "
-                                   f"{tail} (log: {share / 'run.log'})")
+        raise reference.boot_error("bfq groups", kernel, boot, share / "run.log")
     result = GroupsResult(vm_seconds=boot.seconds)
     emu = directory / "emulator"
     emu.mkdir(parents=True, exist_ok=True)

@@ -115,6 +115,15 @@ def _overruns(stats: str) -> int:
                if line.startswith("overrun:"))
 
 
+def boot_error(what: str, kernel: str, boot: machine.Boot, log: Path) -> VmRunError:
+    """One line for a boot whose script failed: the script's last line, or
+    for a boot that never reached it the console's panic line (or its last)."""
+    console = boot.console.strip().splitlines()
+    panic = [line for line in console if "Kernel panic" in line]
+    tail = (boot.log.strip().splitlines() or panic or console or ["(no output)"])[-1]
+    return VmRunError(f"{what} failed in the VM ({kernel}, exit {boot.rc}): {tail} (log: {log})")
+
+
 def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
     """({section: {dev: records}}, seconds) of the jobs on one kernel, in
     one boot (each job builds its members and md0 and tears them down)."""
@@ -136,13 +145,7 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
         if (out / f).exists():
             (out / f).replace(out / f"{kernel}.{f}")
     if boot.rc != 0:
-        # The script's last line; a boot that never reached it, the
-        # console's panic line (or its last).
-        console = boot.console.strip().splitlines()
-        panic = [line for line in console if "Kernel panic" in line]
-        tail = (boot.log.strip().splitlines() or panic or console or ["(no output)"])[-1]
-        raise VmRunError(f"the jobs failed in the VM ({kernel}, exit {boot.rc}): {tail} "
-                         f"(log: {out / (kernel + '.run.log')})")
+        raise boot_error("the jobs", kernel, boot, out / f"{kernel}.run.log")
     result = {}
     for g in guests:
         d = out / g.section

@@ -225,6 +225,17 @@ def test_missing_qemu_is_one_line(tmp_path, monkeypatch):
     assert str(e.value).startswith("qemu-system-x86_64-absent is not installed")
 
 
+def test_boot_that_never_ran_its_script_names_the_panic(tmp_path):
+    """A boot that panicked before /init's script: the console's panic line, one line."""
+    from harness.vm import reference
+    console = ("[    0.04] ..MP-BIOS bug: 8254 timer not connected to IO-APIC\n"
+               "[    0.06] Kernel panic - not syncing: IO-APIC + timer doesn't work!\n"
+               "[    0.06] Call Trace:\n")
+    e = reference.boot_error("the jobs", "debian-6.12", machine.Boot(None, "", console, 1.0),
+                             tmp_path / "run.log")
+    assert "\n" not in str(e) and "Kernel panic - not syncing: IO-APIC" in str(e)
+
+
 def test_kernel_download_failure_names_the_package(tmp_path):
     """prepare.sh with apt-get failing ends with one line naming what it could not get."""
     stub = tmp_path / "bin"
