@@ -90,49 +90,27 @@ py::dict path_to_dict(const BufferedPath& p) {
     return d;
 }
 
-// BufferedCosts <-> dict, by field name.
-struct CostField {
-    const char* name;
-    uint64_t BufferedCosts::*field;
-};
-const CostField kCostFields[] = {
-    {"fio_submit_ns", &BufferedCosts::fio_submit_ns},
-    {"fio_complete_ns", &BufferedCosts::fio_complete_ns},
-    {"lookup_ns", &BufferedCosts::lookup_ns},
-    {"page_alloc_ns", &BufferedCosts::page_alloc_ns},
-    {"bio_submit_ns", &BufferedCosts::bio_submit_ns},
-    {"bio_page_ns", &BufferedCosts::bio_page_ns},
-    {"readahead_ns", &BufferedCosts::readahead_ns},
-    {"copy_4k_ns", &BufferedCosts::copy_4k_ns},
-    {"arm_ns", &BufferedCosts::arm_ns},
-    {"task_work_ns", &BufferedCosts::task_work_ns},
-    {"punt_ns", &BufferedCosts::punt_ns},
-    {"wakeup_ns", &BufferedCosts::wakeup_ns},
-    {"cqe_ns", &BufferedCosts::cqe_ns},
-    {"dirty_page_ns", &BufferedCosts::dirty_page_ns},
-};
+// BufferedCosts <-> dict: kBufferedCostKeys' keys + "_ns", and cpus.
+std::string cost_name(const BufferedCostKey& k) { return std::string(k.key) + "_ns"; }
 
 py::dict costs_to_dict(const BufferedCosts& c) {
     py::dict d;
-    for (const CostField& f : kCostFields) d[f.name] = c.*(f.field);
+    for (const BufferedCostKey& k : kBufferedCostKeys) d[py::str(cost_name(k))] = c.*(k.field);
     d["cpus"] = c.cpus;
     return d;
 }
-
-// The most CPUs a costs dict may model: x86-64's CONFIG_NR_CPUS limit
-// (io-wq's bound, 4 x cpus, must also fit its 32 bits).
-constexpr uint64_t kMaxCpus = 8192;
 
 // `d` over `c`, all or nothing: every key and value is checked before any is
 // applied, so a refused dict leaves the costs as they were.
 void costs_from_dict(BufferedCosts& c, py::handle d) {
     std::set<std::string> keys = {"cpus"};
-    for (const CostField& f : kCostFields) keys.insert(f.name);
+    for (const BufferedCostKey& k : kBufferedCostKeys) keys.insert(cost_name(k));
     py_args::Args a(d, "set_costs: costs");
     a.allow(keys);
     BufferedCosts next = c;
-    next.cpus = uint32_t(a.integer("cpus", next.cpus, 1, kMaxCpus));
-    for (const CostField& f : kCostFields) next.*(f.field) = a.cost_ns(f.name, next.*(f.field));
+    next.cpus = uint32_t(a.integer("cpus", next.cpus, 1, kMaxBufferedCpus));
+    for (const BufferedCostKey& k : kBufferedCostKeys)
+        next.*(k.field) = a.cost_ns(cost_name(k).c_str(), next.*(k.field));
     c = next;
 }
 

@@ -148,8 +148,8 @@ void read_issue(const Args& a, FioJobSpec& s) {
     s.verify = a.boolean("verify", false);
     s.continue_on_error = uint32_t(
         a.integer("continue_on_error", 0, 0, kFioErrorRead | kFioErrorWrite | kFioErrorVerify));
-    s.fio_submit_ns = a.cost_ns("fio_submit_ns", s.fio_submit_ns);
-    s.fio_complete_ns = a.cost_ns("fio_complete_ns", s.fio_complete_ns);
+    if (a.has("fio_submit_ns")) s.fio_submit_ns = a.cost_ns("fio_submit_ns", 0);
+    if (a.has("fio_complete_ns")) s.fio_complete_ns = a.cost_ns("fio_complete_ns", 0);
 }
 
 // When (startdelay, runtime, ramp_time, time_based).
