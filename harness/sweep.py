@@ -171,8 +171,9 @@ def _run_bfq(jobs_dir, params, values, workers):
     return out
 
 
-# Seed 003: BufferedCosts not fitted on the QD128 plateaus (the bindings'
-# BufferedSimulation with set_costs, the experiment's own sweep()).
+# Seed 003: BufferedCosts not fitted on the QD128 plateaus (`harness
+# simulate of uring-buffered-ra.fio with the draw as each stack file's
+# [cpu.buffered] table, the experiment's own sweep()).
 def _cost(name, integer=False):
     return lambda x: {name: int(round(x))}
 
