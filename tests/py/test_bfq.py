@@ -250,6 +250,12 @@ def test_the_job_files_think_time_is_the_thread_hosts_in_device_time():
     for name in ("bfq-legacy.toml", "bfq-fixed.toml"):
         scale = tomllib.loads((jobs / name).read_text())["device"]["time_scale"]
         assert think_us * 1000 == exp.THINK_NS * scale, name
+    # bfq-guarantee.fio: the same writers' think time, its stacks unscaled
+    text = (jobs / exp.GUARANTEE_JOB).read_text()
+    think_us = int(next(l.split("=")[1] for l in text.splitlines() if l.startswith("thinktime=")))
+    assert think_us * 1000 == exp.THINK_NS
+    for name in ("bfq-null-blk-legacy.toml", "bfq-null-blk-fixed.toml"):
+        assert "time_scale" not in tomllib.loads((jobs / name).read_text())["device"], name
 
 
 def test_the_stack_files_carry_the_thread_nvme_preset_unchanged():
