@@ -4,7 +4,6 @@
 //   c = sim.submit("read", 1 << 20, 4096)      # one buffered I/O, returns its cookie
 //   [done] = sim.run()                         # {"cookie", "error", "resid", "data", "path":
 //   {...}} done["path"]["issued_by"], ["completed_in"], ["inline_attempts"], ["punted"], ...
-//   sim.run_workload("randread", 4096, iodepth=32, total=...)  # fio's loop, with its CPU cost
 //   sim.stats()["page_cache"]
 //
 // The module's PYBIND11_MODULE (mdsplit_module.cpp) calls register_buffered(m).
@@ -30,7 +29,6 @@
 #include "py_args.h"
 #include "python_interrupt.h"
 #include "sim/buffered_cost_probe.h"
-#include "sim/buffered_workload.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
 #include "workload_args.h"
@@ -291,27 +289,6 @@ public:
     void sync() { stack_->sync_buffered(); }
     void invalidate() { stack_->invalidate(); }
 
-    py::dict run_workload(py::handle rw, py::handle bs, py::handle iodepth, py::handle size,
-                          py::handle total, py::handle offset, py::handle batch, py::handle seed,
-                          py::handle end_fsync, const py::kwargs& kwargs) {
-        BufferedWorkloadSpec spec;
-        const std::string w = "run_workload: ";
-        py_args::no_other_keywords(kwargs, "run_workload",
-                                   "rw, bs, iodepth, size, total, offset, batch, seed, end_fsync");
-        set_closed_loop(spec, "run_workload", rw_arg(rw, w + "rw", false), /*discard=*/false,
-                        u64(bs, w + "bs"), u64(iodepth, w + "iodepth"), u64(size, w + "size"),
-                        u64(total, w + "total"), u64(offset, w + "offset"), u64(batch, w + "batch"),
-                        u64(seed, w + "seed"));
-        spec.end_fsync = py_args::boolean(end_fsync, w + "end_fsync");
-        BufferedWorkloadResult r = interruptible([&] {
-            py::gil_scoped_release release;
-            return run_buffered_workload(*stack_, spec, python_interrupt());
-        });
-        py::dict d = io_tally_dict(r);
-        d["unexpected_completions"] = r.unexpected_completions;
-        return d;
-    }
-
     py::list paths() {
         py::list out;
         for (const BufferedPath& p : io().take_paths()) out.append(path_to_dict(p));
@@ -535,12 +512,6 @@ void register_buffered(py::module_& m) {
              "Writes back every dirty page and waits.")
         .def("invalidate", exclusive(&BufferedSimulation::invalidate),
              "sync(), then drops the clean pages.")
-        .def("run_workload", exclusive(&BufferedSimulation::run_workload), py::arg("rw"),
-             py::arg("bs") = 4096, py::arg("iodepth") = 1, py::arg("size") = 0,
-             py::arg("total") = 0, py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1,
-             py::arg("end_fsync") = false,
-             "fio's loop (ioengine=io_uring, direct=0) with fio's own CPU cost on the submitter; "
-             "iodepth and batch 1..65536. Runs without the GIL.")
         .def("paths", exclusive(&BufferedSimulation::paths),
              "Paths recorded since the last run()/paths().")
         .def("stats", exclusive(&BufferedSimulation::stats))

@@ -1,6 +1,6 @@
-// What both simulations' run_workload() share at the Python boundary: the
-// fio-style arguments made into a ClosedLoopSpec, and the IoTally returned
-// as a dict.
+// What Simulation.run_workload() takes and returns at the Python boundary:
+// the fio-style arguments made into a ClosedLoopSpec, and the IoTally
+// returned as a dict.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -44,8 +44,7 @@ inline void set_rw(ClosedLoopSpec& spec, const std::string& where, const std::st
     }
 }
 
-// The arguments run_workload() takes in both simulations (and each task of
-// run_workloads), into `spec`; `where` names them in messages. The depth and
+// The arguments Simulation.run_workload() takes, into `spec`; `where` names them in messages. The depth and
 // batch are refused outside 1..kMaxIodepth rather than cut to 32 bits or
 // raised from 0 to 1.
 inline void set_closed_loop(ClosedLoopSpec& spec, const std::string& where, const std::string& rw,

@@ -1,9 +1,8 @@
 // What every closed-loop workload of the virtual-time runs shares, as fio's
 // io_u pool is shared by its engines: the region its blocks are drawn from
 // (WorkloadRegion) and `iodepth` slots, each with its own buffer, that keep
-// that many I/Os in flight (IoSlots). The direct drivers (workload.h) and
-// the buffered one (buffered_workload.h) differ in how they submit and reap,
-// not in these.
+// that many I/Os in flight (IoSlots), for the closed-loop driver
+// (workload.h).
 #pragma once
 
 #include <algorithm>
@@ -34,7 +33,7 @@ struct ClosedLoopSpec {
     uint64_t seed = 1;
     uint32_t pid = 1;
     // What messages about the spec's arguments name it by, as its caller
-    // took them ("run_workload", "run_workloads: tasks[2]").
+    // took them ("run_workload").
     std::string where = "workload";
 };
 

@@ -1,7 +1,7 @@
 // What a closed-loop workload did, as fio sums up a job: I/Os, bytes,
-// errors and completion latencies. The direct (workload.h) and buffered
-// (buffered_workload.h) drivers both count with it; io_slots.h holds the
-// rest they share (the spec, the region, the I/O slots).
+// errors and completion latencies. The closed-loop driver (workload.h)
+// counts with it; io_slots.h holds the rest (the spec, the region, the I/O
+// slots).
 #pragma once
 
 #include <cstdint>

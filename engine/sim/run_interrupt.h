@@ -1,7 +1,7 @@
 // Ending a long virtual-time run early (Ctrl-C in a Python session).
 //
-// The drivers of a run (run_workload(s), workload.h; run_buffered_workload,
-// buffered_workload.h; run_fio_jobs, fio_job_model.h) ask an InterruptPoll on
+// The drivers of a run (run_fio_jobs, fio_job_model.h; the bindings'
+// closed loop run_workload, workload.h) ask an InterruptPoll on
 // every pass of their loop. Once it has said yes, they stop issuing, let
 // what is in flight complete (its buffers are in use until then, and the
 // stack stays usable), and throw RunInterrupted. The bindings poll Python's

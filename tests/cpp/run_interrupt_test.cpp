@@ -44,23 +44,5 @@ TEST(InterruptPollTest, InterruptedWorkloadDrainsAndThrows) {
     EXPECT_EQ(r.errors, 0u);
 }
 
-// An interrupted run_workloads: a task not yet started never starts, the
-// running one drains, and the run throws.
-TEST(InterruptPollTest, InterruptedTasksDrainAndLaterOnesNeverStart) {
-    RamStack s;
-    WorkloadSpec running, later;
-    running.random = later.random = true;
-    running.iodepth = 16;
-    running.total_bytes = uint64_t(1) << 40;
-    later.start_ns = uint64_t(1) << 50;
-    later.pid = 2;
-    uint64_t before = s.clock.now_ns();
-    EXPECT_THROW(run_workloads(s.stack, {running, later}, InterruptPoll([] { return true; })),
-                 RunInterrupted);
-    EXPECT_LT(s.clock.now_ns() - before, uint64_t(1) << 50);  // nobody waited for `later`
-    WorkloadResult r = run_workload(s.stack, WorkloadSpec{});
-    EXPECT_EQ(r.errors, 0u);
-}
-
 }  // namespace
 }  // namespace mdsplit

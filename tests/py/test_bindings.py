@@ -98,8 +98,6 @@ def test_run_workload_rejects_an_unknown_rw(mdsplit_module):
     sim = mdsplit_module.Simulation(NULL_STACK)
     with pytest.raises(ValueError, match=r'rw: "randrw"; allowed: read, write, randread, randwrite, trim'):
         sim.run_workload("randrw", 4096, iodepth=1, total=4096)
-    with pytest.raises(ValueError, match=r'rw: "tasks"; allowed'):
-        sim.run_workloads([{"rw": "tasks", "bs": 4096, "total": 4096}])
 
 
 # rw="randtrim" is fio's name for random discards: they complete, without data.
@@ -117,9 +115,9 @@ def test_time_scale_runs_the_model_in_slow_motion(mdsplit_module):
     assert sim.stats()["time_scale"] == 4
 
 
-@pytest.mark.parametrize("call", ["run_workload", "run_workloads"])
-def test_long_runs_release_the_gil(mdsplit_module, call):
-    """Another Python thread keeps running while run_workload / run_workloads runs."""
+@pytest.mark.parametrize("call", ["run_workload", "run_fio_jobs"])
+def test_long_runs_release_the_gil(mdsplit_module, tmp_path, call):
+    """Another Python thread keeps running while run_workload / run_fio_jobs runs."""
     import threading
     sim = mdsplit_module.Simulation(
         '[[members]]\nbackend = "ram"\nsize = "8m"\nmodel = "nvme"\n')
@@ -136,8 +134,11 @@ def test_long_runs_release_the_gil(mdsplit_module, call):
         if call == "run_workload":
             sim.run_workload("randread", 4096, iodepth=8, total=4096 * 200_000)
         else:
-            sim.run_workloads([{"rw": "randread", "bs": 4096, "iodepth": 8,
-                                "total": 4096 * 200_000}])
+            (tmp_path / "stack.toml").write_text(
+                '[[members]]\nbackend = "ram"\nsize = "8m"\nmodel = "nvme"\n')
+            mdsplit_module.run_fio_jobs([{"config": str(tmp_path / "stack.toml")}],
+                                        [{"random": True, "iodepth": 8,
+                                          "io_size": 4096 * 200_000, "norandommap": True}])
         during = ticks[0] - before
     finally:
         done.set()
