@@ -31,7 +31,6 @@
 #include "sim/buffered_cost_probe.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
-#include "workload_args.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -141,7 +140,7 @@ using py_args::u64;
 class BufferedSimulation {
 public:
     static constexpr const char* kName = "BufferedSimulation";
-    InUse in_use;  // every bound method holds it: run_workload runs without the GIL
+    InUse in_use;  // every bound method holds it (exclusive_use.h)
 
     BufferedSimulation(const std::string& toml, const std::string& base_dir, bool is_file,
                        const std::string& label, const std::string& trace_dir,
@@ -469,8 +468,8 @@ void register_buffered(py::module_& m) {
              py::arg("cache_size") = py::none(), py::arg("record_paths") = true,
              "TOML text; variant/rasync/ra_kb/cache_size override its [page_cache], checked as its "
              "keys are: ra_kb a multiple of 4 up to 1048576, cache_size a multiple of 4096 > 0. "
-             "One call at a time per object: a call from another thread while one runs (such as "
-             "run_workload, which releases the GIL) raises RuntimeError.")
+             "One call at a time per object: a call from another thread while one runs raises "
+             "RuntimeError.")
         .def_static(
             "from_file",
             [](py::handle path, py::handle label, py::handle trace_dir, py::handle variant,

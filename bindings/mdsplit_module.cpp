@@ -17,11 +17,9 @@
 #include "exclusive_use.h"
 #include "py_args.h"
 #include "python_interrupt.h"
-#include "sim/workload.h"
 #include "stack/device_safety.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
-#include "workload_args.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -63,9 +61,6 @@ py::dict event_to_dict(const TraceEvent& e) {
     d["depth"] = e.depth;
     return d;
 }
-
-// run_workload()'s arguments by name.
-const char* const kWorkloadKeywords = "rw, bs, iodepth, size, total, offset, batch, seed";
 
 // A stack on a virtual clock, with every trace event recorded (unless
 // record_events=False: a long run keeps about 60 bytes an event).
@@ -162,23 +157,6 @@ public:
         IoCompletion c = sync_io(Op::Read, offset, length, buf.get());
         return py::bytes(reinterpret_cast<const char*>(buf.get()),
                          length - std::min(length, c.resid));
-    }
-
-    py::dict run_workload(py::handle rw, py::handle bs, py::handle iodepth, py::handle size,
-                          py::handle total, py::handle offset, py::handle batch, py::handle seed,
-                          const py::kwargs& kwargs) {
-        WorkloadSpec spec;
-        const std::string w = "run_workload: ";
-        py_args::no_other_keywords(kwargs, "run_workload", kWorkloadKeywords);
-        set_closed_loop(spec, "run_workload", rw_arg(rw, w + "rw", true), /*discard=*/true,
-                        u64(bs, w + "bs"), u64(iodepth, w + "iodepth"), u64(size, w + "size"),
-                        u64(total, w + "total"), u64(offset, w + "offset"), u64(batch, w + "batch"),
-                        u64(seed, w + "seed"));
-        WorkloadResult r = interruptible([&] {
-            py::gil_scoped_release release;  // other Python threads run meanwhile
-            return mdsplit::run_workload(*stack_, spec, python_interrupt());
-        });
-        return io_tally_dict(r);
     }
 
     py::object stats() const { return json_loads(stack_->stats_json()); }
@@ -363,10 +341,6 @@ PYBIND11_MODULE(mdsplit, m) {
         .def("read", exclusive(&Simulation::read), py::arg("offset"), py::arg("length"),
              "The bytes read: fewer than length when the read runs past the end of the device.")
         .def("write", exclusive(&Simulation::write), py::arg("offset"), py::arg("data"))
-        .def("run_workload", exclusive(&Simulation::run_workload), py::arg("rw"), py::arg("bs"),
-             py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0,
-             py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1,
-             "A closed-loop workload, as one fio job; iodepth and batch are 1..65536.")
         .def("stats", exclusive(&Simulation::stats))
         .def("events", exclusive(&Simulation::events), py::arg("device") = "",
              py::arg("actions") = "")

@@ -795,7 +795,6 @@ TEST_F(ConfigLoaderTest, UnreadableFileIsAnError) {
     EXPECT_THROW(load_stack_file(dir_.path().string()), ConfigError);
 }
 
-
 // [cpu.buffered] sets BufferedCosts' steps (durations) and cpus; the rest keep their defaults.
 TEST_F(ConfigLoaderTest, CpuBufferedSetsBufferedCosts) {
     StackConfig config =

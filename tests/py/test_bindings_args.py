@@ -29,16 +29,6 @@ def one_line_error(f, *args, **kwargs) -> str:
 
 # --- Allocations: what can be in flight, what the device holds --------------------
 
-@pytest.mark.parametrize("call", [
-    "m.Simulation(RAM16).run_workload('read', 16 << 20, iodepth=1024, total=16 << 20)",
-])
-def test_workload_buffers_are_bounded_by_the_ios_it_issues(call):
-    """One 16 MiB I/O at iodepth 1024 allocates one buffer, not 16 GiB (MemoryError before)."""
-    r = outcome(f"r = {call}\nresult = (r[0] if isinstance(r, list) else r)['ios']",
-                limit=1 << 30)
-    assert r == "OK 1"
-
-
 def test_buffered_submit_read_buffer_stops_at_the_device_end():
     """BufferedSimulation.submit of a 4 GiB read of a 16 MiB device allocates 16 MiB at most."""
     r = outcome("""
@@ -97,9 +87,6 @@ B = "m.BufferedSimulation(RAM)"
                                          "tuples"),
     (f"{S}.write(0, 'text')", "write: data: expected bytes, got str; allowed: bytes, bytearray "
                               "or another contiguous bytes-like object"),
-    (f"{S}.run_workload(None, 4096)",
-     "run_workload: rw: expected a str, got NoneType; allowed: read, write, randread, "
-     "randwrite, trim, randtrim, discard, randdiscard"),
     (f"{S}.events(device=None)", 'events: device: expected a str, got NoneType; allowed: a '
                                  'device name of the stack, or "" for all'),
     ("m.read_blktrace(None)", "read_blktrace: path: expected a str, got NoneType; allowed: a "
@@ -129,9 +116,6 @@ def test_a_wrong_type_is_one_line_naming_the_argument(mdsplit_module, call, mess
 @pytest.mark.parametrize("call, message", [
     ("m.Simulation(RAM, foo=1)", 'Simulation: unknown keyword argument "foo"; allowed: toml, '
                                  'base_dir, label, trace_dir, record_events'),
-    (f"{S}.run_workload('read', 4096, runtime=1)",
-     'run_workload: unknown keyword argument "runtime"; allowed: rw, bs, iodepth, size, total, '
-     'offset, batch, seed'),
     ("m.BufferedSimulation(RAM, cache=4096)",
      'BufferedSimulation: unknown keyword argument "cache"; allowed: toml, base_dir, label, '
      'trace_dir, variant, rasync, ra_kb, cache_size, record_paths'),
@@ -230,19 +214,6 @@ def test_run_fio_jobs_refuses_two_weights_for_one_group(mdsplit_module, stack_fi
 
 # --- Messages: the argument, its value, what is allowed --------------------------------
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"bs": 513}, "run_workload: bs: 513 is not a multiple of the logical block size; allowed: "
-                  "a multiple of 512 (the logical block size), > 0"),
-    ({"bs": 4096, "offset": 1 << 20}, "run_workload: offset: 1048576 is past the end of the "
-                                      "device (1048576 bytes); allowed: 0..1048575, a multiple "
-                                      "of 512 (the logical block size)"),
-])
-def test_run_workload_region_errors_name_the_argument(mdsplit_module, kwargs, message):
-    """bs and offset errors name run_workload's argument, its value and what is allowed."""
-    sim = mdsplit_module.Simulation(RAM)
-    assert one_line_error(sim.run_workload, "read", **kwargs) == "ValueError: " + message
-
-
 def test_run_fio_jobs_model_errors_name_the_job_index(mdsplit_module, stack_file):
     """An offset past the end names jobs[0], as run_fio_jobs' other errors (not "simulate: job")."""
     assert one_line_error(mdsplit_module.run_fio_jobs, [{"config": stack_file()}],
@@ -263,22 +234,6 @@ def test_buffered_direct_io_explains_alignment(mdsplit_module, call, args):
 
 
 # --- Refused up front instead of run wrong -------------------------------------------
-
-def test_run_workload_refuses_a_misaligned_offset(mdsplit_module):
-    """offset=1 is refused up front (every I/O failed: {'ios': 0, 'errors': 16})."""
-    sim = mdsplit_module.Simulation(RAM)
-    assert one_line_error(sim.run_workload, "read", 4096, offset=1, total=65536) == (
-        "ValueError: run_workload: offset: 1 is not a multiple of the logical block size; "
-        "allowed: a multiple of 512 (the logical block size) below 1048576")
-
-
-def test_run_workload_refuses_a_size_past_the_end(mdsplit_module):
-    """size=2**40 on a 1 MiB device is refused (it was clipped to the device, unsaid)."""
-    sim = mdsplit_module.Simulation(RAM)
-    assert one_line_error(sim.run_workload, "read", 4096, size=1 << 40, total=8192) == (
-        "ValueError: run_workload: size: 1099511627776 bytes from offset 0 pass the end of the "
-        "device (1048576 bytes); allowed: 0 (to the end of the device) or at most 1048576")
-
 
 @pytest.mark.parametrize("args, message", [
     ((5, 0), "offset: 5 given for fsync"),

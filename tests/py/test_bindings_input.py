@@ -133,7 +133,6 @@ def test_run_fio_jobs_bounds_ramp(stack_file):
 
 
 @pytest.mark.parametrize("call", [
-    "m.Simulation(RAM).run_workload('read', 4096, iodepth=65537, total=4096)",
     "m.BufferedSimulation(RAM).set_iodepth(65537)",
     "m.run_fio_jobs([{'config': PATH}], [{'iodepth': 65537, 'size': 65536}])",
 ])
@@ -179,11 +178,11 @@ def test_simulation_refuses_a_second_thread(mdsplit_module):
     inside, tried = threading.Event(), threading.Event()
     errors = []
 
-    class Total:  # read while run_workload parses its arguments: lets the other thread in
+    class Offset:  # read while read() parses its arguments: lets the other thread in
         def __index__(self):
             inside.set()
             tried.wait(10)
-            return 4096
+            return 0
 
     def other():
         inside.wait(10)
@@ -195,7 +194,7 @@ def test_simulation_refuses_a_second_thread(mdsplit_module):
 
     t = threading.Thread(target=other)
     t.start()
-    sim.run_workload("read", 4096, total=Total())
+    sim.read(Offset(), 4096)
     t.join()
     assert errors and errors[0].startswith("Simulation: in use by another thread")
 
@@ -277,11 +276,11 @@ def test_run_fio_jobs_does_not_wrap_at_32_bits(mdsplit_module, stack_file, key):
 
 
 @pytest.mark.parametrize("key", ["iodepth", "batch"])
-def test_run_workload_refuses_zero_depth_and_batch(mdsplit_module, key):
+def test_run_fio_jobs_refuses_zero_depth_and_batch(mdsplit_module, stack_file, key):
     """iodepth=0 and batch=0 are refused by name, not raised to 1."""
-    sim = mdsplit_module.Simulation(RAM)
-    with pytest.raises(ValueError, match=rf"^run_workload: {key}: 0 is out of range; allowed: 1\.\.65536"):
-        sim.run_workload("read", 4096, total=4096, **{key: 0})
+    with pytest.raises(ValueError, match=rf"^run_fio_jobs: jobs\[0\]: {key}: 0 is out of range; "
+                                         r"allowed: 1\.\.65536"):
+        mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{"size": 4096, key: 0}])
 
 
 @pytest.mark.parametrize("key,value,allowed", [
@@ -373,7 +372,6 @@ def test_nul_in_a_stack_path_or_label_is_refused(mdsplit_module, tmp_path):
     (lambda s: s.submit("read", -1, 4096), "submit: offset: -1 is out of range"),
     (lambda s: s.submit("read", True, 4096), "submit: offset: expected an int, got bool"),
     (lambda s: s.submit_batch([("read", 0, 2 ** 64)]), "submit_batch: ios[0]: length: "),
-    (lambda s: s.run_workload("read", -1), "run_workload: bs: -1 is out of range"),
     (lambda s: s.read(1, 4096), "read: offset 1, length 4096: not a direct I/O the device "
                                 "takes (blkdev_dio_invalid); allowed: offset and length "
                                 "multiples of the logical block size, 512 bytes, length > 0"),
@@ -390,7 +388,9 @@ def test_simulation_integers_and_alignment_are_one_line(mdsplit_module, call, me
 # event for the object's life); events() then says so instead of [].
 def test_simulation_without_recorded_events(mdsplit_module):
     sim = mdsplit_module.Simulation(RAM, record_events=False)
-    assert sim.run_workload("randread", 4096, iodepth=8, total=1 << 20)["ios"] == 256
+    for i in range(8):
+        sim.submit("read", i * 4096, 4096)
+    assert len(sim.run()) == 8
     with pytest.raises(ValueError, match="records no events"):
         sim.events()
     with pytest.raises(ValueError, match="record_events: expected a bool, got int"):

@@ -46,14 +46,6 @@ def interrupted(long_call: str, next_call: str) -> str:
     return lines[-1] if lines else r.stderr.strip()[-500:]
 
 
-def test_ctrl_c_ends_simulation_run_workload():
-    """Simulation.run_workload: KeyboardInterrupt, then the next workload runs whole."""
-    r = interrupted(f"sim = m.Simulation(stack); sim.run_workload('randwrite', 4096, iodepth=16, "
-                    f"total={ENDLESS})",
-                    "sim.run_workload('randread', 4096, total=64 * 4096)['ios']")
-    assert r == "KeyboardInterrupt 64"
-
-
 def test_ctrl_c_ends_run_fio_jobs_and_a_delayed_job_never_starts(tmp_path):
     """run_fio_jobs: KeyboardInterrupt, a job whose startdelay has not come never waited for."""
     (tmp_path / "stack.toml").write_text(STACK)
