@@ -13,6 +13,8 @@ JOBS = ROOT / "jobs"
 # reproduction: (its stack files, the keys allowed to differ as "table.key")
 GROUPS = {
     "raid5": (["raid5-legacy.toml", "raid5-fixed.toml"], {"device.split_order"}),
+    "raid5-buffered": (["raid5-buffered-legacy.toml", "raid5-buffered-fixed.toml"],
+                       {"device.split_order"}),
     "bio-size": (["bio-original.toml", "bio-align.toml", "bio-max_sectors.toml"],
                  {"bio.policy", "bio.align"}),
     "bfq": (["bfq-legacy.toml", "bfq-fixed.toml"], {"bfq.group_counting"}),
