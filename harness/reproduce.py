@@ -163,10 +163,28 @@ def print_outcome(o: Outcome, out, expectations) -> None:
     out.flush()
 
 
+def sweep_text(section: str, progress) -> str:
+    """The thread's sweep (harness/sweep.py SWEEPS, by its expectations
+    section): the parameters its fit does not pin with their sources, each
+    thread figure as a band with its verdict, and the sensitivity table;
+    "" when the thread has none (an experiment that sweeps in its own run,
+    as raid5-buffered, prints its band itself)."""
+    import io
+    from harness import sweep
+    if section not in sweep.SWEEPS:
+        return ""
+    progress(f"sweep {section}: the parameters the fit does not pin, as bands "
+             "(virtual clock, --no-data)")
+    buf = io.StringIO()
+    sweep.sweep(section, out=buf)
+    return buf.getvalue().rstrip("\n")
+
+
 def run_one(name: str, module, report: Path, progress: Progress, label: str = None,
             history: History = None, batch: str = None, keep_images=False,
-            expectations=None) -> Outcome:
-    """Runs one experiment into report/<name>/ and records it."""
+            expectations=None, sweeps: bool = True) -> Outcome:
+    """Runs one experiment into report/<name>/ and records it; with sweeps,
+    its thread's sweep too (sweep_text), printed after its tables."""
     expectations = expectations if expectations is not None else exp_mod.load()
     o = Outcome(name, title=getattr(module, "TITLE", ""), seeds=list(getattr(module, "SEEDS", [])),
                 section=expectations_section(module, name))
@@ -178,6 +196,10 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
     t0 = time.monotonic()
     try:
         result = _validate(name, module.run(jobs_dir, out_dir, progress))
+        if sweeps:
+            text = sweep_text(o.section, progress)
+            if text:
+                result.tables.append(text)
     except FioError as e:
         o.status, o.error = "failed", str(e)
         mds = [l for l in (e.stderr or "").splitlines() if l.startswith("mdsplit:")]
@@ -438,8 +460,9 @@ def resolve_names(which: str, package: str = PACKAGE):
 
 def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=False,
               keep_images=False, quiet=False, repeat=1, package=PACKAGE, out=None, err=None,
-              command=None, tty=None) -> int:
-    """The `reproduce` command; returns the exit status:
+              command=None, tty=None, sweeps=True) -> int:
+    """The `reproduce` command (sweeps: each thread's sweep after its
+    experiment, sweep_text); returns the exit status:
     0 every experiment that exists ran (and, with strict, every check passed);
     1 an experiment failed (or, with strict, a check failed);
     2 the experiment asked for by name is unknown."""
@@ -552,7 +575,8 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                         continue
                     label = n if repeat == 1 else f"{n} #{i + 1}"
                     o = run_one(n, modules[n], report, progress, label=label, history=recorder,
-                                batch=batch, keep_images=keep_images, expectations=expectations)
+                                batch=batch, keep_images=keep_images, expectations=expectations,
+                                sweeps=sweeps)
                     outcomes.append(o)
                     progress.clear()
                     if o.history_error:
@@ -565,6 +589,8 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                         print_outcome(o, out, expectations)
                     if o.status == "ok" and strict and o.failed_checks:
                         status = max(status, 1)
+                if not quiet and len(outcomes) > 1:
+                    print("\n".join(basis_summary(outcomes, expectations)[1:]), file=out)
                 (report / "metrics.json").write_text(json.dumps(
                     {o.name: o.result.metrics for o in outcomes if o.result is not None}, indent=1))
                 write_summary(report, outcomes, commit=commit, machine=machine, started=started,

@@ -225,6 +225,19 @@ SWEEPS = {"raid5": (RAID5, _run_raid5, 36, 0.10), "bio-size": (BIO, _run_bio, 24
           "buffered": (BUFFERED, _run_buffered, 12, 0.15)}
 
 
+def experiment_sweeps() -> dict:
+    """{name: module} of the experiments that sweep their own range in
+    their run (a module-level sweep_report(out)): `sweep NAME` and `sweep
+    all` run them beside SWEEPS."""
+    from harness import reproduce
+    out = {}
+    for n in reproduce.available():
+        mod = reproduce.load_experiment(n)
+        if n not in SWEEPS and callable(getattr(mod, "sweep_report", None)):
+            out[n] = mod
+    return out
+
+
 def draws(params: list, n: int, seed: int = SEED) -> list:
     """n draws, each a value per parameter, uniform over its range (seeded)."""
     rng = random.Random(seed)

@@ -163,8 +163,50 @@ def band_rows(accepted: list) -> list:
     return rows
 
 
-def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
+def swept(jobs_dir: Path, work: Path, progress=lambda s: None) -> tuple:
+    """(tables, metrics, raw points) of the whole range: the parameters,
+    the band over the points the after figure keeps, every point."""
     from harness import bands
+    grid = points()
+    progress(f"simulate raid5-buffered.fio at {len(grid)} points of the assumed range "
+             "(virtual clock, --no-data)")
+    runs = sweep(jobs_dir, work, grid)
+    raw = [dict(zip(("members", "chunk_kb", "class", "folio_kb"), p), **r)
+           for p, r in zip(grid, runs)]
+    accepted = [r for r in runs if fits_after(r)]
+    metrics = {"points": len(runs), "points_fitting_after": len(accepted)}
+    for name, (med, lo, hi) in (bands.bands(accepted).items() if accepted else ()):
+        metrics.update({name: med, f"p10.{name}": lo, f"p90.{name}": hi})
+    for name, (med, lo, hi) in bands.bands(runs).items():
+        metrics[f"all.{name}"] = med
+    tables = [parameters_text()]
+    if accepted:
+        tables.append(bands.band_table(
+            f"over the {len(accepted)} of {len(runs)} points whose fixed figure fits the thread's "
+            "9.8 GiB/s: median and 10-90 % band, the checked figure is the median",
+            band_rows(accepted)))
+    else:
+        tables.append(f"no point of the {len(runs)} has a fixed figure within "
+                      f"{AFTER_TOLERANCE:.0%} of 9.8 GiB/s: nothing is predicted")
+    tables.append(grid_table(grid, runs))
+    return tables, metrics, raw
+
+
+def sweep_report(out) -> None:
+    """`harness sweep raid5-buffered`: the range and its band, printed."""
+    import sys
+    import tempfile
+    import time
+    from harness.paths import ROOT
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mdsplit-sweep-raid5-buffered-") as tmp:
+        tables, _, _ = swept(ROOT / "jobs", Path(tmp))
+    print(f"== sweep {NAME}: {len(points())} points on the virtual clock (--no-data), "
+          f"{time.monotonic() - t0:.0f} s wall", file=out or sys.stdout)
+    print("\n\n".join(tables), file=out or sys.stdout)
+
+
+def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     result = ExperimentResult(NAME)
     engine_under_test()
     progress("simulate raid5-buffered.fio (virtual clock: the assumed array's centre)")
@@ -177,31 +219,9 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     fio = run_fio(use_engine_under_test(jobs_dir / JOB))
     result.raw["fio"] = fio.fio
     result.metrics.update({f"machine.{k}": x for k, x in run_figures(fio).items()})
-    grid = points()
-    progress(f"simulate raid5-buffered.fio at {len(grid)} points of the assumed range "
-             "(virtual clock, --no-data)")
-    runs = sweep(jobs_dir, out_dir / "points", grid)
-    result.raw["points"] = [dict(zip(("members", "chunk_kb", "class", "folio_kb"), p), **r)
-                            for p, r in zip(grid, runs)]
-    accepted = [r for r in runs if fits_after(r)]
-    result.metrics["points"] = len(runs)
-    result.metrics["points_fitting_after"] = len(accepted)
-    if accepted:
-        for name, (med, lo, hi) in bands.bands(accepted).items():
-            result.metrics[name] = med
-            result.metrics[f"p10.{name}"] = lo
-            result.metrics[f"p90.{name}"] = hi
-    for name, (med, lo, hi) in bands.bands(runs).items():
-        result.metrics[f"all.{name}"] = med
-    result.tables.append(parameters_text())
-    if accepted:
-        result.tables.append(bands.band_table(
-            f"over the {len(accepted)} of {len(runs)} points whose fixed figure fits the thread's "
-            "9.8 GiB/s: median and 10-90 % band, the checked figure is the median", band_rows(accepted)))
-    else:
-        result.tables.append(f"no point of the {len(runs)} has a fixed figure within "
-                             f"{AFTER_TOLERANCE:.0%} of 9.8 GiB/s: nothing is predicted")
-    result.tables.append(grid_table(grid, runs))
+    tables, metrics, result.raw["points"] = swept(jobs_dir, out_dir / "points", progress)
+    result.metrics.update(metrics)
+    result.tables += tables
     m = result.metrics
     result.tables.append(
         f"the centre (8 x sas-ssd-seed000, 512k chunk, 64 KiB folios; jobs/raid5-buffered-*.toml): "
