@@ -576,7 +576,7 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                     label = n if repeat == 1 else f"{n} #{i + 1}"
                     o = run_one(n, modules[n], report, progress, label=label, history=recorder,
                                 batch=batch, keep_images=keep_images, expectations=expectations,
-                                sweeps=sweeps)
+                                sweeps=sweeps and package == PACKAGE)
                     outcomes.append(o)
                     progress.clear()
                     if o.history_error:

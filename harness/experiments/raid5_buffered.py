@@ -44,7 +44,8 @@ AFTER_TOLERANCE = 0.15                           # the fit: fixed within 15 % of
 # array (ra_kb below).
 MEMBERS = (4, 8, 12)
 CHUNKS_KB = (64, 256, 512, 1024)
-CLASSES = {"sas-ssd-seed000": "mq-deadline", "sata-ssd": "mq-deadline", "nvme": "none"}
+CLASSES = {"sas-ssd-seed000": "mq-deadline", "sata-ssd": "mq-deadline", "nvme": "none",
+           "hdd": "mq-deadline"}
 FOLIOS_KB = (16, 64)
 PARAMETERS = [
     ("members", MEMBERS, "not in the mail; the direct dd's array has 8 (seed 000 line 57); "
@@ -52,8 +53,8 @@ PARAMETERS = [
     ("chunk KiB", CHUNKS_KB, "not in the mail; mdadm's default 512k (Yu Kuai's worked example, "
      "lines 26-27), the direct dd's 64k (line 57), up to 1M"),
     ("device class", tuple(CLASSES), "jobs/models.toml presets: the direct dd's fitted SAS SSD, a "
-     "SATA SSD, an NVMe SSD (its members on the \"none\" elevator, NVMe's default); HDDs left out: "
-     "9.8 GiB/s needs 40+ of them"),
+     "SATA SSD, an NVMe SSD (its members on the \"none\" elevator, NVMe's default), an HDD "
+     "(the class whose positioning cost the split order exposes most)"),
     ("folio KiB", FOLIOS_KB, "page_cache_ra_order() (mm/readahead.c) grows the readahead folio "
      "order by 2 per window from 0: 16 KiB folios (order 2; bios of 4 MiB) in the first window, "
      ">= 64 KiB (order 4; one bio per window up to 16 MiB) after; XFS, ext4 from 6.16"),
