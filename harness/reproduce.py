@@ -110,6 +110,7 @@ class Outcome:
     out_dir: Path | None = None
     history_error: str = ""             # why the run could not be recorded
     section: str = ""                   # its jobs/expectations.toml section
+    band_verdicts: str = ""             # its sweep's verdicts on the predictions (sweep_text)
 
     @property
     def failed_checks(self) -> int:
@@ -142,6 +143,8 @@ def print_outcome(o: Outcome, out, expectations) -> None:
     if o.checks:
         print("  " + exp_mod.basis_line(exp_mod.basis_counts(o.section, o.checks, expectations)),
               file=out)
+    if o.band_verdicts:
+        print("  " + o.band_verdicts, file=out)
     tt = thread_table(o.section, r.metrics, expectations)
     if tt:
         print("the thread's figures beside ours:", file=out)
@@ -163,21 +166,21 @@ def print_outcome(o: Outcome, out, expectations) -> None:
     out.flush()
 
 
-def sweep_text(section: str, progress) -> str:
-    """The thread's sweep (harness/sweep.py SWEEPS, by its expectations
-    section): the parameters its fit does not pin with their sources, each
-    thread figure as a band with its verdict, and the sensitivity table;
-    "" when the thread has none (an experiment that sweeps in its own run,
-    as raid5-buffered, prints its band itself)."""
+def sweep_text(section: str, progress) -> tuple:
+    """(text, verdict line) of the thread's sweep (harness/sweep.py SWEEPS,
+    by its expectations section): the parameters its fit does not pin with
+    their sources, each thread figure as a band with its verdict, and the
+    sensitivity table; ("", "") when the thread has none (an experiment
+    that sweeps in its own run, as raid5-buffered, prints its band itself)."""
     import io
     from harness import sweep
     if section not in sweep.SWEEPS:
-        return ""
+        return "", ""
     progress(f"sweep {section}: the parameters the fit does not pin, as bands "
              "(virtual clock, --no-data)")
     buf = io.StringIO()
-    sweep.sweep(section, out=buf)
-    return buf.getvalue().rstrip("\n")
+    _, rows = sweep.sweep(section, out=buf)
+    return buf.getvalue().rstrip("\n"), sweep.prediction_verdicts(rows)
 
 
 def run_one(name: str, module, report: Path, progress: Progress, label: str = None,
@@ -197,7 +200,7 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
     try:
         result = _validate(name, module.run(jobs_dir, out_dir, progress))
         if sweeps:
-            text = sweep_text(o.section, progress)
+            text, o.band_verdicts = sweep_text(o.section, progress)
             if text:
                 result.tables.append(text)
     except FioError as e:
@@ -254,15 +257,17 @@ def basis_summary(outcomes: list, expectations) -> list:
              "Per thread: checks whose figure nothing was chosen on (predictions), then those "
              "that are fits, identities of fitted figures, or true by construction "
              "(docs/reproductions/basis.md).", "",
-             "| experiment | predictions inside tolerance | fits | identities | constructions |",
-             "|---|---|---|---|---|"]
+             "| experiment | predictions inside tolerance | fits | identities | constructions "
+             "| predictions over the sweep's bands |",
+             "|---|---|---|---|---|---|"]
     for o in outcomes:
         if o.status != "ok" or not o.checks:
             continue
         c = exp_mod.basis_counts(o.section, o.checks, expectations)
         cell = {b: (f"{c[b][0]}/{c[b][1]}" if b in c else "0") for b in exp_mod.BASES}
+        band = o.band_verdicts.removeprefix("predictions over the sweep's bands: ") or "-"
         lines.append(f"| {o.name} | {cell['prediction']} | {cell['fit']} | {cell['identity']} | "
-                     f"{cell['construction']} |")
+                     f"{cell['construction']} | {band} |")
     return lines
 
 
