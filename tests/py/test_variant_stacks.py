@@ -67,3 +67,14 @@ def test_inline_model_copies_equal_the_fitted_preset(files, model):
     preset = tomllib.loads((JOBS / "models.toml").read_text())["models"][model]
     for f in files:
         assert tomllib.loads((JOBS / f).read_text())["models"][model] == preset, f
+
+
+def test_every_reproduction_with_variant_stacks_is_diffed():
+    """Each experiment's job file naming two or more stack files has them all in GROUPS."""
+    from harness import reproduce
+    grouped = {f for files, _ in GROUPS.values() for f in files}
+    for name in reproduce.available():
+        job = JOBS / reproduce.load_experiment(name).JOB
+        stacks = set(re.findall(r"(?m)^mdsplit_config=(\S+)", job.read_text()))
+        if len(stacks) > 1:
+            assert stacks <= grouped, (name, sorted(stacks - grouped))
