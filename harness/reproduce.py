@@ -199,10 +199,12 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
     t0 = time.monotonic()
     try:
         result = _validate(name, module.run(jobs_dir, out_dir, progress))
+        o.band_verdicts = result.band_verdicts
         if sweeps:
-            text, o.band_verdicts = sweep_text(o.section, progress)
+            text, verdicts = sweep_text(o.section, progress)
             if text:
                 result.tables.append(text)
+                o.band_verdicts = verdicts
     except FioError as e:
         o.status, o.error = "failed", str(e)
         mds = [l for l in (e.stderr or "").splitlines() if l.startswith("mdsplit:")]

@@ -295,6 +295,13 @@ def verdict_rows(name: str, b: dict, tolerance: float) -> list:
     return rows
 
 
+def basis_band_table(title: str, rows: list) -> str:
+    """bands.band_table of verdict_rows, each figure that is not a
+    prediction marked with its basis."""
+    return bands.band_table(title, [(m + (f" ({basis})" if basis != "prediction" else ""),
+                                     t, band, v) for m, t, band, v, basis in rows])
+
+
 def prediction_verdicts(rows: list) -> str:
     """"predictions over the sweep's bands: P PASS, M MISS, U not
     determined (of N)" for verdict_rows' predictions."""
@@ -322,10 +329,9 @@ def sweep(name: str, jobs_dir: Path = None, n: int = None, workers: int = None,
     for p in params:
         print(f"  {p.name}: {p.lo:g}..{p.hi:g} {p.unit} ({p.source})", file=out)
     rows = verdict_rows(name, b, tolerance)
-    print(bands.band_table("each thread figure over the draws: median, 10-90 % band (a "
-                           "figure that is not a prediction is marked with its basis)",
-                           [(m + (f" ({basis})" if basis != "prediction" else ""), t, band, v)
-                            for m, t, band, v, basis in rows]), file=out)
+    print(basis_band_table("each thread figure over the draws: median, 10-90 % band (a "
+                           "figure that is not a prediction is marked with its basis)", rows),
+          file=out)
     print(prediction_verdicts(rows), file=out)
     print(sensitivity_table(params, values, runs, [r[0] for r in rows]), file=out)
     return b, rows

@@ -145,8 +145,8 @@ def parameters_text() -> str:
 
 
 def band_rows(accepted: list) -> list:
-    """[(metric, thread, (median, p10, p90), verdict)] over the points the
-    fit keeps."""
+    """[(metric, thread, (median, p10, p90), verdict, basis)] over the
+    points the fit keeps (sweep.verdict_rows' shape)."""
     from harness import bands
     from harness import expectations as E
     metrics = E.load()[EXPECTATIONS].metrics
@@ -158,16 +158,18 @@ def band_rows(accepted: list) -> list:
         m = metrics.get(name)
         if m is None or name not in thread:
             continue
-        label = name + (f" ({basis[name]})" if basis.get(name, "prediction") != "prediction" else "")
-        rows.append((label, thread[name], b,
-                     bands.verdict(b, thread[name], m.tolerance, m.abs_tolerance)))
+        rows.append((name, thread[name], b,
+                     bands.verdict(b, thread[name], m.tolerance, m.abs_tolerance),
+                     basis.get(name, "prediction")))
     return rows
 
 
 def swept(jobs_dir: Path, work: Path, progress=lambda s: None) -> tuple:
-    """(tables, metrics, raw points) of the whole range: the parameters,
-    the band over the points the after figure keeps, every point."""
+    """(tables, metrics, raw points, verdict line) of the whole range: the
+    parameters, the band over the points the after figure keeps, every
+    point."""
     from harness import bands
+    from harness import sweep as S
     grid = points()
     progress(f"simulate raid5-buffered.fio at {len(grid)} points of the assumed range "
              "(virtual clock, --no-data)")
@@ -181,16 +183,19 @@ def swept(jobs_dir: Path, work: Path, progress=lambda s: None) -> tuple:
     for name, (med, lo, hi) in bands.bands(runs).items():
         metrics[f"all.{name}"] = med
     tables = [parameters_text()]
+    verdicts = ""
     if accepted:
-        tables.append(bands.band_table(
+        rows = band_rows(accepted)
+        verdicts = S.prediction_verdicts(rows)
+        tables.append(S.basis_band_table(
             f"over the {len(accepted)} of {len(runs)} points whose fixed figure fits the thread's "
-            "9.8 GiB/s: median and 10-90 % band, the checked figure is the median",
-            band_rows(accepted)))
+            "9.8 GiB/s: median and 10-90 % band, the checked figure is the median", rows)
+            + "\n" + verdicts)
     else:
         tables.append(f"no point of the {len(runs)} has a fixed figure within "
                       f"{AFTER_TOLERANCE:.0%} of 9.8 GiB/s: nothing is predicted")
     tables.append(grid_table(grid, runs))
-    return tables, metrics, raw
+    return tables, metrics, raw, verdicts
 
 
 def sweep_report(out) -> None:
@@ -201,7 +206,7 @@ def sweep_report(out) -> None:
     from harness.paths import ROOT
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mdsplit-sweep-raid5-buffered-") as tmp:
-        tables, _, _ = swept(ROOT / "jobs", Path(tmp))
+        tables = swept(ROOT / "jobs", Path(tmp))[0]
     print(f"== sweep {NAME}: {len(points())} points on the virtual clock (--no-data), "
           f"{time.monotonic() - t0:.0f} s wall", file=out or sys.stdout)
     print("\n\n".join(tables), file=out or sys.stdout)
@@ -220,7 +225,8 @@ def run(jobs_dir: Path, out_dir: Path, progress) -> ExperimentResult:
     fio = run_fio(use_engine_under_test(jobs_dir / JOB))
     result.raw["fio"] = fio.fio
     result.metrics.update({f"machine.{k}": x for k, x in run_figures(fio).items()})
-    tables, metrics, result.raw["points"] = swept(jobs_dir, out_dir / "points", progress)
+    tables, metrics, result.raw["points"], result.band_verdicts = swept(
+        jobs_dir, out_dir / "points", progress)
     result.metrics.update(metrics)
     result.tables += tables
     m = result.metrics
