@@ -121,12 +121,17 @@ def _bfq_both(key, text):
 
 BFQ = [
     Param("jitter", 0, 12, "us",
-          "mean exponential spread of the drive's 4k write command time: 0 (a constant "
+          "mean exponential spread of the drive's 4k write command time. Not measured: the "
+          "thread names only /dev/nvme0n1, no datasheet or published QD1 latency spread for it "
+          "was found, and the VM (TCG) has no NVMe timing; a device-class range: 0 (a constant "
           "latency) to 12 us (p99 ~ 2.5 x the ~23 us QD1 latency of a datacenter NVMe)",
           lambda x: _bfq_both("models.thread-nvme.jitter", f'"{x:.2f}us"')),
-    Param("think time", 0.5, 4, "us",
-          "the writers' psync cycle outside the drive (pwrite return, fio's loop, the next "
-          "pwrite down to bfq) on bare metal: 0.5-4 us",
+    Param("think time", 1.5, 5, "us",
+          "the writers' cycle from a completion to the next request reaching bfq, measured on "
+          "this machine (docs/reproductions/bfq.md): fio 3.33 psync 4k randwrite on /dev/null "
+          "1.25-1.75 us per request (floor: fio's loop and the syscall), plus a sleeping "
+          "writer's wake-up, half of perf bench sched pipe's 6.1-6.7 us round trip (ceiling; "
+          "a loaded VM, slower than the thread's bare metal)",
           lambda x: {"bfq-groups.fio": {"global.thinktime": str(int(round(x * BFQ_TIME_SCALE)))}}),
 ]
 
