@@ -224,15 +224,7 @@ def kernel_side(cases, share: Path, kernel: str = "debian-6.12", progress=None) 
     the kprobes the kernel could not place."""
     say = progress or (lambda s: print(s, file=sys.stderr))
     machine.prepare([kernel], say)
-    share.mkdir(parents=True, exist_ok=True)
-    lines = ["set -e"]
-    for c in cases:
-        d = share / c.name
-        (d / "out").mkdir(parents=True, exist_ok=True)
-        (d / "run.sh").write_text(guest_script(c, f"/share/{c.name}"))
-        (d / "job.fio").write_text(groups.guest_job(c))
-        lines.append(f"sh /share/{c.name}/run.sh")
-    (share / "run.sh").write_text("\n".join(lines) + "\n")
+    groups.write_share(cases, share, guest_script)
     say(f"bfq decisions: {len(cases)} case(s) on the {kernel} kernel (QEMU TCG, tracepoints)")
     t0 = time.monotonic()
     boot = machine.boot(kernel, share)
