@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config/stack_config.h"
+#include "stack/sidecar_file.h"
 
 namespace mdsplit {
 
@@ -42,10 +43,21 @@ struct PlanJob {
     bool create_serialize = true;
     std::string stats;  // mdsplit_stats as written ("" none)
     std::string trace;  // mdsplit_trace as written ("" none)
-    // The bfq group its I/O is charged to: mdsplit_group, else cgroup=.
+    // The bfq group its I/O is charged to: mdsplit_group, else cgroup=
+    // (RunPlan sets it when left empty).
     std::string group;
-    std::string cgroup;  // fio's cgroup=
+    std::string mdsplit_group;  // mdsplit_group as written ("" none)
+    std::string cgroup;         // fio's cgroup=
     uint32_t group_weight = 100;
+    std::string group_weight_text;  // mdsplit_group_weight as written ("" unset)
+    std::string ioscheduler;        // fio's ioscheduler= ("" unset)
+    uint32_t files = 1;             // the files fio made of filename= (files_index)
+    uint32_t nr_files = 1;          // fio's nrfiles=
+    bool trims = false;             // rw=trim, randtrim or trimwrite
+    bool unlink = false;            // unlink=1
+    bool unlink_each_loop = false;  // unlink_each_loop=1
+    bool pre_read = false;          // pre_read=1
+    uint32_t trim_percentage = 0;   // trim_percentage=
     // fio's own output files of this job: (option, path), such as
     // ("write_bw_log", "x_bw.1.log") or ("write_iolog", "w.log").
     std::vector<std::pair<std::string, std::string>> fio_files;
@@ -95,9 +107,20 @@ public:
     std::string stats_path(size_t i) const;
     std::string trace_dir(size_t i) const;
 
-    // The refusals of job `self` over its loaded stack file `config`, in
-    // the engine's order: "" when it may run. thread_cgroup_refusal() is
-    // asked before the job's own options; sharing_refusal() after them.
+    // Job `self`'s refusals, in the engine's order, each "" when it may
+    // run. option_refusal(): its own options, before its stack file is
+    // loaded (mdsplit_config, mdsplit_group_weight's text, options the
+    // engine cannot honour, create_serialize=0, one filename). Reads no
+    // other job's engine options: fio may have freed a forked job's.
+    std::string option_refusal(size_t self) const;
+    // setup_refusal(): its options against its loaded stack file `config`
+    // (mdsplit_group, ioscheduler, cgroup=) and the run's other jobs
+    // (thread_cgroup_refusal(), sharing_refusal(), member_rival_refusal()).
+    // Device safety (device_safety.h) comes next, then files_refusal():
+    // fio_file_refusal(), output_refusal(), and the sidecar's target
+    // (sidecar_target_refusal(); fio's report as set_fio_files() gave it).
+    std::string setup_refusal(size_t self, const StackConfig& config);
+    std::string files_refusal(size_t self, const StackConfig& config);
     std::string thread_cgroup_refusal() const;
     std::string sharing_refusal(size_t self, const StackConfig& config) const;
     // Output clashes: two devices writing one trace directory, jobs of one
@@ -116,13 +139,17 @@ public:
     // jobs of one device naming different trace directories. In the
     // engine's order; "" when none.
     std::string output_refusal(size_t self, const StackConfig& config);
-    // fio's own files outside the jobs: its report's file_identity() ("" a
-    // terminal, pipe or device) and its job files.
+    // fio's own files outside the jobs: its report (descriptor_identity()
+    // of its output, "" a terminal) and its job files.
     void set_fio_files(std::string report_identity, std::vector<std::string> job_files);
     // A member of `config` that is one of fio's own files: the loader's line
     // for the first ("" none). Member data would replace it, and fio
     // writes its report and logs over a member.
     std::string fio_file_refusal(const StackConfig& config) const;
+    // What writing `path` would destroy among the run's inputs and outputs:
+    // a stack file or member, another job's trace file, or a file a loop
+    // device or swap area uses; "" when none.
+    std::string file_of_run(const std::string& path);
 
 private:
     std::string output_rival(size_t self, const std::string& path,
@@ -131,6 +158,7 @@ private:
         size_t self, bool (*separate)(const PlanJob&)) const;
     const PlanJob* group_weight_rival(size_t self) const;
     const PlanJob* trace_disagreement(size_t self) const;
+    std::string group_refusal(size_t self) const;
     std::string config_path(size_t i) const;
     std::string at(const std::string& path) const;
     const std::optional<StackConfig>& stack_of(size_t i);
@@ -153,16 +181,12 @@ private:
     std::string fio_file_at(const std::string& path) const;
 };
 
-// What a path names, whichever name it goes by: a block device's number, a
-// file's device and inode, or (not there yet) its absolute path.
-std::string file_identity(const std::string& path);
+// mdsplit_group_weight's value when `text` is one (a whole number 1..1000,
+// decimal or 0x-hexadecimal as fio's str_to_decimal reads it), else 0.
+uint32_t group_weight_of(const std::string& text);
 
-// A sidecar path that is a stream (a character device, a FIFO, or an open
-// descriptor: /dev/stderr, /dev/fd/N, /proc/self/fd/N, through any link):
-// each job appends its document; any other sidecar is replaced whole.
-bool sidecar_is_stream(const std::string& path);
-// `path` and each target of the symbolic links of its last component,
-// absolute, to the file they end at (at most 40 links, as the kernel).
-std::vector<std::filesystem::path> link_chain(const std::string& path);
+// The one line the engine reports for an error: `message`, after
+// "mdsplit: " unless it starts with it.
+std::string engine_line(const std::string& message);
 
 }  // namespace mdsplit
