@@ -31,6 +31,7 @@
 #include "base/resolved_path.h"
 #include "config/config_loader.h"
 #include "stack/clean_stop.h"
+#include "stack/device_registry.h"
 #include "stack/device_safety.h"
 #include "stack/run_plan.h"
 #include "stack/shared_stack.h"
@@ -187,25 +188,15 @@ private:
     RealClock monotonic_;
 };
 
-// One device, one owner: jobs of one process (thread=1) that name the same
-// stack file and device label share one stack. The registry holds them
-// while a job uses them.
-FioClock registry_clock;
-std::mutex registry_mutex;
-std::map<std::string, std::weak_ptr<SharedStack>> registry;
+// The process's devices (stack/device_registry.h), on fio's clock.
+FioClock fio_clock;
+DeviceRegistry registry(fio_clock);
 
-// resolved_path() of a path some job of the run names, worked out once for
-// the run: each job's plan compares its paths with every other job's, and
-// resolved anew a run of N jobs paid N * N walks of the file system. fio
-// does not change its working directory while it runs, and nothing the
-// engine creates is a symbolic link, so a path resolves alike all run long.
-std::string run_path(const std::string& path) {
-    static std::mutex mutex;
-    static std::map<std::string, std::string> resolved;
-    std::lock_guard<std::mutex> l(mutex);
-    auto it = resolved.find(path);
-    if (it == resolved.end()) it = resolved.emplace(path, resolved_path(path)).first;
-    return it->second;
+// At fio's exit: the devices jobs fio never started still hold, whose last
+// started job left while one of them could still start (a signal or
+// exitall_on_error came after it, before their turn), are stopped clean.
+void stop_devices_left_at_exit() {
+    for (const std::string& line : registry.stop_left()) log_err("%s\n", line.c_str());
 }
 
 // The text a job file gave option @name (its last setting), or "": fio
@@ -218,21 +209,6 @@ std::string option_text(thread_data* td, const char* name) {
         if (p->name && strcmp(p->name, name) == 0) text = p->value;
     }
     return text ? text : "";
-}
-
-// fio's command line's arguments that are files: its job files (fio keeps
-// their names in init.c's static ini_file), read from /proc/self/cmdline.
-std::vector<std::string> fio_job_files() {
-    std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    std::vector<std::string> files;
-    bool first = true;
-    for (std::string arg; std::getline(in, arg, '\0'); first = false) {
-        struct stat st;
-        if (!first && !arg.empty() && arg[0] != '-' && stat(arg.c_str(), &st) == 0 &&
-            S_ISREG(st.st_mode))
-            files.push_back(arg);
-    }
-    return files;
 }
 
 // fio's own output files of job td: (option, path).
@@ -310,8 +286,8 @@ RunPlan run_plan(thread_data* self, bool options, size_t& index) {
         if (td == self) index = jobs.size();
         jobs.push_back(plan_job(td, self, options));
     }
-    RunPlan plan(std::move(jobs), run_path);
-    plan.set_fio_files(descriptor_identity(f_out ? fileno(f_out) : -1), fio_job_files());
+    RunPlan plan(std::move(jobs), run_resolved_path);
+    plan.set_fio_files(descriptor_identity(f_out ? fileno(f_out) : -1), command_line_files());
     return plan;
 }
 
@@ -329,7 +305,7 @@ JobProgress job_progress(thread_data* td, thread_data* self) {
 }
 
 // Whether another job that starts is still to end on @stack: then @self is
-// not its last user. Call under registry_mutex.
+// not its last user. Call under registry.mutex().
 bool others_still_to_end(thread_data* self, const SharedStack* stack) {
     std::vector<JobProgress> jobs;
     size_t index = 0;
@@ -375,43 +351,6 @@ Fadvise fadvise_of(thread_data* td) {
     }
 }
 
-// The device's statistics into each mdsplit_stats file of its jobs, once the
-// last of them has ended (stack/sidecar_file.h). False when one could not be
-// written.
-bool write_sidecars(SharedStack& stack) {
-    std::vector<std::string> paths = stack.take_sidecars();
-    if (paths.empty()) return true;
-    bool ok = true;
-    try {
-        std::string json = stack.stats_json() + "\n";
-        for (const std::string& path : paths)
-            if (std::string why = write_sidecar(path, path, json); !why.empty()) {
-                log_err("%s\n", why.c_str());
-                ok = false;
-            }
-    } catch (const std::exception& e) {
-        log_err("mdsplit: %s\n", e.what());
-        ok = false;
-    }
-    return ok;
-}
-
-// At fio's exit: a stack still held by jobs fio never started, whose last
-// started job left while one of them could still start (a signal or
-// exitall_on_error came after it, before their turn), is stopped here:
-// sidecars written, array stopped clean. A forked job's process leaves by
-// _exit() and runs none of this; the main process's copies of forked jobs'
-// stacks were never assembled (nothing to stop, no sidecar).
-void stop_stacks_left_at_exit() {
-    std::lock_guard<std::mutex> l(registry_mutex);
-    for (auto& [key, slot] : registry) {
-        std::shared_ptr<SharedStack> stack = slot.lock();
-        if (!stack) continue;
-        write_sidecars(*stack);
-        stack->stop_md();
-    }
-}
-
 // What job td (`job` in the plan) will do on its device, for time_scale = "auto".
 AutoScaleJob auto_scale_job(thread_data* td, const PlanJob& job) {
     AutoScaleJob a;
@@ -440,58 +379,6 @@ std::vector<AutoScaleJob> auto_scale_jobs(thread_data* self_td, const RunPlan& p
     return jobs;
 }
 
-// exclusive: no other job can open this key (see attach_job).
-// auto_jobs: the jobs of the device, for time_scale = "auto" (else unused).
-std::shared_ptr<SharedStack> open_shared_stack(const std::string& key, const StackConfig& config,
-                                               const StackOptions& so, bool exclusive,
-                                               const std::vector<AutoScaleJob>& auto_jobs) {
-    std::lock_guard<std::mutex> l(registry_mutex);
-    static const bool at_exit = std::atexit(stop_stacks_left_at_exit) == 0;
-    (void)at_exit;
-    auto& slot = registry[key];
-    std::shared_ptr<SharedStack> stack = slot.lock();
-    if (!stack) {
-        // time_scale = "auto": measured now, once per device (time_scale_auto.h).
-        StackConfig scaled = config;
-        std::optional<TimeScaleCalibration> calibration;
-        if (config.device.time_scale_auto) {
-            calibration = calibrate_time_scale(config, auto_jobs, registry_clock);
-            scaled.device.time_scale = calibration->time_scale;
-            // stderr itself: fio's log_err() writes to --output's file.
-            std::fprintf(stderr, "%s\n", calibration->line(so.label).c_str());
-        }
-        stack = std::make_shared<SharedStack>(std::make_unique<Stack>(scaled, registry_clock, so),
-                                              exclusive);
-        if (calibration) stack->stack().host_lag().set_calibration(*calibration);
-        slot = stack;
-    }
-    stack->attach();
-    return stack;
-}
-
-// The options of the stack job `self` opens, from the plan's decisions.
-StackOptions stack_options(thread_data* td, const RunPlan& plan, size_t self) {
-    StackUse use = plan.stack_use(self);
-    StackOptions so;
-    so.label = td->files[0]->file_name;
-    // direct=0 jobs go through the engine's own page cache, so the members
-    // stay O_DIRECT either way (the host's cache would sit under ours).
-    so.open_direct = true;
-    // Opened read-write when any job of the run may write to the stack,
-    // whichever job opens it first; read-only otherwise.
-    so.writable = use.writes;
-    so.allow_mounted_write = use.writers_allow_mounted;
-    // fio's --readonly and allow_file_create=0: no member file is created.
-    so.create_members = use.create && !read_only;
-    so.trace_dir = plan.trace_dir(self);
-    // A raid5 is assembled at init(), in the process that runs the job
-    // (Stack::assemble_md): setup runs in fio's main process for every
-    // job before the first one starts.
-    so.defer_md_assembly = true;
-    so.ring_entries = 256;
-    return so;
-}
-
 // The job as the process bfq sees: its ioprio (fio's prio/prioclass) and
 // its cgroup (mdsplit_group or fio's cgroup, with mdsplit_group_weight);
 // sync= and fadvise_hint.
@@ -517,23 +404,23 @@ void describe_task(thread_data* td, const PlanJob& job, TaskContext& task) {
 // threads that name it, and the job attached to it.
 std::unique_ptr<EngineData> attach_job(thread_data* td, const StackConfig& config,
                                        const RunPlan& plan, size_t self) {
+    static const bool at_exit = std::atexit(stop_devices_left_at_exit) == 0;
+    (void)at_exit;
     const PlanJob& job = plan.jobs()[self];
     auto d = std::make_unique<EngineData>();
-    StackOptions so = stack_options(td, plan, self);
+    StackOptions so = plan.stack_options(self, read_only);
     d->depth = td->o.iodepth ? td->o.iodepth : 1;
     d->buffered = job.buffered;
     d->stats_path = plan.stats_path(self);
     d->label = so.label;
-    // A forked job's key is its own; a thread's is shared only with jobs
-    // naming the same stack file. Such a stack has one user, the job's
-    // thread: no locking, and its ring may be single-issuer (not with
-    // buffered I/O, whose worker threads hand work back to the loop).
-    bool exclusive = !job.thread || plan.stack_use(self).jobs.size() <= 1;
-    so.single_issuer = exclusive && !d->buffered;
     std::vector<AutoScaleJob> auto_jobs;
     if (config.device.time_scale_auto) auto_jobs = auto_scale_jobs(td, plan, self);
-    d->stack = open_shared_stack(plan.stack_key(self), config, so, exclusive, auto_jobs);
-    d->plug_time_is_fio_time = exclusive && FioClock::uses_fio_clock();
+    std::string calibration;
+    d->stack = registry.open(plan.stack_key(self), config, so, plan.exclusive(self), auto_jobs,
+                             calibration);
+    // stderr itself: fio's log_err() writes to --output's file.
+    if (!calibration.empty()) std::fprintf(stderr, "%s\n", calibration.c_str());
+    d->plug_time_is_fio_time = plan.exclusive(self) && FioClock::uses_fio_clock();
     describe_task(td, job, d->task);
     // How late this job ran against the model (stack/host_lag.h): its
     // think time per I/O is fio's thinktime spread over thinktime_blocks.
@@ -577,7 +464,7 @@ int mdsplit_setup(thread_data* td) {
         std::unique_ptr<EngineData> data = attach_job(td, config, plan, self);
         // Another job's cleanup reads it (others_still_to_end): with
         // create_serialize=0 this runs in the job's own thread.
-        std::lock_guard<std::mutex> l(registry_mutex);
+        std::lock_guard<std::mutex> l(registry.mutex());
         td->io_ops_data = data.release();
     } catch (const std::exception& e) {
         return refuse(td, e.what());
@@ -658,7 +545,7 @@ void mdsplit_cleanup(thread_data* td) {
     if (!d) return;
     if (!end_job(td, *d)) td->error = EIO;
     {
-        std::lock_guard<std::mutex> l(registry_mutex);
+        std::lock_guard<std::mutex> l(registry.mutex());
         // A job fio never starts keeps its use of the stack: the stack
         // outlives the last job that ran, which stops it instead.
         bool last = d->stack->detach() || !others_still_to_end(td, d->stack.get());
@@ -670,7 +557,10 @@ void mdsplit_cleanup(thread_data* td) {
             // The host was the bottleneck: fio's figures are this machine's.
             std::string verdict = d->stack->host_lag_verdict();
             if (!verdict.empty()) std::fprintf(stderr, "%s\n", verdict.c_str());
-            if (!write_sidecars(*d->stack)) td->error = EIO;
+            for (const std::string& line : write_sidecars(*d->stack)) {
+                log_err("%s\n", line.c_str());
+                td->error = EIO;
+            }
             d->stack->stop_md();
         }
         d->stack.reset();  // the last job out destroys the stack

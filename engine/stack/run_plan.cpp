@@ -4,9 +4,12 @@
 #include "stack/run_plan.h"
 
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <mutex>
 
 #include <algorithm>
 #include <set>
@@ -192,6 +195,55 @@ bool RunPlan::may_overlap(size_t a, size_t b) const {
         if (i == a) after_a = true;
     }
     return true;
+}
+
+bool RunPlan::exclusive(size_t self) const {
+    return !jobs_[self].thread || stack_use(self).jobs.size() <= 1;
+}
+
+StackOptions RunPlan::stack_options(size_t self, bool read_only) const {
+    StackUse use = stack_use(self);
+    StackOptions so;
+    so.label = jobs_[self].device;
+    // direct=0 jobs go through the engine's own page cache, so the members
+    // stay O_DIRECT either way (the host's cache would sit under ours).
+    so.open_direct = true;
+    so.writable = use.writes;
+    so.allow_mounted_write = use.writers_allow_mounted;
+    // fio's --readonly and allow_file_create=0: no member file is created.
+    so.create_members = use.create && !read_only;
+    so.trace_dir = trace_dir(self);
+    // A raid5 is assembled at init(), in the process that runs the job
+    // (Stack::assemble_md): setup runs in fio's main process for every
+    // job before the first one starts.
+    so.defer_md_assembly = true;
+    so.ring_entries = 256;
+    // One user, the job's thread: its ring may be single-issuer (not with
+    // buffered I/O, whose worker threads hand work back to the loop).
+    so.single_issuer = exclusive(self) && !jobs_[self].buffered;
+    return so;
+}
+
+std::string run_resolved_path(const std::string& path) {
+    static std::mutex mutex;
+    static std::map<std::string, std::string> resolved;
+    std::lock_guard<std::mutex> l(mutex);
+    auto it = resolved.find(path);
+    if (it == resolved.end()) it = resolved.emplace(path, resolved_path(path)).first;
+    return it->second;
+}
+
+std::vector<std::string> command_line_files() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> files;
+    bool first = true;
+    for (std::string arg; std::getline(in, arg, '\0'); first = false) {
+        struct stat st;
+        if (!first && !arg.empty() && arg[0] != '-' && stat(arg.c_str(), &st) == 0 &&
+            S_ISREG(st.st_mode))
+            files.push_back(arg);
+    }
+    return files;
 }
 
 // ---- Sidecars and traces ------------------------------------------------------

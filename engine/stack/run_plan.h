@@ -19,6 +19,7 @@
 
 #include "config/stack_config.h"
 #include "stack/sidecar_file.h"
+#include "stack/stack.h"
 
 namespace mdsplit {
 
@@ -100,6 +101,15 @@ public:
     bool shares_stack(size_t a, size_t b) const;
     // fio may run jobs a and b (a before b) at the same time.
     bool may_overlap(size_t a, size_t b) const;
+    // Job `self`'s stack has it as its one user (a forked job's, or a
+    // thread's that no other job names): no locking.
+    bool exclusive(size_t self) const;
+    // The options of the stack job `self` opens (label its device; under
+    // fio's --readonly when `read_only`): opened read-write when any job
+    // of the run may write it, members O_DIRECT, trace_dir(), a raid5
+    // assembled when the job starts; single_issuer when exclusive() and
+    // not buffered.
+    StackOptions stack_options(size_t self, bool read_only = false) const;
 
     // The sidecar a job writes (mdsplit_stats, .N for subjob N unless a
     // stream), and the trace directory (mdsplit_trace, .N for a forked
@@ -180,6 +190,17 @@ private:
     std::vector<std::string> fio_job_files_;
     std::string fio_file_at(const std::string& path) const;
 };
+
+// resolved_path() of `path`, worked out once for the process: each job's
+// plan compares its paths with every other job's, and resolved anew a run of
+// N jobs paid N * N walks of the file system. fio does not change its
+// working directory while it runs, and nothing the engine creates is a
+// symbolic link, so a path resolves alike all run long.
+std::string run_resolved_path(const std::string& path);
+
+// The process's command line's arguments that are regular files (fio's job
+// files), from /proc/self/cmdline.
+std::vector<std::string> command_line_files();
 
 // mdsplit_group_weight's value when `text` is one (a whole number 1..1000,
 // decimal or 0x-hexadecimal as fio's str_to_decimal reads it), else 0.

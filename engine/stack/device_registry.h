@@ -1,0 +1,50 @@
+// The process's devices, one per stack key (RunPlan::stack_key()): jobs of
+// one process (thread=1) naming the same stack file and device share one
+// SharedStack, held here while a job uses it. The registry opens a device
+// (measuring time_scale = "auto" first, once per device), and at the
+// process's exit stops the devices that jobs fio never started still hold:
+// sidecars written, array stopped clean (clean_stop.h). No fio types.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "stack/shared_stack.h"
+#include "stack/time_scale_auto.h"
+
+namespace mdsplit {
+
+class DeviceRegistry {
+public:
+    explicit DeviceRegistry(Clock& clock) : clock_(clock) {}
+
+    // The device of `key`, opened with `config` and `so` when no job holds
+    // it (exclusive: no other job can open this key; auto_jobs: the jobs of
+    // the device, for time_scale = "auto"), attached for one more job. The
+    // calibration line, if any, goes to `notice`.
+    std::shared_ptr<SharedStack> open(const std::string& key, const StackConfig& config,
+                                      const StackOptions& so, bool exclusive,
+                                      const std::vector<AutoScaleJob>& auto_jobs,
+                                      std::string& notice);
+    // The devices still held (by jobs that never started): each has its
+    // sidecars written and its array stopped. The lines of sidecars that
+    // could not be written.
+    std::vector<std::string> stop_left();
+    // Held while a job attaches to or leaves a device.
+    std::mutex& mutex() { return mutex_; }
+
+private:
+    Clock& clock_;
+    std::mutex mutex_;
+    std::map<std::string, std::weak_ptr<SharedStack>> devices_;
+};
+
+// The device's statistics into each sidecar of its jobs
+// (SharedStack::take_sidecars(), sidecar_file.h), once the last of them has
+// ended: the lines of those that could not be written.
+std::vector<std::string> write_sidecars(SharedStack& stack);
+
+}  // namespace mdsplit
