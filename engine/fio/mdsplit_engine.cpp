@@ -188,6 +188,11 @@ private:
     RealClock monotonic_;
 };
 
+// Logs `lines` as fio logs its errors.
+void log_lines(const std::vector<std::string>& lines) {
+    for (const std::string& line : lines) log_err("%s\n", line.c_str());
+}
+
 // The process's devices (stack/device_registry.h), on fio's clock.
 FioClock fio_clock;
 DeviceRegistry registry(fio_clock);
@@ -195,9 +200,7 @@ DeviceRegistry registry(fio_clock);
 // At fio's exit: the devices jobs fio never started still hold, whose last
 // started job left while one of them could still start (a signal or
 // exitall_on_error came after it, before their turn), are stopped clean.
-void stop_devices_left_at_exit() {
-    for (const std::string& line : registry.stop_left()) log_err("%s\n", line.c_str());
-}
+void stop_devices_left_at_exit() { log_lines(registry.stop_left()); }
 
 // The text a job file gave option @name (its last setting), or "": fio
 // keeps every option it accepted, with its text, on td->opt_list.
@@ -252,6 +255,12 @@ void describe_options(thread_data* td, PlanJob& j) {
     j.unlink_each_loop = td->o.unlink_each_loop;
     j.pre_read = td->o.pre_read;
     j.trim_percentage = td->o.trim_percentage;
+    j.load.op = td_write(td) && !td_read(td) ? Op::Write : Op::Read;
+    j.load.block_bytes = td->o.bs[j.load.op == Op::Write ? DDIR_WRITE : DDIR_READ];
+    j.load.random = td_random(td);
+    j.load.iodepth = td->o.iodepth ? td->o.iodepth : 1;
+    // Its think time per I/O: fio's thinktime spread over thinktime_blocks.
+    j.load.think_ns = uint64_t(td->o.thinktime) * 1000 / std::max(1u, td->o.thinktime_blocks);
 }
 
 // One job of the run as the run plan takes it (stack/run_plan.h). With
@@ -351,34 +360,6 @@ Fadvise fadvise_of(thread_data* td) {
     }
 }
 
-// What job td (`job` in the plan) will do on its device, for time_scale = "auto".
-AutoScaleJob auto_scale_job(thread_data* td, const PlanJob& job) {
-    AutoScaleJob a;
-    a.name = job.name;
-    a.op = td_write(td) && !td_read(td) ? Op::Write : Op::Read;
-    a.block_bytes = td->o.bs[a.op == Op::Write ? DDIR_WRITE : DDIR_READ];
-    a.random = td_random(td);
-    a.iodepth = td->o.iodepth ? td->o.iodepth : 1;
-    a.think_ns = uint64_t(td->o.thinktime) * 1000 / std::max(1u, td->o.thinktime_blocks);
-    a.sched.group = job.group;
-    a.sched.group_weight = job.group_weight;
-    return a;
-}
-
-// The jobs that will share the device of job `self` (td): itself and the
-// threads the plan says share its stack (RunPlan::shares_stack).
-std::vector<AutoScaleJob> auto_scale_jobs(thread_data* self_td, const RunPlan& plan, size_t self) {
-    std::vector<AutoScaleJob> jobs{auto_scale_job(self_td, plan.jobs()[self])};
-    thread_data* td;
-    int i;
-    for_each_td(td, i) {
-        size_t index = size_t(i);
-        if (index != self && plan.jobs()[index].ours && plan.shares_stack(self, index))
-            jobs.push_back(auto_scale_job(td, plan.jobs()[index]));
-    }
-    return jobs;
-}
-
 // The job as the process bfq sees: its ioprio (fio's prio/prioclass) and
 // its cgroup (mdsplit_group or fio's cgroup, with mdsplit_group_weight);
 // sync= and fadvise_hint.
@@ -414,7 +395,7 @@ std::unique_ptr<EngineData> attach_job(thread_data* td, const StackConfig& confi
     d->stats_path = plan.stats_path(self);
     d->label = so.label;
     std::vector<AutoScaleJob> auto_jobs;
-    if (config.device.time_scale_auto) auto_jobs = auto_scale_jobs(td, plan, self);
+    if (config.device.time_scale_auto) auto_jobs = plan.auto_scale_jobs(self);
     std::string calibration;
     d->stack = registry.open(plan.stack_key(self), config, so, plan.exclusive(self), auto_jobs,
                              calibration);
@@ -424,9 +405,7 @@ std::unique_ptr<EngineData> attach_job(thread_data* td, const StackConfig& confi
     describe_task(td, job, d->task);
     // How late this job ran against the model (stack/host_lag.h): its
     // think time per I/O is fio's thinktime spread over thinktime_blocks.
-    d->task.lag = d->stack->attach_lag_job(
-        job.name, d->depth,
-        uint64_t(td->o.thinktime) * 1000 / std::max(1u, td->o.thinktime_blocks));
+    d->task.lag = d->stack->attach_lag_job(job.name, d->depth, job.load.think_ns);
     d->batch.reserve(d->depth);
     d->events.reserve(d->depth);
     if (d->buffered) d->stack->set_buffered_iodepth(d->depth);
@@ -515,56 +494,39 @@ int mdsplit_post_init(thread_data* td) {
     return 0;
 }
 
-// The job's end on its device: its written pages written back, its I/O
-// drained, its members' failures kept for later jobs, its sidecar and traces
-// handed to the device. False when the job fails (a trace not written).
-bool end_job(thread_data* td, EngineData& d) {
-    try {
-        // Nothing written is lost at job end, unless its write-back fails:
-        // the kernel then says nothing unless a sync asks; we say it here.
-        if (uint64_t lost = d.buffered ? d.stack->sync_buffered() : 0)
-            log_err("%s\n", lost_writeback_line(d.label, lost).c_str());
-        d.stack->drain(d.task);
-        if (!d.stack->record_member_failures(MemberFailures::run_wide()))
-            log_err(
-                "mdsplit: %s: more members failed in this run than the engine keeps (%zu): "
-                "a later job's array may read a failed member's stale data\n",
-                d.label.c_str(), MemberFailures::kCapacity);
-        // The statistics are written even when a trace cannot be.
-        if (!d.stats_path.empty()) d.stack->add_sidecar(d.stats_path);
-        d.stack->flush_traces();
-    } catch (const std::exception& e) {
-        refuse(td, e.what());  // a trace that cannot be written fails the job
-        return false;
-    }
-    return true;
-}
-
+// The job's end (stack/device_registry.h end_job); the last job out of a
+// device stops it. A job fio never starts keeps its use of the stack: the
+// stack outlives the last job that ran, which stops it instead.
 void mdsplit_cleanup(thread_data* td) {
     EngineData* d = data_of(td);
     if (!d) return;
-    if (!end_job(td, *d)) td->error = EIO;
-    {
-        std::lock_guard<std::mutex> l(registry.mutex());
-        // A job fio never starts keeps its use of the stack: the stack
-        // outlives the last job that ran, which stops it instead.
-        bool last = d->stack->detach() || !others_still_to_end(td, d->stack.get());
-        td->io_ops_data = nullptr;  // no user from here on (others_still_to_end)
-        if (last) {
-            // md logs a member failure (raid5_error's pr_crit); the last job out says it here.
-            std::string failed = d->stack->stack().member_failure_notice();
-            if (!failed.empty()) log_err("%s\n", failed.c_str());
-            // The host was the bottleneck: fio's figures are this machine's.
-            std::string verdict = d->stack->host_lag_verdict();
-            if (!verdict.empty()) std::fprintf(stderr, "%s\n", verdict.c_str());
-            for (const std::string& line : write_sidecars(*d->stack)) {
-                log_err("%s\n", line.c_str());
-                td->error = EIO;
-            }
-            d->stack->stop_md();
-        }
-        d->stack.reset();  // the last job out destroys the stack
+    std::vector<std::string> notices;
+    std::string failure;
+    try {
+        end_job(*d->stack, d->task, d->buffered, d->label, d->stats_path, notices);
+    } catch (const std::exception& e) {
+        failure = e.what();  // a trace that cannot be written fails the job
     }
+    log_lines(notices);
+    if (!failure.empty()) {
+        refuse(td, failure);
+        td->error = EIO;
+    }
+    std::lock_guard<std::mutex> l(registry.mutex());
+    bool last = d->stack->detach() || !others_still_to_end(td, d->stack.get());
+    td->io_ops_data = nullptr;  // no user from here on (others_still_to_end)
+    if (last) {
+        // md logs a member failure (raid5_error's pr_crit); the last job out says it.
+        std::string failed = d->stack->stack().member_failure_notice();
+        if (!failed.empty()) log_err("%s\n", failed.c_str());
+        // The host was the bottleneck: fio's figures are this machine's (on stderr itself).
+        std::string verdict = d->stack->host_lag_verdict();
+        if (!verdict.empty()) std::fprintf(stderr, "%s\n", verdict.c_str());
+        std::vector<std::string> errors = stop_device(*d->stack);
+        log_lines(errors);
+        if (!errors.empty()) td->error = EIO;
+    }
+    d->stack.reset();  // the last job out destroys the stack
     delete d;
 }
 

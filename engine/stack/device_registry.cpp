@@ -3,6 +3,8 @@
 
 #include <exception>
 
+#include "stack/clean_stop.h"
+#include "stack/member_failures.h"
 #include "stack/sidecar_file.h"
 #include "stack/stack.h"
 
@@ -42,9 +44,30 @@ std::vector<std::string> DeviceRegistry::stop_left() {
     for (auto& [key, slot] : devices_) {
         std::shared_ptr<SharedStack> stack = slot.lock();
         if (!stack) continue;
-        for (std::string& line : write_sidecars(*stack)) errors.push_back(std::move(line));
-        stack->stop_md();
+        for (std::string& line : stop_device(*stack)) errors.push_back(std::move(line));
     }
+    return errors;
+}
+
+void end_job(SharedStack& stack, TaskContext& task, bool buffered, const std::string& label,
+             const std::string& stats_path, std::vector<std::string>& notices) {
+    // Nothing written is lost at job end, unless its write-back fails: the
+    // kernel then says nothing unless a sync asks; we say it here.
+    if (uint64_t lost = buffered ? stack.sync_buffered() : 0)
+        notices.push_back(lost_writeback_line(label, lost));
+    stack.drain(task);
+    if (!stack.record_member_failures(MemberFailures::run_wide()))
+        notices.push_back("mdsplit: " + label + ": more members failed in this run than the " +
+                          "engine keeps (" + std::to_string(MemberFailures::kCapacity) +
+                          "): a later job's array may read a failed member's stale data");
+    // The statistics are written even when a trace cannot be.
+    if (!stats_path.empty()) stack.add_sidecar(stats_path);
+    stack.flush_traces();
+}
+
+std::vector<std::string> stop_device(SharedStack& stack) {
+    std::vector<std::string> errors = write_sidecars(stack);
+    stack.stop_md();
     return errors;
 }
 

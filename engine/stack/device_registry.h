@@ -42,6 +42,21 @@ private:
     std::map<std::string, std::weak_ptr<SharedStack>> devices_;
 };
 
+// A job's end on its device: its written pages written back (a failed
+// write-back no sync reported is one line), its I/O drained, its members'
+// failures kept for later jobs (a line when more failed than are kept), its
+// sidecar (`stats_path`, "" none) handed to the device. The lines to report
+// go to `notices`. Throws when a trace cannot be written (the job fails);
+// the sidecar is handed over first.
+void end_job(SharedStack& stack, TaskContext& task, bool buffered, const std::string& label,
+             const std::string& stats_path, std::vector<std::string>& notices);
+
+// The device's end, by its last user (after md's line for failed members
+// and the host-lag verdict are out: a sidecar may be the same stream): the
+// sidecars written, the array stopped clean. The lines of sidecars that
+// could not be written.
+std::vector<std::string> stop_device(SharedStack& stack);
+
 // The device's statistics into each sidecar of its jobs
 // (SharedStack::take_sidecars(), sidecar_file.h), once the last of them has
 // ended: the lines of those that could not be written.

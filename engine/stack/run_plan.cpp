@@ -28,9 +28,13 @@ RunPlan::RunPlan(std::vector<PlanJob> jobs, Resolve resolve, std::string base)
     : jobs_(std::move(jobs)), resolve_(std::move(resolve)), base_(std::move(base)) {
     // A job's I/O is charged to its cgroup, as the kernel charges a bio to
     // its task's (bio_associate_blkg(), then bfq_bic_update_cgroup()).
-    for (PlanJob& job : jobs_)
+    for (PlanJob& job : jobs_) {
         if (job.group.empty())
             job.group = job.mdsplit_group.empty() ? job.cgroup : job.mdsplit_group;
+        job.load.name = job.name;
+        job.load.sched.group = job.group;
+        job.load.sched.group_weight = job.group_weight;
+    }
 }
 
 uint32_t group_weight_of(const std::string& text) {
@@ -199,6 +203,13 @@ bool RunPlan::may_overlap(size_t a, size_t b) const {
 
 bool RunPlan::exclusive(size_t self) const {
     return !jobs_[self].thread || stack_use(self).jobs.size() <= 1;
+}
+
+std::vector<AutoScaleJob> RunPlan::auto_scale_jobs(size_t self) const {
+    std::vector<AutoScaleJob> jobs{jobs_[self].load};
+    for (size_t i = 0; i < jobs_.size(); i++)
+        if (i != self && jobs_[i].ours && shares_stack(self, i)) jobs.push_back(jobs_[i].load);
+    return jobs;
 }
 
 StackOptions RunPlan::stack_options(size_t self, bool read_only) const {

@@ -20,6 +20,7 @@
 #include "config/stack_config.h"
 #include "stack/sidecar_file.h"
 #include "stack/stack.h"
+#include "stack/time_scale_auto.h"
 
 namespace mdsplit {
 
@@ -59,6 +60,9 @@ struct PlanJob {
     bool unlink_each_loop = false;  // unlink_each_loop=1
     bool pre_read = false;          // pre_read=1
     uint32_t trim_percentage = 0;   // trim_percentage=
+    // What it does on its device, for time_scale = "auto" (name and group
+    // are the job's own; RunPlan sets them).
+    AutoScaleJob load;
     // fio's own output files of this job: (option, path), such as
     // ("write_bw_log", "x_bw.1.log") or ("write_iolog", "w.log").
     std::vector<std::pair<std::string, std::string>> fio_files;
@@ -104,6 +108,9 @@ public:
     // Job `self`'s stack has it as its one user (a forked job's, or a
     // thread's that no other job names): no locking.
     bool exclusive(size_t self) const;
+    // The jobs that will share job `self`'s device: itself and the threads
+    // that share its stack (shares_stack()), as time_scale = "auto" takes them.
+    std::vector<AutoScaleJob> auto_scale_jobs(size_t self) const;
     // The options of the stack job `self` opens (label its device; under
     // fio's --readonly when `read_only`): opened read-write when any job
     // of the run may write it, members O_DIRECT, trace_dir(), a raid5
