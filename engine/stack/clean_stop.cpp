@@ -20,4 +20,9 @@ std::string lost_writeback_line(const std::string& label, uint64_t pages) {
            "fdatasync=, end_fsync=1 or sync=)";
 }
 
+std::string write_behind_line(uint64_t errors) {
+    return "mdsplit: " + std::to_string(errors) +
+           " writes to member files failed on the host (the virtual run completed them)";
+}
+
 }  // namespace mdsplit

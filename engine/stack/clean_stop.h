@@ -34,4 +34,8 @@ bool stack_user_still_to_end(const std::vector<JobProgress>& jobs, size_t self, 
 // writes completed and no sync asked (the kernel says nothing then).
 std::string lost_writeback_line(const std::string& label, uint64_t pages);
 
+// The line a virtual-clock run reports when writes its model completed
+// failed on the host's member files behind it (write_behind).
+std::string write_behind_line(uint64_t errors);
+
 }  // namespace mdsplit
