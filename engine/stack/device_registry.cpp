@@ -10,19 +10,19 @@
 
 namespace mdsplit {
 
-std::shared_ptr<SharedStack> DeviceRegistry::open(const std::string& key, const StackConfig& config,
-                                                  const StackOptions& so, bool exclusive,
-                                                  const std::vector<AutoScaleJob>& auto_jobs,
+std::shared_ptr<SharedStack> DeviceRegistry::open(const RunPlan& plan, size_t self,
+                                                  const StackConfig& config, const StackOptions& so,
                                                   std::string& notice) {
+    const bool exclusive = plan.exclusive(self);
     std::lock_guard<std::mutex> l(mutex_);
-    auto& slot = devices_[key];
+    auto& slot = devices_[plan.stack_key(self)];
     std::shared_ptr<SharedStack> stack = slot.lock();
     if (!stack) {
         // time_scale = "auto": measured now, once per device (time_scale_auto.h).
         StackConfig scaled = config;
         std::optional<TimeScaleCalibration> calibration;
         if (config.device.time_scale_auto) {
-            calibration = calibrate_time_scale(config, auto_jobs, clock_);
+            calibration = calibrate_time_scale(config, plan.auto_scale_jobs(self), clock_);
             scaled.device.time_scale = calibration->time_scale;
             notice = calibration->line(so.label);
         }

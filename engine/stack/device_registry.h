@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "stack/run_plan.h"
 #include "stack/shared_stack.h"
 #include "stack/time_scale_auto.h"
 
@@ -21,14 +22,12 @@ class DeviceRegistry {
 public:
     explicit DeviceRegistry(Clock& clock) : clock_(clock) {}
 
-    // The device of `key`, opened with `config` and `so` when no job holds
-    // it (exclusive: no other job can open this key; auto_jobs: the jobs of
-    // the device, for time_scale = "auto"), attached for one more job. The
-    // calibration line, if any, goes to `notice`.
-    std::shared_ptr<SharedStack> open(const std::string& key, const StackConfig& config,
-                                      const StackOptions& so, bool exclusive,
-                                      const std::vector<AutoScaleJob>& auto_jobs,
-                                      std::string& notice);
+    // Job `self`'s device (RunPlan::stack_key()), opened with `config` and
+    // the plan's stack_options() `so` when no job holds it (time_scale =
+    // "auto" measured first over the plan's auto_scale_jobs(); its line in
+    // `notice`), attached for one more job.
+    std::shared_ptr<SharedStack> open(const RunPlan& plan, size_t self, const StackConfig& config,
+                                      const StackOptions& so, std::string& notice);
     // The devices still held (by jobs that never started): each has its
     // sidecars written and its array stopped. The lines of sidecars that
     // could not be written.

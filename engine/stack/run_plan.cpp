@@ -132,6 +132,20 @@ std::string RunPlan::setup_refusal(size_t self, const StackConfig& config) {
     return member_rival_refusal(self, config);
 }
 
+std::string RunPlan::device_refusal(size_t self, const StackConfig& config) {
+    if (std::string why = setup_refusal(self, config); !why.empty()) return why;
+    StackUse use = stack_use(self);
+    DeviceSafetyOptions safety;
+    safety.writes = use.writes;
+    safety.allow_mounted_write = use.writers_allow_mounted;
+    try {
+        check_device_safety(config, safety);
+    } catch (const std::exception& e) {
+        return engine_line(e.what());
+    }
+    return files_refusal(self, config);
+}
+
 std::string RunPlan::files_refusal(size_t self, const StackConfig& config) {
     if (std::string why = fio_file_refusal(config); !why.empty()) return why;
     if (std::string why = output_refusal(self, config); !why.empty()) return why;

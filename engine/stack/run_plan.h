@@ -137,6 +137,10 @@ public:
     // fio_file_refusal(), output_refusal(), and the sidecar's target
     // (sidecar_target_refusal(); fio's report as set_fio_files() gave it).
     std::string setup_refusal(size_t self, const StackConfig& config);
+    // All of job `self`'s refusals over `config` after option_refusal():
+    // setup_refusal(), device safety over the whole run's use of the stack
+    // (check_device_safety(), before anything is made), files_refusal().
+    std::string device_refusal(size_t self, const StackConfig& config);
     std::string files_refusal(size_t self, const StackConfig& config);
     std::string thread_cgroup_refusal() const;
     std::string sharing_refusal(size_t self, const StackConfig& config) const;
