@@ -7,13 +7,13 @@ shape as output and the sidecars and blktrace files the engine writes.
     result["jobs"][0]["read"]["bw"]          # KiB/s, as fio's JSON
 
 This module turns the parsed job file (harness/jobfile.py) into the core's
-FioJobSpec dicts with the engine's rules (engine/fio/mdsplit_engine.cpp
-mdsplit_setup: the stack of a job is its mdsplit_config + filename label;
-thread=1 jobs naming the same ones share it, other jobs get their own;
-writable when any job of the run naming the stack file may write, with the
-engine's device safety checks before anything opens; the scheduling identity from
-prio/prioclass and mdsplit_group (or fio's cgroup)/_weight), refuses options that would
-change the I/O pattern and are not modelled, and builds fio's JSON.
+FioJobSpec dicts and builds fio's JSON. It keeps no rule of the engine's:
+which jobs share a stack, how each stack opens, where sidecars and traces
+go, and every refusal with its line come from the engine's own run plan
+(engine/stack/run_plan.h through mdsplit.plan_run); the sidecars are written
+by the engine's code (mdsplit.write_sidecar). What is simulate's own: the
+options it models (SUPPORTED) or refuses ("simulate: ..." lines), and the
+report (--output), which may replace no file the run reads or writes.
 Paths in the job file are relative to the job file's directory (the
 harness runs fio from there).
 """

@@ -1,10 +1,11 @@
 // The run-wide decisions of a run of fio jobs over stack files, made from
 // plain descriptions of the jobs (no fio types): which jobs share a stack,
 // which stacks are written and by whom, where sidecars and traces go, and
-// every clash between jobs, each refused with its one line. The fio glue
-// (engine/fio/mdsplit_engine.cpp) describes fio's thread_data as PlanJobs;
-// harness simulate describes its job file's jobs the same way through the
-// bindings (mdsplit.run_plan_refusal), so both refuse a run alike.
+// every refusal of a job, its own options' and its clashes with the others,
+// each with its one line. The fio glue (engine/fio/mdsplit_engine.cpp)
+// describes fio's thread_data as PlanJobs; harness simulate describes its
+// job file's jobs the same way through the bindings (mdsplit.plan_run), so
+// both refuse a run alike and open the same stacks.
 #pragma once
 
 #include <cstddef>
