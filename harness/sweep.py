@@ -196,6 +196,13 @@ BUFFERED = [
 ]
 
 
+# Each draw simulates uring-buffered-ra.fio with runtime=100ms instead of its
+# 500ms: the sections reach their steady state within the first few ms, and at
+# the default costs the 48 figures stay within 0.50 % of the checked ones
+# (mean 0.15 %), in a fifth of the time.
+BUFFERED_RUNTIME = "100ms"
+
+
 def buffered_figures(costs: dict) -> dict:
     """A worker: the 48 points of seed 003 on the virtual clock with the
     given BufferedCosts changes, as the experiment's metric names."""
@@ -203,7 +210,7 @@ def buffered_figures(costs: dict) -> dict:
     from harness.paths import import_mdsplit
     full = dict(import_mdsplit().buffered_default_costs())
     full.update(costs)
-    res = B.sweep(ROOT / "jobs", lambda *a, **k: None, full)
+    res = B.sweep(ROOT / "jobs", lambda *a, **k: None, full, runtime=BUFFERED_RUNTIME)
     return {f"{v}.rasync_{'on' if r else 'off'}.qd{qd}_kIOPS": x for (v, r, qd), x in res.items()}
 
 

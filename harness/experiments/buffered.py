@@ -161,29 +161,34 @@ def stack_files(jobs_dir: Path) -> list:
     return list(dict.fromkeys(j.options["mdsplit_config"] for j in jobs))
 
 
-def simulated(jobs_dir: Path, out_dir: Path, progress, costs: dict = None, depths=DEPTHS):
+def simulated(jobs_dir: Path, out_dir: Path, progress, costs: dict = None, depths=DEPTHS,
+              runtime: str = None):
     """`harness simulate` of the job file's sections at `depths` (members as
     null devices of their size: the virtual clock never waits on the host's
     storage, so the figures are the same), from a copy under out_dir; with
     `costs`, each stack file of the copy gets them as its [cpu.buffered]
-    table. Returns ({(variant, rasync, qd): kIOPS}, the FioResult)."""
+    table; with `runtime`, the copy's [global] runtime= is that. Returns
+    ({(variant, rasync, qd): kIOPS}, the FioResult)."""
     names = [section(v, r, qd) for v in VARIANTS for r in (True, False) for qd in depths]
     progress(f"simulate {JOB}, {len(names)} of its sections (virtual clock"
              + (", this machine's costs)" if costs else ": the checked figures)"))
     append = {name: costs_toml(costs) for name in stack_files(jobs_dir)} if costs else None
-    fio = simulate_copy(jobs_dir, JOB, out_dir, sections=names, data=False, append=append)
+    fio = simulate_copy(jobs_dir, JOB, out_dir, sections=names, data=False, append=append,
+                        options={"global.runtime": runtime} if runtime else None)
     ours = {(v, r, qd): fio.job(section(v, r, qd))["read"]["iops"] / 1000
             for v in VARIANTS for r in (True, False) for qd in depths}
     return ours, fio
 
 
-def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS) -> dict:
+def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS,
+          runtime: str = None) -> dict:
     """kIOPS per (variant, rasync, iodepth) on the virtual clock, on the
     thread's drive, with `costs` (BufferedCosts' defaults when None): the
-    job file's sections, simulated in a scratch directory."""
+    job file's sections (runtime= `runtime` when given), simulated in a
+    scratch directory."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="mdsplit-buffered-") as tmp:
-        return simulated(jobs_dir, Path(tmp), progress, costs, depths)[0]
+        return simulated(jobs_dir, Path(tmp), progress, costs, depths, runtime)[0]
 
 
 def real_clock(jobs_dir: Path, progress):

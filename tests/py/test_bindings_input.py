@@ -144,10 +144,11 @@ def test_iodepth_is_bounded_everywhere(call, stack_file):
 
 # --- One object, one call at a time ---------------------------------------------
 
-def test_buffered_simulation_refuses_a_second_thread(mdsplit_module):
-    """A call on a BufferedSimulation from another thread while a call on it runs raises
-    RuntimeError."""
-    sim = mdsplit_module.BufferedSimulation(RAM)
+@pytest.mark.parametrize("cls, other_call", [("Simulation", lambda s: s.now_ns),
+                                             ("BufferedSimulation", lambda s: s.costs())])
+def test_a_simulation_refuses_a_second_thread(mdsplit_module, cls, other_call):
+    """A call on a simulation from another thread while a call on it runs raises RuntimeError."""
+    sim = getattr(mdsplit_module, cls)(RAM)
     inside, tried = threading.Event(), threading.Event()
     errors = []
 
@@ -160,7 +161,7 @@ def test_buffered_simulation_refuses_a_second_thread(mdsplit_module):
     def other():
         inside.wait(10)
         try:
-            sim.costs()
+            other_call(sim)
         except RuntimeError as e:
             errors.append(str(e))
         tried.set()
@@ -169,34 +170,7 @@ def test_buffered_simulation_refuses_a_second_thread(mdsplit_module):
     t.start()
     sim.read(Offset(), 4096)
     t.join()
-    assert errors and errors[0].startswith("BufferedSimulation: in use by another thread")
-
-
-def test_simulation_refuses_a_second_thread(mdsplit_module):
-    """A call on a Simulation from another thread while a call on it runs raises RuntimeError."""
-    sim = mdsplit_module.Simulation(RAM)
-    inside, tried = threading.Event(), threading.Event()
-    errors = []
-
-    class Offset:  # read while read() parses its arguments: lets the other thread in
-        def __index__(self):
-            inside.set()
-            tried.wait(10)
-            return 0
-
-    def other():
-        inside.wait(10)
-        try:
-            sim.now_ns
-        except RuntimeError as e:
-            errors.append(str(e))
-        tried.set()
-
-    t = threading.Thread(target=other)
-    t.start()
-    sim.read(Offset(), 4096)
-    t.join()
-    assert errors and errors[0].startswith("Simulation: in use by another thread")
+    assert errors and errors[0].startswith(f"{cls}: in use by another thread")
 
 
 # --- Results that were wrong -----------------------------------------------------

@@ -3,6 +3,8 @@ as the buffered reproduction runs it: stated once, deterministic."""
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from harness.experiments import buffered
 from harness.paths import import_mdsplit
 
@@ -62,3 +64,15 @@ def test_costs_toml_is_a_cpu_buffered_table_the_loader_takes(tmp_path):
     stack = (JOBS / "buffered-c8d317aa.toml").read_text() + text
     sim = import_mdsplit().BufferedSimulation(stack, base_dir=str(tmp_path))  # its member file
     assert sim.costs() == dict(costs, punt_ns=2500, cpus=4)
+
+
+def test_the_sweeps_shorter_runtime_keeps_the_checked_figures():
+    # harness sweep buffered simulates each draw with runtime=100ms: at the
+    # default costs its figures stay within 1 % of the checked (500ms) ones
+    from harness.sweep import BUFFERED_RUNTIME
+    short = buffered.sweep(JOBS, lambda m: None, None, depths=[1, 32, 128],
+                           runtime=BUFFERED_RUNTIME)
+    full = buffered.sweep(JOBS, lambda m: None, None, depths=[1, 32, 128])
+    assert short.keys() == full.keys()
+    for k in full:
+        assert short[k] == pytest.approx(full[k], rel=0.01), k
