@@ -10,6 +10,7 @@
 #include <iterator>
 #include <limits>
 
+#include "base/jiffies.h"
 #include "base/json_writer.h"
 #include "core/block/bfq_wf2q.h"
 
@@ -32,10 +33,9 @@ constexpr sector_t kSeekThr = 8 * 100;                         // BFQQ_SEEK_THR
 constexpr uint32_t kSectThrNonrot = 2 * 32;                    // BFQQ_SECT_THR_NONROT
 constexpr uint32_t kRequestsWithinTimer = 120;                 // bfq_requests_within_timer
 constexpr unsigned kAsyncChargeFactor = 3;                     // bfq_async_charge_factor
-constexpr uint64_t kHz = 1000;                                 // CONFIG_HZ of the modelled kernel
 
-// jiffies at a time in ns (HZ = kHz).
-uint64_t jiffies(uint64_t ns) { return ns / (1'000'000'000 / kHz); }
+// jiffies at a time in ns (CONFIG_HZ: base/jiffies.h).
+uint64_t jiffies_at(uint64_t ns) { return jiffies::at(ns, jiffies::kConfigHz); }
 
 bool is_sync(Op op, const Bio* first) {
     return op == Op::Read || (first && (first->flags & kBioSync));
@@ -758,9 +758,9 @@ BfqQueue* BfqScheduler::choose_bfqq_for_injection() {
     //   time_is_before_eq_jiffies(last_idling_start_jiffies + bfq_slice_idle)
     // and bfq_slice_idle is in nanoseconds (NSEC_PER_SEC / 125), so the
     // deadline is 8,000,000 jiffies after the idling started: never reached
-    // while one idle period lasts. Followed as written, in jiffies (HZ 1000).
+    // while one idle period lasts. Followed as written, in jiffies.
     if (limit == 0 && in_serv->last_serv_time_ns == 0 && in_serv->wait_request &&
-        jiffies(device_now()) >= jiffies(bfqd_.last_idling_start_ns) + bfqd_.slice_idle_ns)
+        jiffies_at(device_now()) >= jiffies_at(bfqd_.last_idling_start_ns) + bfqd_.slice_idle_ns)
         limit = 1;
     if (bfqd_.rq_in_driver >= limit) return nullptr;
     for (BfqQueue* bfqq : bfqd_.active_list) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/jiffies.h"
 #include "core/block/block_device.h"
 #include "core/block/block_layer.h"
 #include "core/block/io_scheduler.h"
@@ -32,6 +33,9 @@ struct MemberQueueLimits {
     // max_discard_segments is 1, as blk_set_default_limits() leaves it, so
     // discards never merge (blk_rq_get_max_segments()).
     uint32_t max_discard_sectors = UINT32_MAX >> kSectorShift;
+    // CONFIG_HZ (100, 250, 300, 1000): the delayed queue re-run is kblockd
+    // delayed work, rounded to whole jiffies (base/jiffies.h).
+    uint32_t hz = jiffies::kConfigHz;
 };
 
 class MemberQueue final : public BlockDevice {
@@ -54,8 +58,9 @@ public:
     // the hardware queue pulls from it when it runs. As in blk-mq, it runs
     // after insertions, when the scheduler asks (bfq_schedule_dispatch, the
     // idle timer), after a completion only if a request was left waiting
-    // for a driver tag (SCHED_RESTART), and BLK_MQ_BUDGET_DELAY (3 ms) after
-    // a run in which the scheduler had work but returned nothing.
+    // for a driver tag (SCHED_RESTART), and BLK_MQ_BUDGET_DELAY (3 ms, in
+    // jiffies) after a run that ended with the scheduler holding work it
+    // would not give.
     void set_scheduler(std::unique_ptr<IoScheduler> scheduler);
     IoScheduler* scheduler() const { return scheduler_.get(); }
     // blk_mq_sched_dispatch_requests(): one run of the hardware queue.
@@ -110,6 +115,9 @@ private:
     static void run_queue_cb(void* ctx);
     static void deferred_run(void* arg, uint64_t tag);
     static void delayed_run(void* arg, uint64_t tag);
+    enum class PassResult { Idle, Dispatched, Busy };
+    PassResult dispatch_pass();
+    void delay_run(uint64_t msecs);
     std::unique_ptr<IoScheduler> scheduler_;
     bool run_pending_ = false;  // an async run is queued
     bool restart_ = false;      // BLK_MQ_S_SCHED_RESTART
