@@ -1,6 +1,6 @@
 // The scheduler dispatch loop of a member queue (block/blk-mq-sched.c
-// blk_mq_do_dispatch_sched / __blk_mq_do_dispatch_sched, 6.1; 5.18 has the
-// same loop) and its delayed re-run (blk_mq_delay_run_hw_queues with
+// blk_mq_do_dispatch_sched / __blk_mq_do_dispatch_sched, 6.1
+// source) and its delayed re-run (blk_mq_delay_run_hw_queues with
 // BLK_MQ_BUDGET_DELAY, kblockd delayed work in jiffies: base/jiffies.h),
 // driven by a scheduler that gives a set number of requests and then holds
 // the rest, as bfq does while it idles.

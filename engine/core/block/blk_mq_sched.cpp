@@ -42,7 +42,7 @@ void MemberQueue::run_queue() {
         restart_ = true;
         return;
     }
-    // blk_mq_do_dispatch_sched() (block/blk-mq-sched.c, 5.18 and 6.1):
+    // blk_mq_do_dispatch_sched() (block/blk-mq-sched.c, 6.1 source):
     // passes are repeated while the last one dispatched, so a run always
     // ends with a pass that gave nothing, and that pass asks for the
     // delayed re-run if the scheduler had work it kept (bfq idling). The
