@@ -80,6 +80,10 @@ def test_kernel_injects_while_it_idles(decisions):
     assert B.Decisions.per_request(asym, "inject") >= 0.1
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "with blk_mq_do_dispatch_sched()'s loop the emulator's asymmetric case injects on 0.74 of "
+    "the requests (kernel 0.24) and arms the idle timer on 0.26 (one group: 0.25), so it "
+    "neither idles more nor loses 20 % (docs/reproductions/bfq.md)"))
 def test_emulator_idles_and_loses_in_the_same_direction(decisions):
     """Emulator: more idling per request and fewer requests per second with asymmetric groups."""
     asym, sym = (decisions[c.name].emulator for c in B.CASES)

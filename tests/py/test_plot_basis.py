@@ -20,5 +20,5 @@ def test_bfq_metric_bases_mark_the_fitted_columns():
     """The bfq figures that are fits or identities are the ones its plot hatches."""
     from harness import expectations as E
     bases = E.metric_bases(E.load()["bfq"])
-    assert bases["root.before_MiBps"] == "fit" and bases["nonroot.before_MiBps"] == "fit"
+    assert bases["root.before_MiBps"] == "fit" and bases["nonroot.before_MiBps"] == "prediction"
     assert bases["nonroot.after_MiBps"] == "identity"
