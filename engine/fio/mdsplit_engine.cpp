@@ -391,6 +391,7 @@ AutoScaleJob auto_scale_job(thread_data* td) {
     job.random = td_random(td);
     job.iodepth = td->o.iodepth ? td->o.iodepth : 1;
     job.think_ns = uint64_t(td->o.thinktime) * 1000 / std::max(1u, td->o.thinktime_blocks);
+    job.start_ns = td->o.start_delay * 1000;  // startdelay, us
     job.sched.group = group_of(td);
     job.sched.group_weight = static_cast<EngineOptions*>(td->eo)->group_weight;
     return job;
@@ -839,6 +840,7 @@ void mdsplit_cleanup(thread_data* td) {
                 "fio sees such errors only through fsync=, fdatasync=, end_fsync=1 or sync=)\n",
                 d->label.c_str(), static_cast<unsigned long long>(lost));
         d->stack->drain(d->task);
+        d->stack->task_exited(d->task);  // the job's thread ends (bfq_exit_icq)
         if (!d->stack->record_member_failures(MemberFailures::run_wide()))
             log_err(
                 "mdsplit: %s: more members failed in this run than the engine keeps (%zu): "

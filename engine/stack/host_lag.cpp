@@ -273,6 +273,11 @@ std::string TimeScaleCalibration::line(const std::string& device) const {
         text += buf;
         sep = ", ";
     }
+    if (!tried.empty() && tried.back().time_scale != time_scale) {
+        std::snprintf(buf, sizeof buf, "; %g kept up twice, %g leaves headroom",
+                      tried.back().time_scale, time_scale);
+        text += buf;
+    }
     return text + "); fio's figures are in loop time: multiply its rates by the factor";
 }
 

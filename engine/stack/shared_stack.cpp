@@ -216,6 +216,12 @@ void SharedStack::drain(TaskContext& task) {
     task.completions.clear();
 }
 
+void SharedStack::task_exited(TaskContext& task) {
+    Guard g(*this);
+    stack_->task_exited(task);
+    kick_poller_if_late();
+}
+
 std::string SharedStack::stats_json() {
     Guard g(*this);
     return stack_->stats_json();

@@ -59,6 +59,8 @@ public:
     void reap(TaskContext& task, size_t min, uint64_t timeout_ns, std::vector<IoCompletion>& out);
     // Waits until the task has nothing in flight.
     void drain(TaskContext& task);
+    // Stack::task_exited, under the lock (after drain: the job is done).
+    void task_exited(TaskContext& task);
     std::string stats_json();
     // Sidecar files (mdsplit_stats) are written when the device's last user
     // leaves, so that each covers every job that ran on the device.

@@ -525,6 +525,11 @@ void Stack::reap(TaskContext& task, size_t min, uint64_t timeout_ns) {
     }
 }
 
+void Stack::task_exited(const TaskContext& task) {
+    for (auto& m : members_)
+        if (IoScheduler* s = m->scheduler()) s->task_exited(task);
+}
+
 void Stack::drain() {
     for (;;) {
         loop_.run_ready();
