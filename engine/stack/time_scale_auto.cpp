@@ -19,7 +19,7 @@ constexpr uint64_t kMinRunNs = 150'000'000;    // each factor runs at least this
 constexpr uint64_t kMaxRunNs = 1'000'000'000;  // ... and at most this
 constexpr uint64_t kMinRequestsPerJob = 20;    // ... until each job did this many I/Os
 constexpr int kMaxTries = 6;
-constexpr double kHeadroom = 2;  // the factor taken: this times the one that kept up
+constexpr double kHeadroom = 4;  // the factor taken: this times the one that kept up
 constexpr uint64_t kMaxStaggerNs = 250'000'000;  // start delays further apart are compressed
 
 // When a job starts in the probe, after the device's first (fio's

@@ -9,7 +9,7 @@
 // share of that run is at most the target share. The first factor tried is
 // 1; each next one comes from the share measured at the last
 // (time_scale_for_share, at least twice the last), until one keeps up in
-// two probes in a row, and twice that is taken (at most six probes; the
+// two probes in a row, and four times that is taken (at most six probes; the
 // last factor tried when none kept up). What it
 // leaves out: fio's own per-I/O work (the run's verdict measures it) and a
 // real backend's speed (the members store nothing).
