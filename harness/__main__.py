@@ -315,7 +315,7 @@ def cmd_reproduce(args) -> int:
     with sigterm_as_interrupt():        # SIGTERM as ^C: fio killed, images removed, exit 130
         return reproduce.reproduce(args.experiment, args.report_dir, db=args.db,
                                    record=not args.no_history, strict=args.strict,
-                                   keep_images=args.keep_images,
+                                   keep_images=args.keep_images, sweeps=not args.no_sweep,
                                    command="python3 -m harness " + " ".join(args.argv))
 
 
@@ -342,15 +342,20 @@ def _open_history(args, must_exist=True, mode="ro"):
 
 def cmd_sweep(args) -> int:
     from harness import sweep
-    names = list(sweep.SWEEPS) if args.which == "all" else [args.which]
-    if any(n not in sweep.SWEEPS for n in names):
-        print(f"sweep: {args.which}: allowed: {', '.join(sweep.SWEEPS)}, all", file=sys.stderr)
+    own = sweep.experiment_sweeps()     # experiments sweeping a range of their own
+    known = list(sweep.SWEEPS) + list(own)
+    names = known if args.which == "all" else [args.which]
+    if any(n not in known for n in names):
+        print(f"sweep: {args.which}: allowed: {', '.join(known)}, all", file=sys.stderr)
         return 2
     if args.draws is not None and args.draws < 1:
         print(f"sweep: --draws {args.draws}: allowed: an integer >= 1", file=sys.stderr)
         return 2
     for n in names:
-        sweep.sweep(n, n=args.draws)
+        if n in own:
+            own[n].sweep_report(sys.stdout)     # a grid of its own: --draws does not apply
+        else:
+            sweep.sweep(n, n=args.draws)
     return 0
 
 
@@ -398,7 +403,7 @@ def cmd_check(args) -> int:
         paths.ensure_built()
         for n in names or ["all"]:
             status = reproduce.reproduce(n, None, db=args.db, quiet=True, repeat=args.repeat,
-                                         command="python3 -m harness " + " ".join(args.argv))
+                                         sweeps=False, command="python3 -m harness " + " ".join(args.argv))
             if status:
                 print(f"check: reproduce {n} exited {status}; not checking", file=sys.stderr)
                 return 2
@@ -565,6 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--db", help=db_help)
     rp.add_argument("--no-history", action="store_true", help="do not record the runs")
     rp.add_argument("--strict", action="store_true", help="exit 1 when a check fails")
+    rp.add_argument("--no-sweep", action="store_true",
+                    help="skip each thread's sweep (the bands of `harness sweep`)")
     rp.add_argument("--keep-images", action="store_true",
                     help="keep the member image files in the report (removed by default)")
     rp.set_defaults(func=cmd_reproduce)
@@ -573,7 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "figure as a band (virtual clock, --no-data, all cores)")
     from harness.sweep import SWEEPS
     wp.add_argument("which", nargs="?", default="all",
-                    help=f"{', '.join(SWEEPS)} or all (default)")
+                    help=f"{', '.join(SWEEPS)}, an experiment with a range of its own "
+                         "(raid5-buffered) or all (default)")
     wp.add_argument("--draws", type=int, default=None, help="draws per sweep (default: its own)")
     wp.set_defaults(func=cmd_sweep)
 

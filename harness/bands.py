@@ -177,18 +177,26 @@ def width(b: tuple) -> float:
     return half / abs(med)
 
 
+def _near(x: float, thread: float, tolerance: float = None, abs_tolerance: float = None) -> bool:
+    """x within the thread figure's tolerance (relative, default 10 %, or absolute)."""
+    if abs_tolerance is not None:
+        return abs(x - thread) <= abs_tolerance
+    if not thread:
+        return abs(x) <= 1e-9
+    return abs(x / thread - 1) <= (tolerance if tolerance is not None else 0.1)
+
+
 def verdict(b: tuple, thread: float, tolerance: float = None, abs_tolerance: float = None) -> str:
     """PASS / MISS for the thread's figure against the band's median within
-    its tolerance, or "not determined" when the band is wider than +-25 %."""
+    its tolerance; a band wider than +-25 % is "not determined" when the
+    thread's figure lies within it (or within its tolerance of an end), and
+    a MISS when the whole band is off it."""
+    med, lo, hi = b
     if width(b) > UNDETERMINED:
-        return "not determined by the evidence"
-    med = b[0]
-    if abs_tolerance is not None:
-        ok = abs(med - thread) <= abs_tolerance
-    else:
-        ok = abs(med / thread - 1) <= (tolerance if tolerance is not None else 0.1) if thread \
-            else abs(med) <= 1e-9
-    return "PASS" if ok else "MISS"
+        inside = lo <= thread <= hi or any(_near(x, thread, tolerance, abs_tolerance)
+                                           for x in (lo, hi))
+        return "not determined by the evidence" if inside else "MISS (the whole band)"
+    return "PASS" if _near(med, thread, tolerance, abs_tolerance) else "MISS"
 
 
 def band_table(title: str, rows: list) -> str:

@@ -48,6 +48,10 @@ class ExperimentResult:
     # real-clock run it comes from, from that run's sidecars
     # (docs/sidecar-lag.md): "host-bound (...)" or "keeps up (...)".
     machine_notes: dict = field(default_factory=dict)
+    # An experiment that sweeps its own range: "predictions over the sweep's
+    # bands: ..." (harness/sweep.py prediction_verdicts); reproduce prints it
+    # under the check counts, as it does a thread sweep's.
+    band_verdicts: str = ""
 
     def from_simulation(self, fio) -> None:
         """Takes the seed and engine version of a `harness simulate` run."""

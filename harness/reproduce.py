@@ -110,6 +110,7 @@ class Outcome:
     out_dir: Path | None = None
     history_error: str = ""             # why the run could not be recorded
     section: str = ""                   # its jobs/expectations.toml section
+    band_verdicts: str = ""             # its sweep's verdicts on the predictions (sweep_text)
 
     @property
     def failed_checks(self) -> int:
@@ -142,6 +143,8 @@ def print_outcome(o: Outcome, out, expectations) -> None:
     if o.checks:
         print("  " + exp_mod.basis_line(exp_mod.basis_counts(o.section, o.checks, expectations)),
               file=out)
+    if o.band_verdicts:
+        print("  " + o.band_verdicts, file=out)
     tt = thread_table(o.section, r.metrics, expectations)
     if tt:
         print("the thread's figures beside ours:", file=out)
@@ -163,10 +166,28 @@ def print_outcome(o: Outcome, out, expectations) -> None:
     out.flush()
 
 
+def sweep_text(section: str, progress) -> tuple:
+    """(text, verdict line) of the thread's sweep (harness/sweep.py SWEEPS,
+    by its expectations section): the parameters its fit does not pin with
+    their sources, each thread figure as a band with its verdict, and the
+    sensitivity table; ("", "") when the thread has none (an experiment
+    that sweeps in its own run, as raid5-buffered, prints its band itself)."""
+    import io
+    from harness import sweep
+    if section not in sweep.SWEEPS:
+        return "", ""
+    progress(f"sweep {section}: the parameters the fit does not pin, as bands "
+             "(virtual clock, --no-data)")
+    buf = io.StringIO()
+    _, rows = sweep.sweep(section, out=buf)
+    return buf.getvalue().rstrip("\n"), sweep.prediction_verdicts(rows)
+
+
 def run_one(name: str, module, report: Path, progress: Progress, label: str = None,
             history: History = None, batch: str = None, keep_images=False,
-            expectations=None) -> Outcome:
-    """Runs one experiment into report/<name>/ and records it."""
+            expectations=None, sweeps: bool = True) -> Outcome:
+    """Runs one experiment into report/<name>/ and records it; with sweeps,
+    its thread's sweep too (sweep_text), printed after its tables."""
     expectations = expectations if expectations is not None else exp_mod.load()
     o = Outcome(name, title=getattr(module, "TITLE", ""), seeds=list(getattr(module, "SEEDS", [])),
                 section=expectations_section(module, name))
@@ -178,6 +199,12 @@ def run_one(name: str, module, report: Path, progress: Progress, label: str = No
     t0 = time.monotonic()
     try:
         result = _validate(name, module.run(jobs_dir, out_dir, progress))
+        o.band_verdicts = result.band_verdicts
+        if sweeps:
+            text, verdicts = sweep_text(o.section, progress)
+            if text:
+                result.tables.append(text)
+                o.band_verdicts = verdicts
     except FioError as e:
         o.status, o.error = "failed", str(e)
         mds = [l for l in (e.stderr or "").splitlines() if l.startswith("mdsplit:")]
@@ -232,15 +259,17 @@ def basis_summary(outcomes: list, expectations) -> list:
              "Per thread: checks whose figure nothing was chosen on (predictions), then those "
              "that are fits, identities of fitted figures, or true by construction "
              "(docs/reproductions/basis.md).", "",
-             "| experiment | predictions inside tolerance | fits | identities | constructions |",
-             "|---|---|---|---|---|"]
+             "| experiment | predictions inside tolerance | fits | identities | constructions "
+             "| predictions over the sweep's bands |",
+             "|---|---|---|---|---|---|"]
     for o in outcomes:
         if o.status != "ok" or not o.checks:
             continue
         c = exp_mod.basis_counts(o.section, o.checks, expectations)
         cell = {b: (f"{c[b][0]}/{c[b][1]}" if b in c else "0") for b in exp_mod.BASES}
+        band = o.band_verdicts.removeprefix("predictions over the sweep's bands: ") or "-"
         lines.append(f"| {o.name} | {cell['prediction']} | {cell['fit']} | {cell['identity']} | "
-                     f"{cell['construction']} |")
+                     f"{cell['construction']} | {band} |")
     return lines
 
 
@@ -438,8 +467,9 @@ def resolve_names(which: str, package: str = PACKAGE):
 
 def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=False,
               keep_images=False, quiet=False, repeat=1, package=PACKAGE, out=None, err=None,
-              command=None, tty=None) -> int:
-    """The `reproduce` command; returns the exit status:
+              command=None, tty=None, sweeps=True) -> int:
+    """The `reproduce` command (sweeps: each thread's sweep after its
+    experiment, sweep_text); returns the exit status:
     0 every experiment that exists ran (and, with strict, every check passed);
     1 an experiment failed (or, with strict, a check failed);
     2 the experiment asked for by name is unknown."""
@@ -552,7 +582,8 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                         continue
                     label = n if repeat == 1 else f"{n} #{i + 1}"
                     o = run_one(n, modules[n], report, progress, label=label, history=recorder,
-                                batch=batch, keep_images=keep_images, expectations=expectations)
+                                batch=batch, keep_images=keep_images, expectations=expectations,
+                                sweeps=sweeps and package == PACKAGE)
                     outcomes.append(o)
                     progress.clear()
                     if o.history_error:
@@ -565,6 +596,8 @@ def reproduce(which="all", report_dir=None, *, db=None, record=True, strict=Fals
                         print_outcome(o, out, expectations)
                     if o.status == "ok" and strict and o.failed_checks:
                         status = max(status, 1)
+                if not quiet and len(outcomes) > 1:
+                    print("\n".join(basis_summary(outcomes, expectations)[1:]), file=out)
                 (report / "metrics.json").write_text(json.dumps(
                     {o.name: o.result.metrics for o in outcomes if o.result is not None}, indent=1))
                 write_summary(report, outcomes, commit=commit, machine=machine, started=started,

@@ -225,6 +225,19 @@ SWEEPS = {"raid5": (RAID5, _run_raid5, 36, 0.10), "bio-size": (BIO, _run_bio, 24
           "buffered": (BUFFERED, _run_buffered, 12, 0.15)}
 
 
+def experiment_sweeps() -> dict:
+    """{name: module} of the experiments that sweep their own range in
+    their run (a module-level sweep_report(out)): `sweep NAME` and `sweep
+    all` run them beside SWEEPS."""
+    from harness import reproduce
+    out = {}
+    for n in reproduce.available():
+        mod = reproduce.load_experiment(n)
+        if n not in SWEEPS and callable(getattr(mod, "sweep_report", None)):
+            out[n] = mod
+    return out
+
+
 def draws(params: list, n: int, seed: int = SEED) -> list:
     """n draws, each a value per parameter, uniform over its range (seeded)."""
     rng = random.Random(seed)
@@ -263,11 +276,46 @@ def sensitivity_table(params: list, values: list, runs: list, metrics: list) -> 
     return "\n".join(lines)
 
 
-def sweep(name: str, jobs_dir: Path = None, n: int = None, workers: int = None,
-          out=sys.stdout) -> dict:
-    """Runs the sweep, prints the parameters and the band table; returns
-    {metric: (median, p10, p90)}."""
+def verdict_rows(name: str, b: dict, tolerance: float) -> list:
+    """[(metric, thread, band, verdict, basis)] for each thread figure of
+    the sweep's bands b (jobs/expectations.toml section name)."""
     from harness import expectations as E
+    section = E.load()[name]
+    basis = E.metric_bases(section)
+    rows = []
+    for metric, band in b.items():
+        m = section.metrics.get(metric)
+        if m is None or m.thread is None:
+            continue
+        rows.append((metric, m.thread, band,
+                     bands.verdict(band, m.thread,
+                                   m.tolerance or (None if m.abs_tolerance else tolerance),
+                                   m.abs_tolerance),
+                     basis.get(metric, "prediction")))
+    return rows
+
+
+def basis_band_table(title: str, rows: list) -> str:
+    """bands.band_table of verdict_rows, each figure that is not a
+    prediction marked with its basis."""
+    return bands.band_table(title, [(m + (f" ({basis})" if basis != "prediction" else ""),
+                                     t, band, v) for m, t, band, v, basis in rows])
+
+
+def prediction_verdicts(rows: list) -> str:
+    """"predictions over the sweep's bands: P PASS, M MISS, U not
+    determined (of N)" for verdict_rows' predictions."""
+    v = [r[3] for r in rows if r[4] == "prediction"]
+    passed = sum(1 for x in v if x == "PASS")
+    missed = sum(1 for x in v if x.startswith("MISS"))
+    return (f"predictions over the sweep's bands: {passed} PASS, {missed} MISS, "
+            f"{len(v) - passed - missed} not determined (of {len(v)})")
+
+
+def sweep(name: str, jobs_dir: Path = None, n: int = None, workers: int = None,
+          out=sys.stdout) -> tuple:
+    """Runs the sweep, prints the parameters, the band table and the
+    sensitivities; returns ({metric: (median, p10, p90)}, verdict_rows)."""
     params, runner, default_n, tolerance = SWEEPS[name]
     n = n or default_n
     jobs_dir = Path(jobs_dir or ROOT / "jobs")
@@ -280,22 +328,10 @@ def sweep(name: str, jobs_dir: Path = None, n: int = None, workers: int = None,
           file=out)
     for p in params:
         print(f"  {p.name}: {p.lo:g}..{p.hi:g} {p.unit} ({p.source})", file=out)
-    metrics = E.load()[name].metrics
-    rows = []
-    for metric, band in b.items():
-        m = metrics.get(metric)
-        if m is None or m.thread is None:
-            continue
-        rows.append((metric, m.thread, band,
-                     bands.verdict(band, m.thread,
-                                   m.tolerance or (None if m.abs_tolerance else tolerance),
-                                   m.abs_tolerance)))
-    basis = E.metric_bases(E.load()[name])
-    rows = [(r[0] + (f" ({basis[r[0]]})" if basis.get(r[0], "prediction") != "prediction"
-                     else ""), *r[1:]) for r in rows]
-    print(bands.band_table("each thread figure over the draws: median, 10-90 % band (a "
+    rows = verdict_rows(name, b, tolerance)
+    print(basis_band_table("each thread figure over the draws: median, 10-90 % band (a "
                            "figure that is not a prediction is marked with its basis)", rows),
           file=out)
-    print(sensitivity_table(params, values, runs, [r[0].split(" ")[0] for r in rows]), file=out)
-    return b
-
+    print(prediction_verdicts(rows), file=out)
+    print(sensitivity_table(params, values, runs, [r[0] for r in rows]), file=out)
+    return b, rows

@@ -185,6 +185,36 @@ def variant_figures(fio, v: str) -> tuple:
     return md0, sd, (buckets, count, zero), metrics, sidecar
 
 
+def seek_row(distance_kib: float) -> int:
+    """The thread's tool's row of a seek distance: "0 .. 1" for less than
+    1 KiB, else (lo, hi] KiB rows doubling from "1 .. 2" to "> 1024"."""
+    if distance_kib < 1:
+        return 0
+    row, hi = 1, 2
+    while distance_kib > hi and row < len(SEEK_LABELS) - 1:
+        row, hi = row + 1, hi * 2
+    return row
+
+
+def trace_figures(trace_dir: Path, member: int = TRACED_MEMBER) -> dict:
+    """From one job's blktrace files (a `reference --vm` report's
+    kernel/<job>/ or emulator/<job>/, or simulate's traces/<job>): one
+    member's requests (D), merges (M/F), %rrqm as iostat computes it,
+    rareq-sz and its seek rows in the thread's convention (% of seeks)."""
+    from harness.blktrace import read_trace_dir
+    recs = read_trace_dir(trace_dir)[f"m{member}"]
+    d = [r for r in recs if r.action == "D"]
+    merges = sum(1 for r in recs if r.action in ("M", "F"))
+    rows = [0] * len(SEEK_LABELS)
+    for prev, r in zip(d, d[1:]):
+        rows[seek_row(abs(r.sector - (prev.sector + prev.nr_sectors)) / 2)] += 1
+    n = max(len(d) - 1, 1)
+    return {"requests": len(d), "merges": merges,
+            "pct_rrqm": 100.0 * merges / (merges + len(d)) if d else 0.0,
+            "rareq_sz_kb": sum(r.nr_sectors for r in d) / 2 / len(d) if d else 0.0,
+            "seek_rows_pct": [100.0 * x / n for x in rows]}
+
+
 # The layout distribution's seeds (jobs/raid5-*.toml [bio] contiguity): each
 # seed is one dd process's buffer, the same seeds for both variants. The
 # checked figures are the medians over them; the 10-90 % band is printed

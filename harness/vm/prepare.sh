@@ -5,7 +5,8 @@
 #      kernel's build tools (flex, bison, bc, libelf-dev, libssl-dev)
 #   2. Debian's kernel source and mdadm, fetched with `apt-get download`
 #      (versions pinned in harness/vm/pins.env) and unpacked with dpkg-deb
-#   3. initramfs.cpio.gz: busybox, kmod, mdadm, fio and their libraries, /init
+#   3. initramfs.cpio.gz: busybox, kmod, mdadm, fio and their libraries, /init,
+#      mdsplit-pagemap (harness/vm/pagemap.c, linked statically)
 #   4. kernels/debian-6.12/: Debian's packaged kernel of the same release
 #      (vmlinuz, and modules.cpio.gz with the modules the reference loads)
 #   5. kernels/stock/bzImage: tinyconfig + harness/vm/kernel.config
@@ -35,7 +36,7 @@ elapsed() { echo "$(( $(date +%s) - $1 )) s"; }
 
 kstamp=$(stamp_of "$here/kernel.config")
 fstamp=$(stamp_of "$here/kernel.config" "$here/seed-000-submit-bio-chain-head.patch")
-istamp=$(stamp_of "$here/init.sh" "$0")
+istamp=$(stamp_of "$here/init.sh" "$here/pagemap.c" "$0")
 # The modules the guest loads on a modular (Debian) kernel; built in on ours.
 GUEST_MODULES="configfs null_blk raid456 9pnet_virtio 9p bfq"
 check=0
@@ -56,7 +57,7 @@ exec 9>"$cache/.prepare.lock"
 flock 9
 
 # 1. host packages
-PKGS="qemu-system-x86 busybox-static kmod cpio flex bison bc libelf-dev libssl-dev xz-utils gcc make fio"
+PKGS="qemu-system-x86 busybox-static kmod cpio flex bison bc libelf-dev libssl-dev xz-utils gcc libc6-dev make fio"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -123,6 +124,9 @@ if ! step_done "$cache/initramfs.stamp" "$istamp"; then
     done
     printf '#!/bin/sh\nLD_LIBRARY_PATH=/lib exec /bin/fio.real "$@"\n' > "$root/bin/fio"
     chmod +x "$root/bin/fio"
+    # fio's buffers' physical layout, read in the guest (harness/vm/pagemap.c)
+    gcc -O2 -static -o "$root/bin/mdsplit-pagemap" "$here/pagemap.c" ||
+        die "cannot compile harness/vm/pagemap.c statically (gcc and libc6-dev's libc.a)"
     cp "$here/init.sh" "$root/init" && chmod +x "$root/init"
     (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$cache/initramfs.cpio.gz"
     echo "$istamp" > "$cache/initramfs.stamp"

@@ -27,17 +27,6 @@ from harness.blktrace import read_trace_dir
 from harness.vm import diff, guest_trace, machine, translate
 
 
-# The guest's fio buffer is not always physically contiguous (the page
-# allocator's free lists vary from boot to boot on the tinyconfig kernels):
-# a boot whose md0 bios differ from the emulator's is repeated.
-BOOTS = 3
-
-
-def _top_bios(records: dict) -> list:
-    """md0's bio sizes (the order and places are what diff.md compares)."""
-    return sorted((r.op, r.nr_sectors) for r in records.get("md0", []) if r.action == "Q")
-
-
 class VmRunError(RuntimeError):
     """A run failed in the guest; str(e) is one line."""
 
@@ -79,13 +68,13 @@ def toml_text(doc: dict) -> str:
 
 def emulator_stack(stack: Path, g: translate.GuestJob, out: Path) -> Path:
     """The stack the emulator runs beside the guest: the job's own, its
-    members' paths under `out` and the dio buffer as physically contiguous
-    as the guest's (THP always: one run of the block's pages, [bio]
-    contiguity = { pattern = [pages] }); md0's Q sequence in diff.md checks
-    that both sides built the same bios."""
+    members' paths under `out` and [bio] contiguity = { pattern = [...] }
+    from the guest's pagemap of fio's buffer (g.pattern, run_kernel), in
+    place of the stack's own, so that both sides build bios over the same
+    physical layout; md0's Q sequence in diff.md checks that they did."""
     import tomllib
     doc = tomllib.loads(stack.read_text())
-    doc.setdefault("bio", {})["contiguity"] = {"pattern": [max(g.warmup_bs // 4096, 1)]}
+    doc.setdefault("bio", {})["contiguity"] = {"pattern": g.pattern}
     for i, m in enumerate(doc.get("members", [])):
         m["path"] = str((out / f"member{i}.img").resolve())
     path = out / f"{g.section}.toml"
@@ -126,6 +115,15 @@ def _overruns(stats: str) -> int:
                if line.startswith("overrun:"))
 
 
+def boot_error(what: str, kernel: str, boot: machine.Boot, log: Path) -> VmRunError:
+    """One line for a boot whose script failed: the script's last line, or
+    for a boot that never reached it the console's panic line (or its last)."""
+    console = boot.console.strip().splitlines()
+    panic = [line for line in console if "Kernel panic" in line]
+    tail = (boot.log.strip().splitlines() or panic or console or ["(no output)"])[-1]
+    return VmRunError(f"{what} failed in the VM ({kernel}, exit {boot.rc}): {tail} (log: {log})")
+
+
 def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
     """({section: {dev: records}}, seconds) of the jobs on one kernel, in
     one boot (each job builds its members and md0 and tears them down)."""
@@ -135,17 +133,19 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
         d = out / g.section
         (d / "out").mkdir(parents=True, exist_ok=True)
         (d / "run.sh").write_text(translate.guest_script(g, f"/share/{g.section}"))
-        (d / "job.fio").write_text(translate.guest_job_file(g))
-        lines.append(f"sh /share/{g.section}/run.sh")
+        (d / "job.fio").write_text(translate.guest_job_file(g, f"/share/{g.section}"))
+        # Each job's time in the guest (its members, md0, warm-up, fio,
+        # teardown), from the guest's uptime.
+        lines += ["read t0 _ < /proc/uptime", f"sh /share/{g.section}/run.sh",
+                  "read t1 _ < /proc/uptime", f"echo {g.section} $t0 $t1 >> /share/job.seconds"]
     (out / "run.sh").write_text("\n".join(lines) + "\n")
+    (out / "job.seconds").unlink(missing_ok=True)
     boot = machine.boot(kernel, out)
-    for f in ("run.sh", "run.log", "console.log"):
+    for f in ("run.sh", "run.log", "run.rc", "console.log", "job.seconds"):
         if (out / f).exists():
             (out / f).replace(out / f"{kernel}.{f}")
     if boot.rc != 0:
-        tail = (boot.log.strip().splitlines() or ["(no output)"])[-1]
-        raise VmRunError(f"the jobs failed in the VM ({kernel}, exit {boot.rc}): {tail} "
-                         f"(log: {out / (kernel + '.run.log')})")
+        raise boot_error("the jobs", kernel, boot, out / f"{kernel}.run.log")
     result = {}
     for g in guests:
         d = out / g.section
@@ -154,6 +154,7 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
             raise VmRunError(f"job {g.section}: the guest's trace buffer overran "
                              f"({_overruns(stats)} events lost); the job is too long for one "
                              "trace")
+        g.pattern = _buffer_pattern(g, d / "out")
         devices = guest_trace.read_members(d / "out/members")
         outside = {}
         result[g.section] = guest_trace.parse((d / "out/trace.txt").read_text(), devices,
@@ -163,6 +164,41 @@ def run_kernel(kernel: str, guests: list, out: Path) -> tuple:
                           or "none"))
         guest_trace.write_dir(result[g.section], d)
     return result, boot.seconds
+
+
+def job_seconds(kernel_dir: Path, kernel: str) -> dict:
+    """{section: seconds in the guest} of one kernel's boot (run_kernel)."""
+    path = kernel_dir / f"{kernel}.job.seconds"
+    out = {}
+    for line in (path.read_text().splitlines() if path.exists() else []):
+        parts = line.split()
+        if len(parts) == 3:
+            out[parts[0]] = float(parts[2]) - float(parts[1])
+    return out
+
+
+def _buffer_pattern(g: translate.GuestJob, out: Path) -> list:
+    """The guest's fio buffer layout as a contiguity pattern (io_u 0's
+    buffer: every I/O of an iodepth=1 job uses it); writes out/fio.json."""
+    text = (out / "fio.out").read_text(errors="replace")
+    fio_json, addrs = translate.split_fio_output(text)
+    (out / "fio.json").write_text(fio_json)
+    pagemap = out / "pagemap"
+    if not addrs or not pagemap.exists():
+        raise VmRunError(f"job {g.section}: the guest did not report fio's buffer layout "
+                         f"(fio --debug=mem buffer lines: {len(addrs)}; {pagemap} "
+                         f"{'present' if pagemap.exists() else 'missing'})")
+    text = pagemap.read_text()
+    runs = [translate.buffer_runs(text, a, g.max_bs) for a in addrs]
+    g.notes.append(
+        f"bio.contiguity: fio's buffer in the guest, from its /proc/PID/pagemap "
+        f"(harness/vm/pagemap.c): {len(runs[0])} physically contiguous run(s) over "
+        f"{sum(runs[0])} pages, longest {max(runs[0])}; the emulator runs with it as "
+        "contiguity = { pattern = [...] } in place of the stack's")
+    if any(r != runs[0] for r in runs[1:]):
+        g.notes.append(f"the guest's {len(runs)} io_u buffers differ in layout; the emulator "
+                       "lays every buffer out as io_u 0's")
+    return translate.runs_pattern(runs[0])
 
 
 def _header(g: translate.GuestJob, seconds: float, fio_json: Path) -> list:
@@ -188,14 +224,17 @@ class Outcome:
     rc: int                                   # the exit status
     devices: dict = field(default_factory=dict)   # section -> [diff.DeviceDiff]
     seconds: dict = field(default_factory=dict)   # kernel -> wall seconds of its boot
+    job_seconds: dict = field(default_factory=dict)   # section -> seconds in the guest
 
     def identical(self, section: str) -> bool:
         return all(d.q.identical and d.d.identical for d in self.devices[section])
 
 
 def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None,
-                 progress=None) -> Outcome:
-    """Runs the job file on both sides; writes the traces and diff.md."""
+                 progress=None, thp: str = "always") -> Outcome:
+    """Runs the job file on both sides; writes the traces and diff.md.
+    `thp`: the guest's transparent_hugepage/enabled (always, madvise or
+    never: how physically contiguous fio's buffer comes out)."""
     say = progress or (lambda s: None)
     if kernel is not None and kernel not in machine.KERNELS:
         print(f"reference --vm: --kernel {kernel}: allowed: {', '.join(machine.KERNELS)}",
@@ -204,6 +243,8 @@ def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None
     try:
         pairs = translate.jobs_of(job_file, sections)
         guests = [translate.translate(job, stack, kernel) for job, stack in pairs]
+        for g in guests:
+            g.thp = thp
     except translate.Untranslatable as e:
         print(f"reference --vm: {e}", file=sys.stderr)
         return Outcome(2)
@@ -213,30 +254,20 @@ def compare_jobs(job_file: Path, report: Path, kernel: str = None, sections=None
         if spent:
             say(f"mdsplit vm: prepared in {spent:.0f} s")
         report.mkdir(parents=True, exist_ok=True)
+        kernel_records = {}
+        for k in dict.fromkeys(g.kernel for g in guests):
+            mine = [g for g in guests if g.kernel == k]
+            say(f"reference --vm: {len(mine)} job(s) on the {k} kernel (QEMU TCG)")
+            records, out.seconds[k] = run_kernel(k, mine, report / "kernel")
+            out.job_seconds.update(job_seconds(report / "kernel", k))
+            kernel_records.update(records)
+            say(f"reference --vm: {out.seconds[k]:.1f} s in the VM ({k}: boot and "
+                f"{len(mine)} job(s))")
+        # The emulator after the kernel: it takes the guest's buffer layout.
         t0 = time.monotonic()
         say(f"reference --vm: the emulator (simulate) on {job_file}")
         emulated = run_emulator(pairs, guests, report / "emulator")
         say(f"reference --vm: simulate took {time.monotonic() - t0:.1f} s")
-        kernel_records = {}
-        for k in dict.fromkeys(g.kernel for g in guests):
-            mine = [g for g in guests if g.kernel == k]
-            for attempt in range(1, BOOTS + 1):
-                say(f"reference --vm: {len(mine)} job(s) on the {k} kernel (QEMU TCG)")
-                records, out.seconds[k] = run_kernel(k, mine, report / "kernel")
-                uneven = [g.section for g in mine
-                          if _top_bios(records[g.section]) != _top_bios(emulated[g.section])]
-                if not uneven or attempt == BOOTS:
-                    break
-                say(f"reference --vm: the guest's fio buffer was not physically contiguous "
-                    f"(md0's bios differ from one per read: {', '.join(uneven)}); booting again "
-                    f"({attempt + 1} of {BOOTS})")
-            for g in mine:
-                g.notes.append(f"boots of the {k} kernel: {attempt} (a boot whose fio buffer "
-                               "is not physically contiguous is repeated, at most "
-                               f"{BOOTS})")
-            kernel_records.update(records)
-            say(f"reference --vm: {out.seconds[k]:.1f} s in the VM ({k}: boot and "
-                f"{len(mine)} job(s))")
         sections_md = []
         for g in guests:
             out.devices[g.section] = diff.diff_devices(kernel_records[g.section],

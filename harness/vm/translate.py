@@ -78,7 +78,11 @@ class GuestJob:
     ioengine: str
     fio_options: dict         # the guest's job options, in order
     warmup_bs: int            # bytes of the warm-up read
+    max_bs: int               # bytes of one io_u buffer (fio's td_max_bs())
     notes: list = field(default_factory=list)
+    iosched: dict = field(default_factory=dict)   # queue/iosched/<file> -> value
+    pattern: list = None      # the guest's buffer layout (buffer_pattern), after the run
+    thp: str = "always"       # the guest's transparent_hugepage/enabled for the job
 
 
 _ENGINE_OPTIONS = ("mdsplit_config", "mdsplit_stats", "mdsplit_trace")
@@ -86,6 +90,10 @@ _REFUSED_OPTIONS = {
     "mdsplit_group": "BFQ groups (cgroup v2 io.bfq.weight) are not translated to the VM yet",
     "mdsplit_group_weight": "BFQ groups (cgroup v2 io.bfq.weight) are not translated to the VM yet",
     "cgroup": "fio's cgroup= is not translated to the VM",
+    "exec_prerun": "the guest runs its own exec_postrun (mdsplit-pagemap); a job's commands "
+                   "are not run in the VM",
+    "exec_postrun": "the guest runs its own exec_postrun (mdsplit-pagemap); a job's commands "
+                    "are not run in the VM",
 }
 
 
@@ -101,9 +109,11 @@ def choose_kernel(device: dict, override: str = None) -> tuple:
     order = device.get("split_order", "fixed")
     if override:
         return override, f"--kernel {override}"
-    # Legacy: Debian's build of 6.12.118, the stock code; the tinyconfig stock
-    # build gives fio a physically contiguous buffer in some boots only
-    # (reference.BOOTS), Debian's in every boot here. --kernel stock takes it.
+    # Legacy: Debian's build of 6.12.118, the stock code as the distribution
+    # ships it (its fio buffer is physically contiguous in every boot here,
+    # so the thread's request sizes come out); --kernel stock takes the
+    # tinyconfig build. Either way the emulator takes the guest's buffer
+    # layout from its pagemap.
     kernel = {"legacy": "debian-6.12", "fixed": "fixed"}.get(order)
     if kernel is None:
         raise Untranslatable(f"device.split_order = {order!r}: allowed: \"legacy\" or \"fixed\"")
@@ -128,6 +138,11 @@ def translate(job, config_path: Path, kernel_override: str = None) -> GuestJob:
     for key, why in _REFUSED_OPTIONS.items():
         if job.get(key) is not None:
             raise Untranslatable(f"{key}={job.get(key)}: {why}")
+    policy = doc.get("bio", {}).get("policy", "original")
+    if policy != "original":
+        raise Untranslatable(f"bio.policy = \"{policy}\": seed 001's patches are in no "
+                             "prepared kernel; 6.12's __bio_iov_iter_get_pages() (block/bio.c) "
+                             "is the \"original\" policy (allowed: \"original\")")
     kernel, why = choose_kernel(device, kernel_override)
     members = []
     for i, m in enumerate(doc.get("members", [])):
@@ -155,6 +170,7 @@ def translate(job, config_path: Path, kernel_override: str = None) -> GuestJob:
     options["ioengine"] = ioengine
     options["filename"] = "/dev/md0"
     bs = job.get("bs") or job.get("rw_min_bs") or "4k"
+    sizes = [parse_size("bs", x) for x in re.split(r"[,:-]", bs) if x]
     g = GuestJob(
         section=job.section, kernel=kernel, kernel_why=why, members=members,
         chunk_kb=chunk // 1024, layout=device.get("layout", "left-symmetric"),
@@ -163,15 +179,33 @@ def translate(job, config_path: Path, kernel_override: str = None) -> GuestJob:
         scheduler=device.get("scheduler", "none"),
         plug_order=device.get("plug_order", "fifo"),
         ioengine=ioengine, fio_options=options,
-        warmup_bs=parse_size("bs", bs.split(",")[0].split(":")[0].split("-")[0]))
+        warmup_bs=sizes[0], max_bs=max(sizes))
+    if g.scheduler == "bfq":
+        g.iosched = bfq_tunables(doc.get("bfq", {}))
+        g.notes.append("bfq tunables (queue/iosched): " +
+                       ", ".join(f"{k}={v}" for k, v in g.iosched.items()))
     g.notes.append(f"ioengine={ioengine} (the job's iodepth={depth}); filename=/dev/md0")
-    g.notes.append("bio.contiguity: the guest's fio buffer is physically contiguous (THP "
-                   "always); the emulator runs with contiguity = { pattern = [block pages] } "
-                   "in place of the stack's")
     if "cpu" in doc or "models" in doc or "time_scale" in device:
         g.notes.append("[cpu], models and time_scale: timing only; the VM compares order and "
                        "sizes, not times (TCG)")
     return g
+
+
+def bfq_tunables(bfq: dict) -> dict:
+    """queue/iosched/ files of the kernel's bfq (block/bfq-iosched.c
+    bfq_attrs) for a stack's [bfq] table, the emulator's defaults
+    (engine/config/stack_config.h BfqConfig) where it is silent: the
+    kernel's own defaults differ (low_latency 1, max_budget 0 = auto-tuned
+    from the peak rate, which the emulator does not model)."""
+    from harness.units import parse_duration_ns
+
+    def ms(key, default):
+        return parse_duration_ns(bfq.get(key, default)) // 1_000_000
+    return {"low_latency": int(bool(bfq.get("low_latency", False))),
+            "slice_idle_us": parse_duration_ns(bfq.get("slice_idle", "8ms")) // 1000,
+            "strict_guarantees": int(bool(bfq.get("strict_guarantees", False))),
+            "max_budget": int(bfq.get("max_budget", 16384)),
+            "timeout_sync": ms("timeout_sync", "125ms")}
 
 
 def jobs_of(job_file: Path, sections=None) -> list:
@@ -191,10 +225,65 @@ def jobs_of(job_file: Path, sections=None) -> list:
     return out
 
 
-def guest_job_file(g: GuestJob) -> str:
+def guest_job_file(g: GuestJob, root: str) -> str:
+    """The job as the guest's fio runs it; exec_postrun records its
+    buffers' physical layout (harness/vm/pagemap.c) before fio frees them."""
     lines = [f"[{g.section}]"]
     lines += [f"{k}={v}" for k, v in g.fio_options.items()]
+    lines.append(f"exec_postrun=/bin/mdsplit-pagemap {root}/out/pagemap {g.max_bs}")
     return "\n".join(lines) + "\n"
+
+
+_BUFFER = re.compile(r"^mem\s+\d+\s+io_u 0x[0-9a-f]+, mem 0x(?P<addr>[0-9a-f]+)$", re.M)
+
+
+def split_fio_output(text: str) -> tuple:
+    """(fio's JSON text, [io_u buffer addresses]) of the guest fio's
+    stdout under --debug=mem (fio 3.33 backend.c init_io_u_buffers()
+    prints each io_u's buffer; log lines around the JSON are dropped)."""
+    addrs = list(dict.fromkeys(int(m["addr"], 16) for m in _BUFFER.finditer(text)))
+    lines = text.splitlines()
+    try:
+        first = lines.index("{")
+        last = len(lines) - 1 - lines[::-1].index("}")
+    except ValueError:
+        return "", addrs
+    return "\n".join(lines[first:last + 1]) + "\n", addrs
+
+
+def buffer_runs(pagemap_text: str, addr: int, length: int) -> list:
+    """Run lengths (pages) of physically contiguous pages over the buffer
+    [addr, addr + length) from mdsplit-pagemap's `run VADDR PAGES PFN`
+    lines; an absent page (PFN 0) is a run of its own."""
+    pages = -(-length // 4096)
+    first = addr // 4096
+    pfn = [0] * pages
+    for line in pagemap_text.splitlines():
+        parts = line.split()
+        if len(parts) != 4 or parts[0] != "run":
+            continue
+        start, n, base = int(parts[1], 16) // 4096, int(parts[2]), int(parts[3])
+        for i in range(max(start, first), min(start + n, first + pages)):
+            pfn[i - first] = base + (i - start) if base else 0
+    runs = []
+    for i, p in enumerate(pfn):
+        if runs and p and pfn[i - 1] and p == pfn[i - 1] + 1:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+    return runs
+
+
+def runs_pattern(runs: list) -> list:
+    """The stack's [bio] contiguity pattern of `runs`: equal neighbours as
+    [pages, times] pairs."""
+    out = []
+    for r in runs:
+        if out and (out[-1] == r or (isinstance(out[-1], list) and out[-1][0] == r)):
+            out[-1] = [r, out[-1][1] + 1] if isinstance(out[-1], list) else [r, 2]
+        else:
+            out.append(r)
+    return out
 
 
 def guest_script(g: GuestJob, root: str) -> str:
@@ -235,17 +324,21 @@ def guest_script(g: GuestJob, root: str) -> str:
     for m in g.members:
         s += [f"echo none > /sys/block/{m.name}/queue/scheduler",
               f"echo {q(g.scheduler)} > /sys/block/{m.name}/queue/scheduler"]
-    # fio's buffer takes whatever free pages the allocator hands out: a
-    # compacted free memory gives it physically contiguous runs (one md0
-    # bio per read, as the emulator's contiguity pattern assumes).
-    s += ["echo 3 > /proc/sys/vm/drop_caches", "echo 1 > /proc/sys/vm/compact_memory"]
+        s += [f"echo {v} > /sys/block/{m.name}/queue/iosched/{k}" for k, v in g.iosched.items()]
+    # fio's buffer takes whatever free pages the allocator hands out
+    # (compacted free memory gives it longer physically contiguous runs);
+    # mdsplit-pagemap reports the layout it got, which the emulator takes.
+    s += [f"echo {q(g.thp)} > /sys/kernel/mm/transparent_hugepage/enabled",
+          "echo 3 > /proc/sys/vm/drop_caches", "echo 1 > /proc/sys/vm/compact_memory"]
     s += ["echo 0 > $T/tracing_on", "echo > $T/trace", "echo 65536 > $T/buffer_size_kb"]
     for ev in ("block_bio_queue", "block_getrq", "block_rq_insert", "block_rq_issue",
                "block_rq_complete", "block_bio_backmerge", "block_bio_frontmerge",
                "block_rq_merge", "block_split", "block_bio_remap"):
         s.append(f"echo 1 > $T/events/block/{ev}/enable")
-    s += ["echo 1 > $T/tracing_on",
-          f"fio --output-format=json --output=$O/fio.json {root}/job.fio",
+    # --debug=mem prints each io_u's buffer address (split_fio_output);
+    # exec_postrun's output file lands in fio's working directory.
+    s += ["cd /tmp", "echo 1 > $T/tracing_on",
+          f"fio --output-format=json --debug=mem {root}/job.fio > $O/fio.out 2> $O/fio.err",
           "echo 0 > $T/tracing_on",
           "cat $T/per_cpu/cpu*/stats > $O/trace.stats",
           "cat $T/trace > $O/trace.txt",

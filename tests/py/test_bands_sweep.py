@@ -28,11 +28,13 @@ def test_set_keys_refuses_a_key_the_file_lacks():
 
 
 def test_verdict_uses_the_median_and_the_width():
-    """Inside tolerance of the median: PASS; outside: MISS; wider than +-25 %: not determined."""
+    """Inside tolerance of the median: PASS; outside: MISS; wider than +-25 %: not determined
+    when the thread's figure is in the band, a miss when the whole band is off it."""
     assert bands.verdict((100, 95, 105), 108, tolerance=0.1) == "PASS"
     assert bands.verdict((100, 95, 105), 120, tolerance=0.1) == "MISS"
     assert bands.verdict((100, 60, 105), 100, tolerance=0.1) == "not determined by the evidence"
     assert bands.verdict((40, 38, 41), 31.4, abs_tolerance=3) == "MISS"
+    assert bands.verdict((8.85, 6.30, 9.37), 1.2, tolerance=0.15) == "MISS (the whole band)"
 
 
 def test_band_is_median_and_10_90_quantiles():
@@ -48,7 +50,7 @@ def test_sweep_prints_each_thread_figure_as_a_band(tmp_path):
     assert "random_penalty: 60..140 us" in r.stdout
     assert "legacy.md0_MBps" in r.stdout and "fixed.member_rareq_sz_kb" in r.stdout
     rows = [l for l in r.stdout.splitlines() if l.startswith("legacy.md0_MBps")]
-    assert rows and rows[0].split()[-1] in ("PASS", "MISS", "evidence")
+    assert rows and rows[0].split()[-1] in ("PASS", "MISS", "evidence", "band)")
 
 
 def test_sweep_refuses_a_bad_draw_count():

@@ -13,6 +13,8 @@ JOBS = ROOT / "jobs"
 # reproduction: (its stack files, the keys allowed to differ as "table.key")
 GROUPS = {
     "raid5": (["raid5-legacy.toml", "raid5-fixed.toml"], {"device.split_order"}),
+    "raid5-buffered": (["raid5-buffered-legacy.toml", "raid5-buffered-fixed.toml"],
+                       {"device.split_order"}),
     "bio-size": (["bio-original.toml", "bio-align.toml", "bio-max_sectors.toml"],
                  {"bio.policy", "bio.align"}),
     "bfq": (["bfq-legacy.toml", "bfq-fixed.toml"], {"bfq.group_counting"}),
@@ -65,3 +67,14 @@ def test_inline_model_copies_equal_the_fitted_preset(files, model):
     preset = tomllib.loads((JOBS / "models.toml").read_text())["models"][model]
     for f in files:
         assert tomllib.loads((JOBS / f).read_text())["models"][model] == preset, f
+
+
+def test_every_reproduction_with_variant_stacks_is_diffed():
+    """Each experiment's job file naming two or more stack files has them all in GROUPS."""
+    from harness import reproduce
+    grouped = {f for files, _ in GROUPS.values() for f in files}
+    for name in reproduce.available():
+        job = JOBS / reproduce.load_experiment(name).JOB
+        stacks = set(re.findall(r"(?m)^mdsplit_config=(\S+)", job.read_text()))
+        if len(stacks) > 1:
+            assert stacks <= grouped, (name, sorted(stacks - grouped))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.blktrace import TraceRecord, read_blktrace, write_blktrace
-from harness.vm import diff, guest_trace, machine, matrix, translate
+from harness.vm import diff, groups, guest_trace, machine, matrix, translate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,6 +126,25 @@ def test_bfq_groups_are_refused_with_one_line(tmp_path):
         translate.translate(job, path)
 
 
+def test_bio_policy_other_than_original_is_refused(tmp_path):
+    """6.12 builds bios the original way; seed 001's align policy has no kernel here."""
+    stack = matrix.raid5_stack(3, "64k", "left-symmetric", "legacy", 16 << 20, "align")
+    job, path = translate.jobs_of(_job(tmp_path, stack))[0]
+    with pytest.raises(translate.Untranslatable, match=r'^bio.policy = "align": seed 001'):
+        translate.translate(job, path)
+
+
+def test_bfq_members_get_the_emulators_tunables(tmp_path):
+    """A bfq stack's tunables reach the guest's iosched files (low_latency off as modelled)."""
+    stack = matrix.raid5_stack(3, "64k", "left-symmetric", "legacy", 16 << 20,
+                               scheduler="bfq") + '[bfq]\nslice_idle = "2ms"\n'
+    job, path = translate.jobs_of(_job(tmp_path, stack))[0]
+    script = translate.guest_script(translate.translate(job, path), "/share/j")
+    assert "echo 0 > /sys/block/m2/queue/iosched/low_latency" in script
+    assert "echo 2000 > /sys/block/m0/queue/iosched/slice_idle_us" in script
+    assert "echo 16384 > /sys/block/m1/queue/iosched/max_budget" in script
+
+
 def test_split_order_chooses_the_kernel(tmp_path):
     """legacy -> Debian's 6.12 (stock code), fixed -> the patched build."""
     for order, kernel in (("legacy", "debian-6.12"), ("fixed", "fixed")):
@@ -144,6 +163,97 @@ def test_guest_script_sets_member_limits_and_assume_clean(tmp_path):
             "/dev/m0 /dev/m1 /dev/m2") in script
 
 
+FIO_OUT = """fio: set debug option mem
+mem      81    io_u alloc 0x559b3a7123c0, index 0
+mem      81    io_u 0x559b3a7123c0, mem 0x7f80b4655000
+j : Saving output of postrun in j.postrun.txt
+{
+  "fio version" : "fio-3.33",
+  "jobs" : []
+}
+mem      81    free malloc mem 0x7f80b4654010
+"""
+
+
+def test_fio_output_splits_into_json_and_buffer_addresses():
+    """--debug=mem lines give the io_u buffers; the JSON is what lies between braces."""
+    text, addrs = translate.split_fio_output(FIO_OUT)
+    assert addrs == [0x7f80b4655000]
+    assert text.startswith("{") and '"jobs"' in text and "mem " not in text
+
+
+def test_buffer_runs_follow_consecutive_page_frames():
+    """Runs break where the next page's frame does not follow; absent pages stand alone."""
+    pagemap = ("map 7f0000000000 7f0000010000\n"
+               "run 7f0000000000 1 900\n"          # before the buffer
+               "run 7f0000001000 3 100\n"          # pages 0-2
+               "run 7f0000004000 1 103\n"          # page 3 continues the run
+               "run 7f0000005000 2 0\n"            # pages 4-5 absent
+               "run 7f0000007000 2 50\n")          # pages 6-7
+    assert translate.buffer_runs(pagemap, 0x7f0000001000, 8 * 4096) == [4, 1, 1, 2]
+
+
+def test_runs_pattern_groups_equal_neighbours():
+    """[1, 1, 1, 512, 4, 4] -> [[1, 3], 512, [4, 2]] (the stack's pattern syntax)."""
+    assert translate.runs_pattern([1, 1, 1, 512, 4, 4]) == [[1, 3], 512, [4, 2]]
+
+
+def test_pagemap_tool_reports_a_host_fio_buffer(tmp_path):
+    """mdsplit-pagemap as fio's exec_postrun reports the buffer fio's --debug=mem names."""
+    import os
+    import shutil
+    if os.geteuid() != 0 or not shutil.which("gcc") or not shutil.which("fio"):
+        pytest.skip("needs root (pagemap's frame numbers), gcc and fio")
+    tool = tmp_path / "mdsplit-pagemap"
+    subprocess.run(["gcc", "-O2", "-static", "-o", str(tool),
+                    str(ROOT / "harness/vm/pagemap.c")], check=True)
+    r = subprocess.run(["fio", "--name=j", f"--filename={tmp_path / 'f'}", "--size=1m",
+                        "--bs=256k", "--rw=read", "--debug=mem",
+                        f"--exec_postrun={tool} {tmp_path / 'pagemap'} 262144"],
+                       cwd=tmp_path, capture_output=True, text=True, check=True)
+    _, addrs = translate.split_fio_output(r.stdout)
+    runs = translate.buffer_runs((tmp_path / "pagemap").read_text(), addrs[0], 256 << 10)
+    assert len(addrs) == 1 and sum(runs) == 64
+
+
+def test_missing_qemu_is_one_line(tmp_path, monkeypatch):
+    """Without QEMU a boot fails with one line naming the binary and its package."""
+    monkeypatch.setattr(machine, "QEMU", "qemu-system-x86_64-absent")
+    with pytest.raises(machine.VmUnavailable) as e:
+        machine.boot("stock", tmp_path)
+    assert "\n" not in str(e.value)
+    assert str(e.value).startswith("qemu-system-x86_64-absent is not installed")
+
+
+def test_boot_that_never_ran_its_script_names_the_panic(tmp_path):
+    """A boot that panicked before /init's script: the console's panic line, one line."""
+    from harness.vm import reference
+    console = ("[    0.04] ..MP-BIOS bug: 8254 timer not connected to IO-APIC\n"
+               "[    0.06] Kernel panic - not syncing: IO-APIC + timer doesn't work!\n"
+               "[    0.06] Call Trace:\n")
+    e = reference.boot_error("the jobs", "debian-6.12", machine.Boot(None, "", console, 1.0),
+                             tmp_path / "run.log")
+    assert "\n" not in str(e) and "Kernel panic - not syncing: IO-APIC" in str(e)
+
+
+def test_kernel_download_failure_names_the_package(tmp_path):
+    """prepare.sh with apt-get failing ends with one line naming what it could not get."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "apt-get").write_text("#!/bin/sh\nexit 100\n")
+    (stub / "apt-get").chmod(0o755)
+    import os
+    env = dict(os.environ, PATH=f"{stub}:{os.environ['PATH']}",
+               MDSPLIT_VM_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run(["sh", str(ROOT / "harness/vm/prepare.sh"), "debian-6.12"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 1
+    pins = machine.pins()
+    assert (f"cannot download {pins['LINUX_SOURCE_PACKAGE']}={pins['LINUX_SOURCE_VERSION']}"
+            in last or last.startswith("mdsplit vm: apt-get failed installing")), last
+
+
 # --- against the real kernel --------------------------------------------------
 
 def _need_vm():
@@ -153,7 +263,8 @@ def _need_vm():
 
 def test_raid5_matrix_against_the_kernel(tmp_path, mdsplit_module):
     """RAID5 reads (3-8 members, 4k-512k chunks, md's four layouts, aligned
-    and unaligned, 4k to several stripes) and writes (rmw, rcw, full stripe)
+    and unaligned, 4k to several stripes), writes (rmw, rcw, full stripe)
+    and the original bio policy over the guest's pagemap-reported buffer,
     on the stock and patched kernels: every case identical, or a known
     difference (matrix.KNOWN) with its kernel function."""
     _need_vm()
@@ -172,3 +283,23 @@ def test_unknown_kernel_is_refused_with_one_line(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "reference --vm: --kernel 5.9: allowed: stock, fixed, debian-6.12"]
+
+
+def test_bfq_group_shares_against_the_kernel(tmp_path, mdsplit_module):
+    """BFQ groups of weights 100/200/400 (io.bfq.weight) on a slow null_blk: each
+    job's share of the bytes read, kernel over emulator, within groups.TOLERANCE
+    or a known difference (groups.KNOWN)."""
+    _need_vm()
+    result = groups.run(groups.CASES, tmp_path)
+    print(result.summary())
+    assert len(result.outcomes) == len(groups.CASES), result.summary()
+    assert not result.differing(), result.summary()
+
+
+def test_bfq_group_guest_script_weights_and_joins(tmp_path):
+    """Each group gets its io.bfq.weight; each job joins its group from exec_prerun."""
+    case = groups.CASES[0]
+    script = groups.guest_script(case, "/share/x")
+    assert "echo 400 > /sys/fs/cgroup/g400/io.bfq.weight" in script
+    assert "echo 2 > /sys/kernel/config/nullb/m0/irqmode" in script
+    assert "exec_prerun=/bin/mdsplit-pagemap --join /sys/fs/cgroup/g200" in groups.guest_job(case)

@@ -1,0 +1,244 @@
+"""BFQ groups on the real kernel beside the emulator: service shares of
+jobs in cgroup v2 `io` groups of unequal weights (io.bfq.weight), on one
+slow null_blk device, compared as ratios.
+
+Timing under TCG is not the device's (about 0.4 ms of emulation per I/O),
+so the device is slow (null_blk irqmode=2, a completion timer of
+`completion_ms`) and only ratios are compared: each job's share of the
+bytes read, kernel over emulator. On the emulator's side the device is a
+passthrough stack whose member model completes every request after the
+same time, up to the queue depth in parallel (null_blk's timer mode:
+drivers/block/null_blk/main.c null_cmd_end_timer()).
+
+  the device   null_blk m0 (configfs): size, blocksize 512, hw_queue_depth,
+               irqmode 2, completion_nsec; elevator bfq with the emulator's
+               tunables (translate.bfq_tunables), group_counting "fixed"
+               (seed 004's series is in 6.12)
+  the groups   /sys/fs/cgroup/<group> with io.bfq.weight; each fio job
+               process joins its group from exec_prerun (mdsplit-pagemap
+               --join), so its bios are charged there
+  the jobs     psync, iodepth 1, direct random reads of 4k over a region of
+               their own, all started together, time_based; fio forks a
+               process per job in the guest (thread=1 on the emulator's
+               side, which shares one device among the jobs that way)
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import paths
+from harness.vm import machine, reference, translate
+
+MiB = 1 << 20
+# A group's share may differ from the emulator's by this factor either way
+# and still count as the same (TCG's per-I/O cost is not the device's).
+TOLERANCE = 0.15
+
+
+@dataclass(frozen=True)
+class GroupCase:
+    name: str
+    jobs: tuple             # (group, weight) per job; group "" = the root group
+    completion_ms: float = 2.0
+    runtime_s: int = 6
+    ramp_s: int = 1
+    queue_depth: int = 32
+    slice_idle: str = "8ms"
+
+
+CASES = [
+    # Three groups, one reader each: bfq idles on each group's queue
+    # (bfq_asymmetric_scenario(): weights differ, several groups pending).
+    GroupCase("bfq-3groups-100-200-400", (("g100", 100), ("g200", 200), ("g400", 400))),
+    # Two groups, the heavier with two readers (two queues in one group).
+    GroupCase("bfq-2groups-100-400x2", (("g100", 100), ("g400", 400), ("g400", 400))),
+    # One active group of two readers: nothing asymmetric, no idling needed
+    # for guarantees; the shares are the two queues'.
+    GroupCase("bfq-1group-400x2", (("g400", 400), ("g400", 400))),
+]
+
+
+# Cases whose shares differ beyond TOLERANCE, with the kernel functions
+# where the two part and why it is left (docs/vm-reference.md).
+_IDLING = (
+    "block/bfq-iosched.c bfq_better_to_idle() / idling_needed_for_service_guarantees(), "
+    "bfq_choose_bfqq_for_injection() / bfq_update_inject_limit(), bfq_bfqq_charge_time()",
+    "groups of unequal weights: the emulator's shares follow the weights (100/200/400: "
+    "0.147/0.294/0.559; 100/400x2: 0.189/0.410/0.401), the kernel's under TCG do not and vary "
+    "from run to run (three runs here: 0.36/0.28/0.36, 0.28/0.35/0.37, 0.19/0.42/0.39; "
+    "0.11/0.45/0.45 and 0.34/0.33/0.33), at ~420 reads/s in all, one queue at a time (so it "
+    "idles). Each in-service queue ends at its 125 ms budget timeout here (about 50 reads of "
+    "2.4 ms under TCG), where bfq_bfqq_charge_time() charges a slow queue by time, about 50 "
+    "slots a run. With 8 ms completions the kernel read 630/s over the three (2019, 2110, "
+    "2799 in 11 s: several queues in flight at once, so injection or no idling), the "
+    "emulator still 0.141/0.293/0.566. Which of the guest's timer jitter under TCG, "
+    "idling, injection and time charging decides the kernel's shares is not traced yet: "
+    "open")
+KNOWN: dict = {
+    "bfq-3groups-100-200-400": _IDLING,
+    "bfq-2groups-100-400x2": _IDLING,
+}
+
+
+def _region(case: GroupCase) -> int:
+    return 16 * MiB
+
+
+def device_mb(case: GroupCase) -> int:
+    return len(case.jobs) * _region(case) // MiB
+
+
+def stack_text(case: GroupCase, member_path: str) -> str:
+    return "\n".join([
+        "[device]", 'kind = "passthrough"', 'scheduler = "bfq"',
+        "[bfq]", 'group_counting = "fixed"', f'slice_idle = "{case.slice_idle}"',
+        "low_latency = false",
+        "[[members]]", f'path = "{member_path}"', f'size = "{device_mb(case)}m"',
+        'model = "null-blk-timer"', f"queue_depth = {case.queue_depth}",
+        "[models.null-blk-timer]",
+        f'description = "null_blk irqmode=2: every request completes '
+        f'{case.completion_ms} ms after issue"',
+        f'command = "{int(case.completion_ms * 1000)}us"',
+        "bandwidth = 1_000_000_000_000", f"parallelism = {case.queue_depth}"]) + "\n"
+
+
+def _job_options(case: GroupCase) -> list:
+    return ["direct=1", "rw=randread", "bs=4k", "iodepth=1", "time_based=1",
+            f"runtime={case.runtime_s}", f"ramp_time={case.ramp_s}", "norandommap=1",
+            f"size={_region(case) // MiB}m"]
+
+
+def emulator_job(case: GroupCase, stack: Path, trace: Path) -> str:
+    lines = ["[global]", f"ioengine=external:{paths.engine_path()}", "thread=1",
+             "filename=m0dev", f"mdsplit_config={stack}", f"mdsplit_trace={trace}"]
+    lines += _job_options(case)
+    for i, (group, weight) in enumerate(case.jobs):
+        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"]
+        if group:
+            lines += [f"mdsplit_group={group}", f"mdsplit_group_weight={weight}"]
+    return "\n".join(lines) + "\n"
+
+
+def guest_job(case: GroupCase) -> str:
+    lines = ["[global]", "ioengine=psync", "filename=/dev/m0"] + _job_options(case)
+    for i, (group, _) in enumerate(case.jobs):
+        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"]
+        if group:
+            lines.append(f"exec_prerun=/bin/mdsplit-pagemap --join /sys/fs/cgroup/{group}")
+    return "\n".join(lines) + "\n"
+
+
+def guest_script(case: GroupCase, root: str) -> str:
+    C, m = "/sys/kernel/config/nullb", "m0"
+    s = ["set -e", f"O={root}/out", "mkdir -p $O", "trap 'dmesg > $O/dmesg' EXIT",
+         f"mkdir {C}/{m}",
+         f"echo {device_mb(case)} > {C}/{m}/size", f"echo 512 > {C}/{m}/blocksize",
+         f"echo {case.queue_depth} > {C}/{m}/hw_queue_depth",
+         f"echo 2 > {C}/{m}/irqmode",
+         f"echo {int(case.completion_ms * 1_000_000)} > {C}/{m}/completion_nsec",
+         f"echo 1 > {C}/{m}/power", f"echo bfq > /sys/block/{m}/queue/scheduler"]
+    tunables = translate.bfq_tunables({"slice_idle": case.slice_idle})
+    s += [f"echo {v} > /sys/block/{m}/queue/iosched/{k}" for k, v in tunables.items()]
+    s.append("echo +io > /sys/fs/cgroup/cgroup.subtree_control")
+    for group, weight in dict(case.jobs).items():
+        if group:
+            s += [f"mkdir -p /sys/fs/cgroup/{group}",
+                  f"echo {weight} > /sys/fs/cgroup/{group}/io.bfq.weight"]
+    # fio's stdout: its JSON, with a line per exec_prerun before it
+    # (translate.split_fio_output keeps the JSON).
+    s += ["cd $O", f"fio --output-format=json {root}/job.fio > $O/fio.out"]
+    # Each group's own account of what it was served (blk-cgroup io.stat).
+    s += [f"echo {g} $(cat /sys/fs/cgroup/{g}/io.bfq.weight) $(cat /sys/fs/cgroup/{g}/io.stat)"
+          f" >> $O/io.stat" for g in dict(case.jobs) if g]
+    s += [
+          f"echo 0 > {C}/{m}/power", f"rmdir {C}/{m}"]
+    for group in dict(case.jobs):
+        if group:
+            s.append(f"rmdir /sys/fs/cgroup/{group}")
+    s.append("trap - EXIT")
+    return "\n".join(s) + "\n"
+
+
+def shares(fio_json: dict) -> dict:
+    """{job name: its share of the bytes read}."""
+    got = {j["jobname"]: j["read"]["io_bytes"] for j in fio_json["jobs"]}
+    total = sum(got.values()) or 1
+    return {k: v / total for k, v in got.items()}
+
+
+@dataclass
+class GroupOutcome:
+    case: GroupCase
+    kernel: dict             # job -> share
+    emulator: dict
+    within: bool
+
+    def line(self) -> str:
+        parts = []
+        for i, (group, weight) in enumerate(self.case.jobs):
+            j = f"j{i}"
+            k, e = self.kernel.get(j, 0.0), self.emulator.get(j, 0.0)
+            parts.append(f"{j} ({group or 'root'}, {weight}): kernel {k:.3f}, emulator "
+                         f"{e:.3f}, ratio {k / e if e else float('inf'):.2f}")
+        return f"{self.case.name}: " + "; ".join(parts)
+
+
+@dataclass
+class GroupsResult:
+    outcomes: list = field(default_factory=list)
+    seconds: float = 0.0
+    vm_seconds: float = 0.0
+
+    def differing(self) -> list:
+        return [o.case.name for o in self.outcomes if not o.within and o.case.name not in KNOWN]
+
+    def summary(self) -> str:
+        ok = sum(o.within for o in self.outcomes)
+        known = sum(not o.within and o.case.name in KNOWN for o in self.outcomes)
+        n = len(self.outcomes)
+        lines = [f"VM bfq groups: {ok} within {TOLERANCE:.0%}, {known} known differences, "
+                 f"{len(self.differing())} differing of {n} cases in {self.seconds:.0f} s "
+                 f"({self.seconds / max(n, 1):.1f} s per case; VM boot {self.vm_seconds:.0f} s)"]
+        lines += ["  " + o.line() for o in self.outcomes]
+        return "\n".join(lines)
+
+
+def run(cases, directory: Path, kernel: str = "debian-6.12", progress=None) -> GroupsResult:
+    """Every case on the emulator and in one boot of `kernel`."""
+    from harness import simulate
+    say = progress or (lambda s: print(s, file=sys.stderr))
+    t0 = time.monotonic()
+    machine.prepare([kernel], say)
+    share = directory / "kernel"
+    share.mkdir(parents=True, exist_ok=True)
+    lines = ["set -e"]
+    for c in cases:
+        d = share / c.name
+        (d / "out").mkdir(parents=True, exist_ok=True)
+        (d / "run.sh").write_text(guest_script(c, f"/share/{c.name}"))
+        (d / "job.fio").write_text(guest_job(c))
+        lines.append(f"sh /share/{c.name}/run.sh")
+    (share / "run.sh").write_text("\n".join(lines) + "\n")
+    say(f"bfq groups: {len(cases)} case(s) on the {kernel} kernel (QEMU TCG)")
+    boot = machine.boot(kernel, share)
+    if boot.rc != 0:
+        raise reference.boot_error("bfq groups", kernel, boot, share / "run.log")
+    result = GroupsResult(vm_seconds=boot.seconds)
+    emu = directory / "emulator"
+    emu.mkdir(parents=True, exist_ok=True)
+    for c in cases:
+        stack = emu / f"{c.name}.toml"
+        stack.write_text(stack_text(c, str((emu / f"{c.name}.img").resolve())))
+        jf = emu / f"{c.name}.fio"
+        jf.write_text(emulator_job(c, stack.resolve(), (emu / c.name).resolve()))
+        e = shares(simulate.simulate_job(jf, data=False))
+        text, _ = translate.split_fio_output((share / c.name / "out/fio.out").read_text())
+        k = shares(json.loads(text))
+        within = all(e.get(j) and abs(k.get(j, 0.0) / e[j] - 1) <= TOLERANCE for j in e)
+        result.outcomes.append(GroupOutcome(c, k, e, within))
+    result.seconds = time.monotonic() - t0
+    return result
