@@ -92,9 +92,10 @@ mdsplit_stats=stats/weights.json
 # sysfs tunables of the kernel's bfq). Without strict_guarantees, bfq injects
 # the other groups' writes while the in-service queue waits for its writer's
 # next one, once any write arrives in such a wait: the shares are then about
-# equal (simulate with the writers started 100 us apart: 0.31/0.33/0.35),
-# while with every writer starting at the same instant simulate never
-# injects (0.15/0.28/0.57): the answer hinges on the start, which no real
+# equal (simulate at 64x, max_budget 256, the writers started 100 us apart:
+# 0.31/0.33/0.35), while with every writer starting at the same instant
+# simulate never injects (0.15/0.28/0.57): the answer hinges on the start,
+# which no real
 # run reproduces. strict_guarantees serves one request at a time and always
 # idles, so the weights rule either way. With slices of one write each
 # (max_budget 8) the shares are WF2Q+'s exactly after a few hundred writes;
@@ -177,7 +178,7 @@ def test_bfq_nonroot_auto_matches_simulate(engine, tmp_path, compete):
     """With time_scale = "auto" the non-root legacy/fixed ratio is within 10 % of simulate's."""
     write(tmp_path, {"bfq-legacy.toml": bfq_stack("legacy", "auto"),
                      "bfq-fixed.toml": bfq_stack("fixed", "auto"),
-                     "job.fio": bfq_job(engine, "2s")})
+                     "job.fio": bfq_job(engine, "4s")})
     with competing_fio(60) if compete else contextlib.nullcontext():
         res = run_fio(tmp_path / "job.fio")
     assert sum('time_scale = "auto"' in l for l in res.stderr.splitlines()) == 2, res.stderr
