@@ -134,6 +134,8 @@ TimeScaleCalibration calibrate_time_scale(const StackConfig& config,
                                           const std::vector<AutoScaleJob>& jobs, Clock& clock,
                                           const HostLagOptions& options) {
     TimeScaleCalibration c;
+    c.unmodelled = !config.models_time();
+    if (c.unmodelled) return c;
     uint64_t start = clock.now_ns();
     // Upwards only: each next factor from the share measured at the last
     // (time_scale_for_share), at least twice it, until one keeps up in two

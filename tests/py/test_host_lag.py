@@ -230,6 +230,18 @@ def test_slow_model_keeps_up_and_says_nothing(engine, tmp_path):
     assert side["devices"][0]["lag"]["requests"] > 0
 
 
+def test_unmodelled_stack_is_not_probed_nor_host_bound(engine, tmp_path):
+    """No timing model and no [cpu]: auto is 1 without a probe, and no verdict."""
+    stack = bfq_stack("fixed", "auto").replace('model = "nvme"\n', "")
+    write(tmp_path, {"bfq-fixed.toml": stack,
+                     "job.fio": bfq_job(engine, "1s", variants=("fixed",), writers=2)})
+    res = run_fio(tmp_path / "job.fio")
+    assert verdicts(res) == [] and "nothing in the stack is modelled" in res.stderr, res.stderr
+    side = json.loads((tmp_path / "stats/bfq-fixed.json").read_text())
+    assert side["time_scale"] == 1 and side["host_lag"]["time_scale_auto"]["tried"] == []
+    assert not side["host_lag"]["host_bound"]
+
+
 def raid5_jobs(tmp_path, time_scale, ios=6):
     """jobs/raid5-split-order.fio and its stacks, cut to `ios` reads per variant."""
     for name in ("raid5-split-order.fio", "raid5-legacy.toml", "raid5-fixed.toml"):
