@@ -4,7 +4,6 @@
 //   c = sim.submit("read", 1 << 20, 4096)      # one buffered I/O, returns its cookie
 //   [done] = sim.run()                         # {"cookie", "error", "resid", "data", "path":
 //   {...}} done["path"]["issued_by"], ["completed_in"], ["inline_attempts"], ["punted"], ...
-//   sim.run_workload("randread", 4096, iodepth=32, total=...)  # fio's loop, with its CPU cost
 //   sim.stats()["page_cache"]
 //
 // The module's PYBIND11_MODULE (mdsplit_module.cpp) calls register_buffered(m).
@@ -30,10 +29,8 @@
 #include "py_args.h"
 #include "python_interrupt.h"
 #include "sim/buffered_cost_probe.h"
-#include "sim/buffered_workload.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
-#include "workload_args.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -90,49 +87,27 @@ py::dict path_to_dict(const BufferedPath& p) {
     return d;
 }
 
-// BufferedCosts <-> dict, by field name.
-struct CostField {
-    const char* name;
-    uint64_t BufferedCosts::*field;
-};
-const CostField kCostFields[] = {
-    {"fio_submit_ns", &BufferedCosts::fio_submit_ns},
-    {"fio_complete_ns", &BufferedCosts::fio_complete_ns},
-    {"lookup_ns", &BufferedCosts::lookup_ns},
-    {"page_alloc_ns", &BufferedCosts::page_alloc_ns},
-    {"bio_submit_ns", &BufferedCosts::bio_submit_ns},
-    {"bio_page_ns", &BufferedCosts::bio_page_ns},
-    {"readahead_ns", &BufferedCosts::readahead_ns},
-    {"copy_4k_ns", &BufferedCosts::copy_4k_ns},
-    {"arm_ns", &BufferedCosts::arm_ns},
-    {"task_work_ns", &BufferedCosts::task_work_ns},
-    {"punt_ns", &BufferedCosts::punt_ns},
-    {"wakeup_ns", &BufferedCosts::wakeup_ns},
-    {"cqe_ns", &BufferedCosts::cqe_ns},
-    {"dirty_page_ns", &BufferedCosts::dirty_page_ns},
-};
+// BufferedCosts <-> dict: kBufferedCostKeys' keys + "_ns", and cpus.
+std::string cost_name(const BufferedCostKey& k) { return std::string(k.key) + "_ns"; }
 
 py::dict costs_to_dict(const BufferedCosts& c) {
     py::dict d;
-    for (const CostField& f : kCostFields) d[f.name] = c.*(f.field);
+    for (const BufferedCostKey& k : kBufferedCostKeys) d[py::str(cost_name(k))] = c.*(k.field);
     d["cpus"] = c.cpus;
     return d;
 }
-
-// The most CPUs a costs dict may model: x86-64's CONFIG_NR_CPUS limit
-// (io-wq's bound, 4 x cpus, must also fit its 32 bits).
-constexpr uint64_t kMaxCpus = 8192;
 
 // `d` over `c`, all or nothing: every key and value is checked before any is
 // applied, so a refused dict leaves the costs as they were.
 void costs_from_dict(BufferedCosts& c, py::handle d) {
     std::set<std::string> keys = {"cpus"};
-    for (const CostField& f : kCostFields) keys.insert(f.name);
+    for (const BufferedCostKey& k : kBufferedCostKeys) keys.insert(cost_name(k));
     py_args::Args a(d, "set_costs: costs");
     a.allow(keys);
     BufferedCosts next = c;
-    next.cpus = uint32_t(a.integer("cpus", next.cpus, 1, kMaxCpus));
-    for (const CostField& f : kCostFields) next.*(f.field) = a.cost_ns(f.name, next.*(f.field));
+    next.cpus = uint32_t(a.integer("cpus", next.cpus, 1, kMaxBufferedCpus));
+    for (const BufferedCostKey& k : kBufferedCostKeys)
+        next.*(k.field) = a.cost_ns(cost_name(k).c_str(), next.*(k.field));
     c = next;
 }
 
@@ -165,7 +140,7 @@ using py_args::u64;
 class BufferedSimulation {
 public:
     static constexpr const char* kName = "BufferedSimulation";
-    InUse in_use;  // every bound method holds it: run_workload runs without the GIL
+    InUse in_use;  // every bound method holds it (exclusive_use.h)
 
     BufferedSimulation(const std::string& toml, const std::string& base_dir, bool is_file,
                        const std::string& label, const std::string& trace_dir,
@@ -312,27 +287,6 @@ public:
 
     void sync() { stack_->sync_buffered(); }
     void invalidate() { stack_->invalidate(); }
-
-    py::dict run_workload(py::handle rw, py::handle bs, py::handle iodepth, py::handle size,
-                          py::handle total, py::handle offset, py::handle batch, py::handle seed,
-                          py::handle end_fsync, const py::kwargs& kwargs) {
-        BufferedWorkloadSpec spec;
-        const std::string w = "run_workload: ";
-        py_args::no_other_keywords(kwargs, "run_workload",
-                                   "rw, bs, iodepth, size, total, offset, batch, seed, end_fsync");
-        set_closed_loop(spec, "run_workload", rw_arg(rw, w + "rw", false), /*discard=*/false,
-                        u64(bs, w + "bs"), u64(iodepth, w + "iodepth"), u64(size, w + "size"),
-                        u64(total, w + "total"), u64(offset, w + "offset"), u64(batch, w + "batch"),
-                        u64(seed, w + "seed"));
-        spec.end_fsync = py_args::boolean(end_fsync, w + "end_fsync");
-        BufferedWorkloadResult r = interruptible([&] {
-            py::gil_scoped_release release;
-            return run_buffered_workload(*stack_, spec, python_interrupt());
-        });
-        py::dict d = io_tally_dict(r);
-        d["unexpected_completions"] = r.unexpected_completions;
-        return d;
-    }
 
     py::list paths() {
         py::list out;
@@ -514,8 +468,8 @@ void register_buffered(py::module_& m) {
              py::arg("cache_size") = py::none(), py::arg("record_paths") = true,
              "TOML text; variant/rasync/ra_kb/cache_size override its [page_cache], checked as its "
              "keys are: ra_kb a multiple of 4 up to 1048576, cache_size a multiple of 4096 > 0. "
-             "One call at a time per object: a call from another thread while one runs (such as "
-             "run_workload, which releases the GIL) raises RuntimeError.")
+             "One call at a time per object: a call from another thread while one runs raises "
+             "RuntimeError.")
         .def_static(
             "from_file",
             [](py::handle path, py::handle label, py::handle trace_dir, py::handle variant,
@@ -557,12 +511,6 @@ void register_buffered(py::module_& m) {
              "Writes back every dirty page and waits.")
         .def("invalidate", exclusive(&BufferedSimulation::invalidate),
              "sync(), then drops the clean pages.")
-        .def("run_workload", exclusive(&BufferedSimulation::run_workload), py::arg("rw"),
-             py::arg("bs") = 4096, py::arg("iodepth") = 1, py::arg("size") = 0,
-             py::arg("total") = 0, py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1,
-             py::arg("end_fsync") = false,
-             "fio's loop (ioengine=io_uring, direct=0) with fio's own CPU cost on the submitter; "
-             "iodepth and batch 1..65536. Runs without the GIL.")
         .def("paths", exclusive(&BufferedSimulation::paths),
              "Paths recorded since the last run()/paths().")
         .def("stats", exclusive(&BufferedSimulation::stats))

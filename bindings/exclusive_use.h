@@ -1,5 +1,4 @@
-// One simulation object, one call at a time. BufferedSimulation.run_workload
-// releases the GIL, and any call that builds Python objects may let another
+// One simulation object, one call at a time. Any call that builds Python objects may let another
 // thread run (a garbage collection runs finalisers), so a second thread can
 // call into an object whose stack is in the middle of a run: its buffers,
 // queues and clock would be shared unsynchronised (use-after-free). Every
@@ -36,9 +35,9 @@ public:
     [[nodiscard]] Guard take(const char* who) {
         if (busy_.test_and_set(std::memory_order_acquire))
             throw std::runtime_error(std::string(who) +
-                                     ": in use by another thread (one call at a time per object; "
-                                     "run_workload runs without the GIL): use one object per "
-                                     "thread, or wait for that call to return");
+                                     ": in use by another thread (one call at a time per "
+                                     "object): use one object per thread, or wait for that "
+                                     "call to return");
         return Guard(*this);
     }
 

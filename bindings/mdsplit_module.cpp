@@ -17,11 +17,9 @@
 #include "exclusive_use.h"
 #include "py_args.h"
 #include "python_interrupt.h"
-#include "sim/workload.h"
 #include "stack/device_safety.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
-#include "workload_args.h"
 
 namespace py = pybind11;
 using namespace mdsplit;
@@ -62,26 +60,6 @@ py::dict event_to_dict(const TraceEvent& e) {
     d["from_sector"] = e.from_sector;
     d["depth"] = e.depth;
     return d;
-}
-
-// run_workload()'s arguments by name.
-const char* const kWorkloadKeywords = "rw, bs, iodepth, size, total, offset, batch, seed";
-
-// run_workloads()'s task keys, its spec from one task dict.
-WorkloadSpec task_spec(const py_args::Args& a, size_t index) {
-    a.allow({"rw", "bs", "iodepth", "size", "offset", "total", "batch", "seed", "pid", "start_ns",
-             "runtime_ns", "think_ns", "group", "group_weight", "prio", "prioclass", "name"});
-    WorkloadSpec spec;
-    set_closed_loop(spec, a.where(), a.required_string("rw"), /*discard=*/true,
-                    a.integer("bs", 4096), a.integer("iodepth", 1), a.integer("size", 0),
-                    a.integer("total", 0), a.integer("offset", 0), a.integer("batch", 1),
-                    a.integer("seed", 1 + index));
-    spec.pid = uint32_t(a.integer("pid", 1000 + index, 0, py_args::kU32Max));
-    spec.start_ns = a.time_ns("start_ns");
-    spec.runtime_ns = a.time_ns("runtime_ns");
-    spec.think_ns = a.time_ns("think_ns");
-    spec.sched = py_args::sched_identity(a);
-    return spec;
 }
 
 // A stack on a virtual clock, with every trace event recorded (unless
@@ -180,63 +158,6 @@ public:
         return py::bytes(reinterpret_cast<const char*>(buf.get()),
                          length - std::min(length, c.resid));
     }
-
-    py::dict run_workload(py::handle rw, py::handle bs, py::handle iodepth, py::handle size,
-                          py::handle total, py::handle offset, py::handle batch, py::handle seed,
-                          const py::kwargs& kwargs) {
-        WorkloadSpec spec;
-        const std::string w = "run_workload: ";
-        py_args::no_other_keywords(kwargs, "run_workload", kWorkloadKeywords);
-        set_closed_loop(spec, "run_workload", rw_arg(rw, w + "rw", true), /*discard=*/true,
-                        u64(bs, w + "bs"), u64(iodepth, w + "iodepth"), u64(size, w + "size"),
-                        u64(total, w + "total"), u64(offset, w + "offset"), u64(batch, w + "batch"),
-                        u64(seed, w + "seed"));
-        WorkloadResult r = interruptible([&] {
-            py::gil_scoped_release release;  // other Python threads run meanwhile
-            return mdsplit::run_workload(*stack_, spec, python_interrupt());
-        });
-        return io_tally_dict(r);
-    }
-
-    // --- Several concurrent tasks (groups / weights / priorities) ---------
-    // [{"rw": "randwrite", "bs": 4096, "iodepth": 1, "group": "g1",
-    //   "group_weight": 100, "prio": 4, "prioclass": "be", "start_ns": 0,
-    //   "runtime_ns": 0, "size": 0, "offset": 0, "total": 0, ...}, ...]
-    // -> one result dict per task, in order. Every task is read and checked
-    // before any runs.
-    py::list run_workloads(py::handle tasks_arg) {
-        std::vector<WorkloadSpec> specs;
-        std::vector<std::string> names;
-        py::sequence tasks =
-            py_args::list_or_tuple(tasks_arg, "run_workloads: tasks", "a list of task dicts");
-        for (size_t i = 0; i < tasks.size(); i++) {
-            py_args::Args a(tasks[i], "run_workloads: tasks[" + std::to_string(i) + "]");
-            specs.push_back(task_spec(a, i));
-            names.push_back(a.string("name", "task" + std::to_string(i)));
-            // As the engine's mdsplit_setup: a group is bfq's (blkcg), its
-            // weight belongs to a group, and a group has one weight.
-            py_args::check_group(a, specs[i].sched, config_.device.scheduler == SchedulerKind::Bfq);
-            for (size_t k = 0; k < i; k++)
-                py_args::check_group_weight(a, specs[i].sched, specs[k].sched,
-                                            "tasks[" + std::to_string(k) + "]");
-        }
-        std::vector<WorkloadResult> results = interruptible([&] {
-            py::gil_scoped_release release;
-            return mdsplit::run_workloads(*stack_, specs, python_interrupt());
-        });
-        py::list out;
-        for (size_t k = 0; k < results.size(); k++) {
-            py::dict d = io_tally_dict(results[k]);
-            d["name"] = names[k];
-            d["pid"] = specs[k].pid;
-            d["group"] = specs[k].sched.group;
-            d["start_ns"] = results[k].start_ns;
-            d["end_ns"] = results[k].end_ns;
-            out.append(d);
-        }
-        return out;
-    }
-    // ----------------------------------------------------------------------
 
     py::object stats() const { return json_loads(stack_->stats_json()); }
 
@@ -420,18 +341,6 @@ PYBIND11_MODULE(mdsplit, m) {
         .def("read", exclusive(&Simulation::read), py::arg("offset"), py::arg("length"),
              "The bytes read: fewer than length when the read runs past the end of the device.")
         .def("write", exclusive(&Simulation::write), py::arg("offset"), py::arg("data"))
-        .def("run_workload", exclusive(&Simulation::run_workload), py::arg("rw"), py::arg("bs"),
-             py::arg("iodepth") = 1, py::arg("size") = 0, py::arg("total") = 0,
-             py::arg("offset") = 0, py::arg("batch") = 1, py::arg("seed") = 1,
-             "A closed-loop workload, as one fio job; iodepth and batch are 1..65536.")
-        .def("run_workloads", exclusive(&Simulation::run_workloads), py::arg("tasks"),
-             "Runs several closed-loop tasks concurrently (each its own pid, group, group_weight "
-             "1..1000, prio 0..7, prioclass rt|be|idle|none or 0..3, iodepth and batch 1..65536, "
-             "start_ns, runtime_ns, think_ns at most 2**60 ns, ...); returns one result dict per "
-             "task. A task with runtime_ns and no total runs until that time: on a stack whose "
-             "I/O takes no virtual time (no timing model, no think_ns) it never would, and is "
-             "refused with ValueError once 65536 I/Os past its iodepth completed at one instant. "
-             "A run whose clock passes 2**62 ns is refused alike, once its I/O has drained.")
         .def("stats", exclusive(&Simulation::stats))
         .def("events", exclusive(&Simulation::events), py::arg("device") = "",
              py::arg("actions") = "")

@@ -2,7 +2,7 @@
 // every binding, so that bad input is refused the same way everywhere, with
 // a ValueError of one line in the config loader's shape:
 //     <where>: <what is wrong>; allowed: <allowed values>
-// e.g. "run_workloads: tasks[2]: iodepth: 0 is out of range; allowed: 1..65536".
+// e.g. "run_fio_jobs: jobs[2]: iodepth: 0 is out of range; allowed: 1..65536".
 // Nothing is wrapped (uint32_t(2**32 + 100) would be 100), nothing unknown
 // is ignored, and pybind's own "Unable to cast" never reaches the user.
 #pragma once

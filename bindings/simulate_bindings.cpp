@@ -148,8 +148,8 @@ void read_issue(const Args& a, FioJobSpec& s) {
     s.verify = a.boolean("verify", false);
     s.continue_on_error = uint32_t(
         a.integer("continue_on_error", 0, 0, kFioErrorRead | kFioErrorWrite | kFioErrorVerify));
-    s.fio_submit_ns = a.cost_ns("fio_submit_ns", s.fio_submit_ns);
-    s.fio_complete_ns = a.cost_ns("fio_complete_ns", s.fio_complete_ns);
+    if (a.has("fio_submit_ns")) s.fio_submit_ns = a.cost_ns("fio_submit_ns", 0);
+    if (a.has("fio_complete_ns")) s.fio_complete_ns = a.cost_ns("fio_complete_ns", 0);
 }
 
 // When (startdelay, runtime, ramp_time, time_based).
@@ -225,6 +225,10 @@ FioJobSpec job_spec(const Args& a, size_t index, size_t nr_stacks, size_t nr_job
     s.sched = py_args::sched_identity(a);
     read_pattern(a, s);
     read_issue(a, s);
+    // As the engine's setup: a buffered job's discard is not emulated.
+    if (s.trim != FioTrim::None && !s.direct)
+        py_args::fail(a.where("trim"), "\"" + a.string("trim", "") + "\" with direct=False",
+                      "direct=True for a job that trims, or no trim");
     read_times(a, s);
     return s;
 }
@@ -334,7 +338,7 @@ py::dict run_fio_jobs_py(py::handle stacks_arg, py::handle jobs_arg, py::handle 
         Args a(jobs[i], "run_fio_jobs: jobs[" + std::to_string(i) + "]");
         specs.push_back(job_spec(a, i, stacks.size(), jobs.size()));
         specs.back().verify_compare = !without_data[specs.back().stack];
-        // As the engine's mdsplit_setup (and run_workloads): a group on a
+        // As the engine's mdsplit_setup: a group on a
         // bfq stack only, a weight beside a group, one weight a group.
         const FioJobSpec& s = specs.back();
         py_args::check_group(a, s.sched,

@@ -124,20 +124,33 @@ def use_engine_under_test(job: Path) -> Path:
     return job
 
 
-def simulate_copy(jobs_dir: Path, job: str, out_dir: Path, sections=None, data=True):
+def simulate_copy(jobs_dir: Path, job: str, out_dir: Path, sections=None, data=True,
+                  append: dict = None, options: dict = None):
     """The job file on the virtual clock (`harness simulate`), run from a
     copy of jobs_dir's job and stack files under out_dir/virtual-jobs, so
     that its sidecars and member files never mix with the real-clock run's.
     Returns a FioResult like run_fio's; sections as fio's --section.
     Deterministic: the figures an experiment checks against a thread come
     from here. data=False: members on files are null devices of their size
-    (the same figures; `harness simulate --no-data`)."""
+    (the same figures; `harness simulate --no-data`). append: {file name:
+    text} added to the end of those copies (e.g. a stack file's
+    [cpu.buffered] table: a point's parameters as stack-TOML keys); options:
+    {"section.option": value} set in the job file's copy
+    (bands.set_fio_options)."""
     from harness.fio_runner import run_simulated
     copy = out_dir / "virtual-jobs"
     copy.mkdir(parents=True, exist_ok=True)
     for p in Path(jobs_dir).iterdir():
         if p.is_file() and p.suffix in (".fio", ".toml"):
             shutil.copy(p, copy / p.name)
+    for name, text in (append or {}).items():
+        if not (copy / name).is_file():
+            raise FileNotFoundError(f"{jobs_dir}/{name}: no such job or stack file to add to")
+        with open(copy / name, "a") as f:
+            f.write("\n" + text)
+    if options:
+        from harness.bands import set_fio_options
+        (copy / job).write_text(set_fio_options((copy / job).read_text(), options))
     return run_simulated(copy / job, sections=sections, data=data)
 
 

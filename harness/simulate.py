@@ -7,13 +7,13 @@ shape as output and the sidecars and blktrace files the engine writes.
     result["jobs"][0]["read"]["bw"]          # KiB/s, as fio's JSON
 
 This module turns the parsed job file (harness/jobfile.py) into the core's
-FioJobSpec dicts with the engine's rules (engine/fio/mdsplit_engine.cpp
-mdsplit_setup: the stack of a job is its mdsplit_config + filename label;
-thread=1 jobs naming the same ones share it, other jobs get their own;
-writable when any job of the run naming the stack file may write, with the
-engine's device safety checks before anything opens; the scheduling identity from
-prio/prioclass and mdsplit_group (or fio's cgroup)/_weight), refuses options that would
-change the I/O pattern and are not modelled, and builds fio's JSON.
+FioJobSpec dicts and builds fio's JSON. It keeps no rule of the engine's:
+which jobs share a stack, how each stack opens, where sidecars and traces
+go, and every refusal with its line come from the engine's own run plan
+(engine/stack/run_plan.h through mdsplit.plan_run); the sidecars are written
+by the engine's code (mdsplit.write_sidecar). What is simulate's own: the
+options it models (SUPPORTED) or refuses ("simulate: ..." lines), and the
+report (--output), which may replace no file the run reads or writes.
 Paths in the job file are relative to the job file's directory (the
 harness runs fio from there).
 """
@@ -132,9 +132,6 @@ _RW = {  # fio's rw values: (random, read_pct, trim); rwmix does not apply to tr
     "randrw": (True, None, ""), "trim": (False, 0, "trim"), "randtrim": (True, 0, "trim"),
     "trimwrite": (False, 0, "trimwrite"), "randtrimwrite": (True, 0, "trimwrite"),
 }
-# The engine's refusal (mdsplit_engine.cpp unsupported_option()), word for word.
-BUFFERED_TRIM = ("mdsplit: rw=trim/randtrim/trimwrite with direct=0: a buffered job's discard "
-                 "is not emulated; allowed: direct=1 for jobs that trim")
 
 
 def _pattern(o):
@@ -196,11 +193,6 @@ def _continue_on_error(o) -> int:
     return CONTINUE_ON_ERROR[value]
 
 
-def _resolve(base: Path, p: str) -> str:
-    q = Path(p)
-    return str(q if q.is_absolute() else base / q)
-
-
 def build_run(job_file, sections=None, seed=None, env=None, report=None):
     """The stacks and job specs of a job file, and per job what the output
     needs (name, group, sidecar path). Raises SimulateError."""
@@ -211,344 +203,241 @@ def build_run(job_file, sections=None, seed=None, env=None, report=None):
 
 
 def _build_run(job_file, sections, seed, env, report):
-    try:
-        jf = parse_job_file(job_file, sections=sections, env=env)
-    except JobFileError as e:
-        raise SimulateError(str(e)) from None
+    jf = parse_job_file(job_file, sections=sections, env=env)
     base = Path(job_file).resolve().parent
     base_seed = DEFAULT_SEED if seed is None else int(seed)
-    stacks, stack_keys, specs, meta = [], {}, [], []
-    stack_names = []  # per stack: its mdsplit_trace option and the job that opened it
+    specs, meta, plan_jobs = [], [], []
     phase = -1
-    run_writes, run_creates, allow_mounted = {}, {}, {}
-    jobs_info = []  # per job: what the engine's checks across jobs look at
-    plan_jobs = []  # per job: engine/stack/run_plan.h's PlanJob (mdsplit.run_plan_refusal)
     for index, job in enumerate(jf.jobs):
         _check_options(job)
-        o = job.options
-        try:
-            config = o.get("mdsplit_config")
-            if not config:
-                raise SimulateError("mdsplit: mdsplit_config is required: the TOML file "
-                                    "describing the device stack (see docs/stack-toml.md)", 1)
-            config_path = os.path.realpath(_resolve(base, config))
-            label = o.get("filename", "")
-            if not label:
-                # init.c add_job(): a job without filename= gets one file named
-                # after it, jobname.N.0 (N its subjob), or the job's name itself
-                # where that exists and is no regular file (exists_and_not_regfile).
-                named = os.path.join(base, job.name)
-                label = job.name if os.path.exists(named) and not os.path.isfile(named) \
-                    else f"{job.name}.{job.subjob}.0"
-            if ":" in label:
-                # The engine counts fio's files (td->files_index): str_filename_cb
-                # adds one per ':'-separated name up to the first empty one.
-                names = label.split(":")
-                files = names.index("") if "" in names else len(names)
-                raise SimulateError("mdsplit: filename must name exactly one virtual device "
-                                    f"(e.g. md0); got {files} files", 1)
-            thread = parse_bool("thread", o.get("thread", "0"))
-            gw_text = o.get("mdsplit_group_weight", "100")
-            gw = int(gw_text) if gw_text.lstrip("-").isdigit() else 0
-            if not 1 <= gw <= 1000:
-                raise SimulateError(f"mdsplit: mdsplit_group_weight={gw_text} is not a group "
-                                    "weight; allowed: an integer 1..1000", 1)
-            for opt in ("unlink", "unlink_each_loop"):
-                if parse_bool(opt, o.get(opt, "0")):
-                    raise SimulateError(
-                        f"mdsplit: {opt}=1: filename= names the virtual device, not a file, so "
-                        "there is nothing to unlink; allowed: unlink=0 and unlink_each_loop=0 "
-                        "(the defaults)", 1)
-            if o.get("mdsplit_group") and \
-                    _stack_doc(config_path).get("device", {}).get("scheduler", "none") != "bfq":
-                raise SimulateError(f"mdsplit: mdsplit_group={o['mdsplit_group']} needs "
-                                    f"device.scheduler = \"bfq\" in {config}", 1)
-            scheduler = _stack_doc(config_path).get("device", {}).get("scheduler", "none")
-            if o.get("ioscheduler") and o["ioscheduler"] != scheduler:
-                raise SimulateError(
-                    f"mdsplit: ioscheduler={o['ioscheduler']}: the virtual device's scheduler is "
-                    f"device.scheduler in {config} (\"{scheduler}\"); allowed: "
-                    f"ioscheduler={scheduler} or unset, or device.scheduler = \"none\" | "
-                    "\"mq-deadline\" | \"bfq\" in the stack file", 1)
-            # As the engine's group_of(): mdsplit_group, else fio's cgroup.
-            if o.get("mdsplit_group") and o.get("cgroup") and o["mdsplit_group"] != o["cgroup"]:
-                raise SimulateError(
-                    f"mdsplit: mdsplit_group={o['mdsplit_group']} and cgroup={o['cgroup']}: a "
-                    "job's I/O is charged to one group, its cgroup's; allowed: one of the two, "
-                    "or the same name in both", 1)
-            group = o.get("mdsplit_group") or o.get("cgroup")
-            if "mdsplit_group_weight" in o and not group:
-                raise SimulateError(
-                    f"mdsplit: mdsplit_group_weight={gw_text} without mdsplit_group: the weight "
-                    "is a group's, and the root group has none; allowed: mdsplit_group=NAME (or "
-                    "fio's cgroup=NAME) beside it (with device.scheduler = \"bfq\")", 1)
-            random, read_pct, trim = _pattern(o)
-            bs, bs_max, align = _block_sizes(o)
-            norandommap = parse_bool("norandommap", o.get("norandommap", "0"))
-            # init.c fixup_options(): blockalign is for random jobs only (else
-            # the smallest bs); one that differs from the smallest bs turns off
-            # the random map ("Any use of blockalign= turns off randommap").
-            for d in range(3):
-                min_d = min(b for b, _ in bs[d])
-                if not align[d] or not random:
-                    align[d] = 0
-                elif align[d] != min_d:
-                    norandommap = True
-            # buffered (neg=1) and direct both set o.odirect: the later one wins.
-            direct = parse_bool("direct", o.get("direct", "0"))
-            buffered = not parse_bool("buffered", o["buffered"]) if "buffered" in o else None
-            if last_of(o, "direct", "buffered") == "buffered":
-                direct = buffered
-            if trim and not direct:
-                raise SimulateError(BUFFERED_TRIM, 1)
-            verify = o.get("verify", "0") not in ("0", "null") and \
-                parse_bool("do_verify", o.get("do_verify", "1"))
-            if verify and trim:
-                raise unsupported(f"verify with rw={o['rw']}")
-            # The engine's may_write(): writes, trims, or replays a log.
-            writes = read_pct < 100 or bool(trim) or bool(o.get("read_iolog"))
-            # filesetup.c get_start_offset(), with the device's size (fio_job_model.cpp
-            # start_offset()): bytes or a percentage of the device for each.
-            offset, offset_pct = parse_size_or_percent("offset", o.get("offset", "0"))
-            increment, increment_pct = parse_size_or_percent(
-                "offset_increment", o.get("offset_increment", "0"))
-            size, size_pct = parse_size_or_percent("size", o.get("size", "0"))
-            io_size, io_size_pct = parse_size_or_percent("io_size", o.get("io_size", "0"))
-            if job.stonewall or phase < 0:
-                phase += 1
-            randrepeat = parse_bool("randrepeat", o.get("randrepeat", "1"))
-            if "randseed" in o:
-                job_seed = parse_int("randseed", o["randseed"])
-            else:
-                job_seed = base_seed if randrepeat else base_seed ^ 0x5eed
-            job_seed = (job_seed * 1_000_003 + index) & 0xFFFFFFFFFFFFFFFF
-            time_us = {k: _time_us(o, k) for k in ("startdelay", "runtime", "ramp_time",
-                                                  "thinktime")}
-            prio = parse_int("prio", o["prio"]) if "prio" in o else 4
-            # prioclass is an FIO_OPT_INT of 0..3 (options.c): fio refuses "idle".
-            pclass = parse_int("prioclass", o["prioclass"]) if "prioclass" in o else 2
-            if not 0 <= pclass <= 3 or not 0 <= prio <= 7:
-                raise SimulateError("simulate: prio must be 0..7 and prioclass 0..3")
-        except JobFileError as e:
-            raise SimulateError(str(e)) from None
-        key = (config_path, label) if thread else (config_path, label, index)
-        # As the engine: a stack opens read-write when any job of the run
-        # naming its stack file may write (set on every stack below).
-        run_writes[config_path] = run_writes.get(config_path, False) or writes
-        # As the engine (StackUse::create): a job's allow_file_create=0 means
-        # no member file of its stack file is made.
-        run_creates[config_path] = run_creates.get(config_path, True) and \
-            parse_bool("allow_file_create", o.get("allow_file_create", "1"))
-        # As the engine (StackUse::writers_allow_mounted): the override holds
-        # when every job that may write the stack sets it.
-        if writes:
-            allow_mounted[config_path] = allow_mounted.get(config_path, True) and \
-                parse_bool("allow_mounted_write", o.get("allow_mounted_write", "0"))
-        jobs_info.append({"name": job.name, "key": key, "config": config_path,
-                          "config_option": config, "label": label,
-                          "thread": thread,
-                          "writes": writes, "buffered": not direct,
-                          "trace": o.get("mdsplit_trace") or "",
-                          "group": group, "weight": gw})
-        plan_jobs.append({
-            "name": job.name, "config": config, "filename": label, "thread": thread,
-            "stonewall": job.stonewall, "subjob": job.subjob, "writes": writes,
-            "buffered": not direct,
-            "verify_only": parse_bool("verify_only", o.get("verify_only", "0")),
-            "create_serialize": parse_bool("create_serialize", o.get("create_serialize", "1")),
-            "trace": o.get("mdsplit_trace") or "", "group": group or "",
-            "cgroup": o.get("cgroup") or "", "group_weight": gw})
-        if key not in stack_keys:
-            stack_keys[key] = len(stacks)
-            # As the engine (trace_dir_of): a forked subjob N traces into DIR.N.
-            trace = o.get("mdsplit_trace")
-            if trace and not thread and job.subjob:
-                # DIR/ is DIR: its subjob's directory is DIR.N, not DIR/.N inside it.
-                trace = (trace.rstrip("/") or "/") + f".{job.subjob}"
-            stacks.append({"config": config_path, "label": label,
-                           "trace_dir": _resolve(base, trace) if trace else ""})
-            stack_names.append((trace or "", job.name))
-        stats = o.get("mdsplit_stats")
-        if stats:
-            stats = _resolve(base, stats)
-            if job.subjob and not _sidecar_is_stream(stats):
-                stats += f".{job.subjob}"
-        spec = {
-            "name": job.name, "stack": stack_keys[key], "phase": phase, "pid": 1000 + index,
-            "random": random, "read_pct": read_pct, "trim": trim,
-            "bs_read": bs[0], "bs_write": bs[1], "bs_trim": bs[2], "bs_max": bs_max,
-            "align": align,
-            "offset": offset, "offset_pct": offset_pct, "offset_increment": increment,
-            "offset_increment_pct": increment_pct, "subjob": job.subjob,
-            # options.c str_size_cb / str_io_size_cb: bytes or N% (of the device /
-            # of the region), applied as setup_files() does (fio_job_model.cpp).
-            "size": size, "size_pct": size_pct, "io_size": io_size, "io_size_pct": io_size_pct,
-            # backend.c keep_running(): loops=0 runs the one pass loops=1 does.
-            "loops": max(1, parse_int("loops", o.get("loops", "1"))),
-            "norandommap": norandommap,
-            "seed": job_seed,
-            "iodepth": _iodepth(o),
-            "batch": _batch(o),
-            "direct": direct,
-            "invalidate": parse_bool("invalidate", o.get("invalidate", "1")) and not direct,
-            "dsync": _sync_option(o.get("sync", "none")),
-            "fadvise": _fadvise(o.get("fadvise_hint", "1"), random),
-            "fsync_blocks": parse_int("fsync", o.get("fsync", "0")),
-            "end_fsync": parse_bool("end_fsync", o.get("end_fsync", "0")),
-            "rate_iops": parse_int("rate_iops", o.get("rate_iops", "0")),
-            "think_ns": time_us["thinktime"] * 1000,
-            "think_blocks": max(1, parse_int("thinktime_blocks", o.get("thinktime_blocks", "1"))),
-            "verify": verify and writes,
-            "continue_on_error": _continue_on_error(o),
-            "start_delay_ns": time_us["startdelay"] * 1000,
-            "runtime_ns": time_us["runtime"] * 1000,
-            "ramp_ns": time_us["ramp_time"] * 1000,
-            "time_based": parse_bool("time_based", o.get("time_based", "0")),
-            "prio": prio, "prioclass": pclass,
-        }
-        # The job's group as the engine's task has it, for bfq to schedule:
-        # run_fio_jobs refuses a group on another scheduler (fio's cgroup=
-        # there names a group nothing schedules) and a weight without one.
-        if group and scheduler == "bfq":
-            spec["group"] = group
-            spec["group_weight"] = gw
-        # init.c fixup_options(): a size below td_min_bs() (the smallest block
-        # size of the three directions) is refused.
-        min_bs = min(b for d in bs for b, _ in d)
-        if spec["size"] and spec["size"] < min_bs:
-            raise SimulateError(f"simulate: size={o['size']}: {spec['size']} bytes is less than "
-                                f"the minimum block size {min_bs} (fio: size too small)")
-        if spec["time_based"] and not spec["runtime_ns"]:
-            # init.c fixup_options(): fio says so and runs the job size-bound.
-            print("fio: time_based requires a runtime/timeout setting", file=sys.stderr)
-            spec["time_based"] = False
+        if job.stonewall or phase < 0:
+            phase += 1
+        spec, plan_job = _job_spec(job, index, base, base_seed, phase)
         specs.append(spec)
-        meta.append({"job": job, "stats": stats})
-    # The report (--output) is written after the run: over a file the run
-    # reads or writes, it would destroy it. (A sidecar on it is the engine's
-    # refusal below, as fio's --output.)
-    if report not in (None, "-") and not _sidecar_is_stream(report):
-        clash = _file_of_run(report, jf, jobs_info, stacks, stack_names)
+        plan_jobs.append(plan_job)
+        meta.append({"job": job})
+    plan = _plan(jf, plan_jobs, base, report)
+    for spec, m, planned in zip(specs, meta, plan["jobs"]):
+        spec["stack"] = planned["stack"]
+        m["stats"], m["stats_shown"] = planned["stats"], planned["stats_shown"]
+        # The job's bfq group as the engine's task has it.
+        if planned["group"]:
+            spec["group"], spec["group_weight"] = planned["group"], planned["group_weight"]
+    _check_sidecars_are_simulates(meta)
+    _load_stacks(plan["stacks"])
+    return jf, plan["stacks"], specs, meta, base_seed
+
+
+def _plan(jf, plan_jobs, base, report):
+    """The engine's run plan of the jobs (engine/stack/run_plan.h through
+    mdsplit.plan_run): its first refusal, in the engine's order and words,
+    is simulate's error; else which jobs share a stack, how each opens, and
+    where sidecars and traces go. The report (--output), written after the
+    run, may replace no file the run reads or writes."""
+    mdsplit = paths.import_mdsplit()
+    job_files = [os.path.abspath(f) for f in jf.files]
+    with_report = report not in (None, "-") and not mdsplit.sidecar_is_stream(report)
+    plan = mdsplit.plan_run(plan_jobs, str(base),
+                            report=os.path.abspath(report) if with_report else report,
+                            job_files=job_files)
+    if with_report:
+        ident = mdsplit.file_identity(report)
+        clash = next((f"the job file {f}" for f in jf.files if mdsplit.file_identity(f) == ident),
+                     "") or plan["report_clash"]
         if clash:
             raise SimulateError(f"simulate: --output {report} is {clash}: the report would "
                                 "replace it; allowed: a file that the run neither reads nor "
                                 "writes")
-    # mdsplit_setup (output_rival on mdsplit_stats): two jobs writing one sidecar file from
-    # devices of their own would overwrite each other.
-    sidecar_stack = {}
-    for spec, m in zip(specs, meta):
-        if not m["stats"]:
+    if plan["refusal"]:
+        raise SimulateError(plan["refusal"], 1)
+    return plan
+
+
+def _check_sidecars_are_simulates(meta):
+    """simulate's own rule: a sidecar file it did not write (a real-clock
+    run's, or no sidecar at all) is not replaced."""
+    mdsplit = paths.import_mdsplit()
+    for m in meta:
+        if not m["stats"] or mdsplit.sidecar_is_stream(m["stats"]):
             continue
-        # mdsplit_setup (input_at): a sidecar over a member or a stack file.
-        inp = _input_at(jobs_info, m["stats"])
-        option = m["job"].options["mdsplit_stats"] + \
-            (f".{m['job'].subjob}" if m["job"].subjob and not _sidecar_is_stream(m["stats"])
-             else "")
-        if inp:
-            raise SimulateError(
-                f"mdsplit: mdsplit_stats={option} is {inp}: the sidecar would overwrite it; "
-                "allowed: a file that is neither a member nor a stack file of the run", 1)
-        # mdsplit_setup (find_file_use): a file system image behind a loop device, a swap file.
-        use = paths.import_mdsplit().file_in_use(m["stats"])
-        if use:
-            raise SimulateError(
-                f"mdsplit: mdsplit_stats={option} is {use}: the sidecar would replace it; "
-                "allowed: a file that no loop device or swap area uses", 1)
-        # mdsplit_setup (trace_file_at): a sidecar over a trace file of the run.
-        trace = "" if _sidecar_is_stream(m["stats"]) else \
-            _trace_file_at(stacks, stack_names, m["stats"])
-        if trace:
-            raise SimulateError(
-                f"mdsplit: mdsplit_stats={option} is {trace}: the sidecar would replace it; "
-                "allowed: a file that is not a trace file of the run", 1)
-        # mdsplit_setup (check_sidecar_writable): no sidecar on a device or a directory.
-        kind = _unwritable_kind(m["stats"])
-        if kind:
-            raise SimulateError(
-                f"mdsplit: mdsplit_stats={option} is {kind}; allowed: a regular file (replaced "
-                "whole), or a character device or FIFO such as /dev/null or /dev/stderr", 1)
-        if _is_report(m["stats"], report):
-            raise SimulateError(
-                f"mdsplit: mdsplit_stats={option} is where fio writes its own report (stdout or "
-                "--output): the sidecar would mix into it; allowed: another file or stream, such "
-                "as /dev/stderr", 1)
-        if _sidecar_is_stream(m["stats"]):
-            if not os.access(m["stats"], os.W_OK):  # check_sidecar_writable(): a stream
-                raise SimulateError(
-                    f"mdsplit: mdsplit_stats={option}: cannot write it (Permission denied); "
-                    "allowed: a writable file or stream", 1)
-            continue  # each job appends its own document
         if foreign := _not_simulates(m["stats"]):
             what, loss = foreign
             raise SimulateError(
-                f"simulate: mdsplit_stats={option} holds {what}, which simulate did not write: "
-                f"replacing it would lose {loss}; allowed: move it away first, or simulate a "
-                "copy of the job file naming another mdsplit_stats")
-        first = sidecar_stack.setdefault(os.path.realpath(m["stats"]), (spec["stack"], spec["name"]))
-        if first[0] != spec["stack"]:
-            rel = os.path.relpath(m["stats"], base)
-            raise SimulateError(
-                f"mdsplit: mdsplit_stats={rel}: job {first[1]} writes it too, from a device of "
-                "its own, so one sidecar would overwrite the other; allowed: a file per job, or "
-                "thread=1 with the same mdsplit_config and filename (one shared device, one "
-                "sidecar)", 1)
-        if why := _sidecar_cannot_be_created(m["stats"]):
-            raise SimulateError(
-                f"mdsplit: mdsplit_stats={option}: cannot create it ({why}); allowed: a path in "
-                "a writable directory", 1)
-    # mdsplit_setup (output_rival on mdsplit_trace): two stacks tracing into one directory
-    # (by the engine's run_path(): "tr" and "tr/" are one) would truncate each other's
-    # blktrace files (both name members m0, ...).
+                f"simulate: mdsplit_stats={m['stats_shown']} holds {what}, which simulate did not "
+                f"write: replacing it would lose {loss}; allowed: move it away first, or simulate "
+                "a copy of the job file naming another mdsplit_stats")
+
+
+def _load_stacks(stacks):
+    """Each stack file loaded as the engine loads it; the loader's line
+    names it as the job does (mdsplit_config=)."""
     mdsplit = paths.import_mdsplit()
-    trace_stack = {}
-    for i, (st, (option, _)) in enumerate(zip(stacks, stack_names)):
-        if not st["trace_dir"]:
-            continue
-        first = trace_stack.setdefault(mdsplit.resolved_path(st["trace_dir"]), i)
-        if first != i:
-            raise SimulateError(
-                f"mdsplit: mdsplit_trace={option}: job {stack_names[first][1]} writes its "
-                "traces there too, from a device of its own, so one job's blktrace files would "
-                "overwrite the other's; allowed: a directory per job, or thread=1 with the same "
-                "mdsplit_config and filename (one shared device, one set of traces)", 1)
-    # The engine's run plan (engine/stack/run_plan.h): threads and cgroups,
-    # group weights, one owner for a raid5 or bfq device, forked page caches
-    # and ram members, two devices over one raid5 member, jobs of one device
-    # on one trace directory.
-    if why := paths.import_mdsplit().run_plan_refusal(plan_jobs, str(base)):
-        raise SimulateError(why, 1)
-    for st in stacks:
-        st["writable"] = run_writes[st["config"]]
-        st["allow_mounted_write"] = allow_mounted.get(st["config"], False)
-        st["create_members"] = run_creates[st["config"]]
-    # The loader's line names the stack file as the job does (the engine's
-    # mdsplit_config=), not as "<text>".
-    config_option = {info["config"]: info["config_option"] for info in jobs_info}
     for st in stacks:
         try:
-            st["source"] = config_option.get(st["config"], st["config"])
             mdsplit.load_stack_text(read_input_text(st["config"], "stack file"),
                                     base_dir=str(Path(st["config"]).parent),
                                     source=st["source"])
         except JobFileError as e:
             raise SimulateError(str(e), 1) from None
         except mdsplit.ConfigError as e:
-            msg = str(e)
-            raise SimulateError(msg if msg.startswith("mdsplit:") else "mdsplit: " + msg,
-                                1) from None
-    return jf, stacks, specs, meta, base_seed
+            raise SimulateError(mdsplit.engine_line(str(e)), 1) from None
 
 
-def _file_identity(path):
-    """The engine's file_identity(): a block device's number, a file's device
-    and inode, or (not there yet) its absolute path."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "path:" + os.path.realpath(path)
-    if (st.st_mode & 0o170000) == 0o060000:
-        return f"dev:{st.st_rdev}"
-    return f"file:{st.st_dev}:{st.st_ino}"
+def _device_label(job, base):
+    """The file fio opens for the job: filename=, else init.c add_job()'s one
+    file named after the job, jobname.N.0 (N its subjob), or the job's name
+    itself where that exists and is no regular file (exists_and_not_regfile)."""
+    label = job.options.get("filename", "")
+    if label:
+        return label
+    named = os.path.join(base, job.name)
+    return job.name if os.path.exists(named) and not os.path.isfile(named) \
+        else f"{job.name}.{job.subjob}.0"
+
+
+def _files(label):
+    """The files fio makes of filename= (str_filename_cb): one per
+    ':'-separated name up to the first empty one."""
+    names = label.split(":")
+    return names.index("") if "" in names else len(names)
+
+
+def _plan_job(job, label, writes, trim, direct):
+    """The job as the engine describes it to its run plan (PlanJob)."""
+    o = job.options
+
+    def flag(key, default="0"):
+        return parse_bool(key, o.get(key, default))
+    return {
+        "name": job.name, "config": o.get("mdsplit_config", ""), "filename": label,
+        "files": _files(label), "thread": flag("thread"), "stonewall": job.stonewall,
+        "subjob": job.subjob, "writes": writes, "trims": bool(trim), "buffered": not direct,
+        "verify_only": flag("verify_only"), "create_serialize": flag("create_serialize", "1"),
+        "allow_create": flag("allow_file_create", "1"),
+        "allow_mounted_write": flag("allow_mounted_write"),
+        "stats": o.get("mdsplit_stats", ""), "trace": o.get("mdsplit_trace", ""),
+        "mdsplit_group": o.get("mdsplit_group", ""), "cgroup": o.get("cgroup", ""),
+        "group_weight_text": o.get("mdsplit_group_weight", ""),
+        "ioscheduler": o.get("ioscheduler", ""),
+        "unlink": flag("unlink"), "unlink_each_loop": flag("unlink_each_loop"),
+    }
+
+
+def _layout(o, random):
+    """Block sizes, ranges and alignment per direction, and norandommap:
+    init.c fixup_options() keeps blockalign for random jobs only (else the
+    smallest bs), and one that differs from the smallest bs turns off the
+    random map ("Any use of blockalign= turns off randommap")."""
+    bs, bs_max, align = _block_sizes(o)
+    norandommap = parse_bool("norandommap", o.get("norandommap", "0"))
+    for d in range(3):
+        min_d = min(b for b, _ in bs[d])
+        if not align[d] or not random:
+            align[d] = 0
+        elif align[d] != min_d:
+            norandommap = True
+    return bs, bs_max, align, norandommap
+
+
+def _direct(o):
+    """buffered (neg=1) and direct both set o.odirect: the later one wins."""
+    direct = parse_bool("direct", o.get("direct", "0"))
+    if last_of(o, "direct", "buffered") == "buffered":
+        direct = not parse_bool("buffered", o["buffered"])
+    return direct
+
+
+def _job_seed(o, base_seed, index):
+    randrepeat = parse_bool("randrepeat", o.get("randrepeat", "1"))
+    if "randseed" in o:
+        job_seed = parse_int("randseed", o["randseed"])
+    else:
+        job_seed = base_seed if randrepeat else base_seed ^ 0x5eed
+    return (job_seed * 1_000_003 + index) & 0xFFFFFFFFFFFFFFFF
+
+
+def _job_spec(job, index, base, base_seed, phase):
+    """The job's FioJobSpec dict (its stack set from the plan) and its
+    PlanJob dict."""
+    o = job.options
+    random, read_pct, trim = _pattern(o)
+    bs, bs_max, align, norandommap = _layout(o, random)
+    direct = _direct(o)
+    verify = o.get("verify", "0") not in ("0", "null") and \
+        parse_bool("do_verify", o.get("do_verify", "1"))
+    if verify and trim:
+        raise unsupported(f"verify with rw={o['rw']}")
+    # The engine's PlanJob::writes: writes, trims, or replays a log.
+    writes = read_pct < 100 or bool(trim) or bool(o.get("read_iolog"))
+    spec = {
+        "name": job.name, "stack": 0, "phase": phase, "pid": 1000 + index,
+        "random": random, "read_pct": read_pct, "trim": trim,
+        "bs_read": bs[0], "bs_write": bs[1], "bs_trim": bs[2], "bs_max": bs_max,
+        "align": align, "subjob": job.subjob, "norandommap": norandommap,
+        "seed": _job_seed(o, base_seed, index), "direct": direct,
+        "verify": verify and writes,
+        "invalidate": parse_bool("invalidate", o.get("invalidate", "1")) and not direct,
+        "fadvise": _fadvise(o.get("fadvise_hint", "1"), random),
+    }
+    spec.update(_region(o))
+    spec.update(_pacing(o))
+    _check_size(spec, o, bs)
+    return spec, _plan_job(job, _device_label(job, base), writes, trim, direct)
+
+
+def _region(o):
+    """Where and how much (filesetup.c get_start_offset(), options.c
+    str_size_cb / str_io_size_cb): bytes or N% (of the device / of the
+    region), applied as setup_files() does (fio_job_model.cpp)."""
+    offset, offset_pct = parse_size_or_percent("offset", o.get("offset", "0"))
+    increment, increment_pct = parse_size_or_percent(
+        "offset_increment", o.get("offset_increment", "0"))
+    size, size_pct = parse_size_or_percent("size", o.get("size", "0"))
+    io_size, io_size_pct = parse_size_or_percent("io_size", o.get("io_size", "0"))
+    return {"offset": offset, "offset_pct": offset_pct, "offset_increment": increment,
+            "offset_increment_pct": increment_pct, "size": size, "size_pct": size_pct,
+            "io_size": io_size, "io_size_pct": io_size_pct,
+            # backend.c keep_running(): loops=0 runs the one pass loops=1 does.
+            "loops": max(1, parse_int("loops", o.get("loops", "1")))}
+
+
+def _pacing(o):
+    """Depth, syncs, rates, think and run times, priorities, errors."""
+    time_us = {k: _time_us(o, k) for k in ("startdelay", "runtime", "ramp_time", "thinktime")}
+    prio = parse_int("prio", o["prio"]) if "prio" in o else 4
+    # prioclass is an FIO_OPT_INT of 0..3 (options.c): fio refuses "idle".
+    pclass = parse_int("prioclass", o["prioclass"]) if "prioclass" in o else 2
+    if not 0 <= pclass <= 3 or not 0 <= prio <= 7:
+        raise SimulateError("simulate: prio must be 0..7 and prioclass 0..3")
+    pacing = {
+        "iodepth": _iodepth(o), "batch": _batch(o),
+        "dsync": _sync_option(o.get("sync", "none")),
+        "fsync_blocks": parse_int("fsync", o.get("fsync", "0")),
+        "end_fsync": parse_bool("end_fsync", o.get("end_fsync", "0")),
+        "rate_iops": parse_int("rate_iops", o.get("rate_iops", "0")),
+        "think_ns": time_us["thinktime"] * 1000,
+        "think_blocks": max(1, parse_int("thinktime_blocks", o.get("thinktime_blocks", "1"))),
+        "continue_on_error": _continue_on_error(o),
+        "start_delay_ns": time_us["startdelay"] * 1000,
+        "runtime_ns": time_us["runtime"] * 1000,
+        "ramp_ns": time_us["ramp_time"] * 1000,
+        "time_based": parse_bool("time_based", o.get("time_based", "0")),
+        "prio": prio, "prioclass": pclass,
+    }
+    if pacing["time_based"] and not pacing["runtime_ns"]:
+        # init.c fixup_options(): fio says so and runs the job size-bound.
+        print("fio: time_based requires a runtime/timeout setting", file=sys.stderr)
+        pacing["time_based"] = False
+    return pacing
+
+
+def _check_size(spec, o, bs):
+    """init.c fixup_options(): a size below td_min_bs() (the smallest block
+    size of the three directions) is refused."""
+    min_bs = min(b for d in bs for b, _ in d)
+    if spec["size"] and spec["size"] < min_bs:
+        raise SimulateError(f"simulate: size={o['size']}: {spec['size']} bytes is less than "
+                            f"the minimum block size {min_bs} (fio: size too small)")
 
 
 def _fadvise(value, random):
@@ -560,78 +449,6 @@ def _fadvise(value, random):
     if value == "1":
         return "random" if random else "sequential"
     raise SimulateError(f"simulate: fadvise_hint={value}: allowed: 0, 1, random, sequential")
-
-
-def _names_descriptor(path):
-    """As the engine's names_descriptor(): /dev/stderr, /dev/fd/N,
-    /proc/self/fd/N, through any link of the last component."""
-    p = os.path.abspath(path)
-    for _ in range(41):
-        if p.startswith(("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")) or \
-                re.match(r"/proc/[0-9]+/fd/", p):
-            return True
-        if not os.path.islink(p):
-            return False
-        link = os.readlink(p)
-        p = link if os.path.isabs(link) else os.path.join(os.path.dirname(p), link)
-    return False
-
-
-def _sidecar_is_stream(path):
-    """As the engine's sidecar_is_stream(): a character device, a FIFO or an
-    open descriptor, which each job appends its document to."""
-    try:
-        mode = os.stat(path).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
-            return True
-    except OSError:
-        pass
-    return _names_descriptor(path)
-
-
-def _is_report(path, report):
-    """As the engine's check_sidecar_writable(): the sidecar `path` is where
-    the report goes (`report`: a path, "-" for stdout, None for nowhere),
-    in a file or a pipe (a terminal may show both)."""
-    if report is None:
-        return False
-    try:
-        out = os.fstat(1) if report == "-" else os.stat(report)
-    except OSError:  # a report file not made yet
-        return os.path.realpath(path) == os.path.realpath(report)
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    return not stat.S_ISCHR(out.st_mode) and (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino)
-
-
-def _unwritable_kind(path):
-    """What check_sidecar_writable() refuses a sidecar on: "a block device",
-    "a directory", "a socket", or "" when the path is none of them."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return ""
-    return ("a block device" if stat.S_ISBLK(mode) else "a directory" if stat.S_ISDIR(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "")
-
-
-def _trace_file_at(stacks, stack_names, path):
-    """The engine's trace_file_at(): "the trace file T of job J" when the
-    sidecar `path` is one of the blktrace files a stack of the run writes
-    (Stack::trace_paths: DIR/<filename>.blktrace.0, DIR/m<i>.blktrace.0), else ""."""
-    ident = _file_identity(path)
-    for st, (option, job) in zip(stacks, stack_names):
-        if not st["trace_dir"]:
-            continue
-        members = len(_stack_doc(st["config"]).get("members", []))
-        names = [f"{st['label']}.blktrace.0"] + [f"m{i}.blktrace.0" for i in range(members)]
-        for name in names:
-            trace = os.path.join(st["trace_dir"], name)
-            if _file_identity(trace) == ident:
-                return f"the trace file {os.path.join(option, name)} of job {job}"
-    return ""
 
 
 def _not_simulates(path):
@@ -656,64 +473,6 @@ def _not_simulates(path):
     if clock == "real":
         return "the sidecar of a real-clock run (fio with the engine)", "that run's figures"
     return "a file that is not simulate's sidecar", "it"
-
-
-def _sidecar_cannot_be_created(path):
-    """The engine's check_sidecar_writable() for a file: its directory is
-    made and a probe file created beside it (then removed); the reason it
-    cannot be, "" when it can."""
-    target = os.path.realpath(path)
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-    except OSError:
-        pass  # as the engine: the probe below says why
-    try:
-        probe = f"{target}.mdsplit-probe.{os.getpid()}"
-        with open(probe, "w"):
-            pass
-        os.unlink(probe)
-    except OSError as e:
-        return e.strerror or str(e)
-    return ""
-
-
-def _input_at(jobs_info, path):
-    """The engine's input_at(): the stack file or member of the run that
-    writing the sidecar `path` would destroy, "" when none."""
-    ident = _file_identity(path)
-    for info in jobs_info:
-        if _file_identity(info["config"]) == ident:
-            return f"the stack file {info['config_option']}"
-        for k, m in enumerate(_stack_doc(info["config"]).get("members", [])):
-            if m.get("backend", "io_uring") == "io_uring" and "path" in m and \
-                    _file_identity(os.path.join(os.path.dirname(info["config"]), m["path"])) == ident:
-                return f"members[{k}] of {info['config_option']}"
-    return ""
-
-
-def _file_of_run(path, jf, jobs_info, stacks, stack_names):
-    """What writing `path` would destroy among the files the run uses or
-    writes: a job file (or one it includes), a stack file or member
-    (_input_at), a trace file (_trace_file_at), or a file in use below a
-    block device (the engine's find_file_use: a loop device's backing file,
-    a swap file); "" when none. (A sidecar there is refused as the engine
-    refuses one on fio's --output: _is_report.)"""
-    ident = _file_identity(path)
-    for f in jf.files:
-        if _file_identity(f) == ident:
-            return f"the job file {f}"
-    return _input_at(jobs_info, path) or _trace_file_at(stacks, stack_names, path) or \
-        paths.import_mdsplit().file_in_use(path)
-
-
-def _stack_doc(config_path):
-    """The stack file as TOML, or {} when it cannot be read (the loader
-    reports that with its own line)."""
-    import tomllib
-    try:
-        return tomllib.loads(read_input_text(config_path, "stack file"))
-    except (JobFileError, tomllib.TOMLDecodeError):
-        return {}
 
 
 def _sync_option(value):
@@ -831,11 +590,8 @@ def fio_json(jf, stacks, specs, meta, raw, seed, data=True):
                 "compared")
         if r["silent_writeback_pages"]:
             # The engine's cleanup line (mdsplit_cleanup); the job's error stays.
-            warnings.append(
-                f"mdsplit: {stacks[spec['stack']]['label']}: the write-back of "
-                f"{r['silent_writeback_pages']} pages failed after their writes completed, and no "
-                "sync reported it: that data is not on the members (as in the kernel, fio sees "
-                "such errors only through fsync=, fdatasync=, end_fsync=1 or sync=)")
+            warnings.append(paths.import_mdsplit().lost_writeback_line(
+                stacks[spec["stack"]]["label"], r["silent_writeback_pages"]))
     return {"mdsplit-simulate": VERSION, "mdsplit-version": paths.import_mdsplit().__version__,
             "seed": seed, "virtual_time": True, "data": data,
             "job_file": Path(jf.path).name, "simulated_ns": raw["end_ns"],
@@ -893,25 +649,16 @@ def _time_us(o, key) -> int:
     return us
 
 
-def _write_sidecars(stacks, specs, meta, raw):
+def _write_sidecars(specs, meta, raw):
+    """Each job's sidecar written as the engine writes it (appended to a
+    stream, else the file replaced whole)."""
+    mdsplit = paths.import_mdsplit()
     for spec, m in zip(specs, meta):
         if not m["stats"]:
             continue
-        text = raw["stats"][spec["stack"]] + "\n"
-        if _sidecar_is_stream(m["stats"]):
-            # As the engine's write_stream(): appended; a FIFO without a reader fails.
-            fd = os.open(m["stats"], os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
-            try:
-                os.set_blocking(fd, True)
-                data = text.encode()
-                while data:
-                    data = data[os.write(fd, data):]
-            finally:
-                os.close(fd)
-            continue
-        p = Path(m["stats"])
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+        why = mdsplit.write_sidecar(m["stats_shown"], m["stats"], raw["stats"][spec["stack"]] + "\n")
+        if why:
+            raise SimulateError(why, 1)
 
 
 def simulate_job(path, sections=None, seed=None, env=None, data=True, report=None) -> dict:
@@ -929,14 +676,6 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True, report=Non
     jf, stacks, specs, meta, base_seed = build_run(path, sections=sections, seed=seed, env=env,
                                                    report=report)
     mdsplit = paths.import_mdsplit()
-    for st in stacks:
-        if st["trace_dir"]:
-            try:
-                Path(st["trace_dir"]).mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise SimulateError(f"mdsplit: mdsplit_trace={st['trace_dir']}: cannot create "
-                                    f"it: {e.strerror}; allowed: a directory that exists or "
-                                    "can be created", 1) from None
     try:
         raw = mdsplit.run_fio_jobs(stacks, specs, data=data)
     except (mdsplit.ConfigError, RuntimeError, ValueError) as e:
@@ -946,21 +685,15 @@ def simulate_job(path, sections=None, seed=None, env=None, data=True, report=Non
         m = re.match(r"run_fio_jobs: jobs\[(\d+)\]", msg)
         if m and int(m[1]) < len(specs):
             msg = f"simulate: job {specs[int(m[1])]['name']}" + msg[m.end():]
-        if not msg.startswith(("mdsplit:", "simulate:")):
-            msg = "mdsplit: " + msg
+        elif not msg.startswith("simulate:"):
+            msg = mdsplit.engine_line(msg)
         raise SimulateError(msg, 1) from None
-    try:
-        _write_sidecars(stacks, specs, meta, raw)
-    except OSError as e:
-        raise SimulateError(f"mdsplit: mdsplit_stats={e.filename}: cannot write it "
-                            f"({e.strerror}); allowed: a path in a writable directory, or a "
-                            "writable stream", 1) from None
+    _write_sidecars(specs, meta, raw)
     for line in raw["notices"]:  # a member failed during the run (as the engine says it)
         print(line, file=sys.stderr)
     if raw["write_behind_errors"]:
         # The model completed them; the host's copy failed (the member file).
-        raise SimulateError(f"mdsplit: {raw['write_behind_errors']} writes to member files "
-                            "failed on the host (the virtual run completed them)", 1)
+        raise SimulateError(mdsplit.write_behind_line(raw["write_behind_errors"]), 1)
     return fio_json(jf, stacks, specs, meta, raw, base_seed, data)
 
 

@@ -135,6 +135,10 @@ public:
     // Every key of `table` must be in `allowed`.
     void check_keys(const toml::table& table, const std::string& path,
                     std::initializer_list<std::string_view> allowed) const {
+        check_keys(table, path, std::vector<std::string_view>(allowed));
+    }
+    void check_keys(const toml::table& table, const std::string& path,
+                    const std::vector<std::string_view>& allowed) const {
         for (auto&& [key, node] : table) {
             (void)node;
             if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
@@ -1102,9 +1106,31 @@ void read_page_cache(const Reader& reader, const toml::table& table, PageCacheCo
             .value_or(cache.variant);
 }
 
+// [cpu.buffered]: BufferedCosts, each step a duration, and cpus.
+void read_buffered_costs(const Reader& reader, const toml::table& table, BufferedCosts& costs) {
+    const std::string path = "cpu.buffered";
+    std::vector<std::string_view> keys = {"cpus"};
+    for (const BufferedCostKey& k : kBufferedCostKeys) keys.push_back(k.key);
+    reader.check_keys(table, path, keys);
+    for (const BufferedCostKey& k : kBufferedCostKeys) {
+        auto ns = reader.duration(table, k.key, path);
+        if (!ns) continue;
+        if (*ns > kMaxBufferedCostNs) {
+            reader.fail(key_path(path, k.key),
+                        in_quotes(table[k.key].value_or(std::string())) + " is out of range",
+                        "a duration from 0 to \"1ms\", like \"1900ns\"");
+        }
+        costs.*(k.field) = *ns;
+    }
+    costs.cpus =
+        uint32_t(reader.integer(table, "cpus", path, 1, kMaxBufferedCpus).value_or(costs.cpus));
+}
+
 void read_cpu(const Reader& reader, const toml::table& table, CpuConfig& cpu) {
     const std::string path = "cpu";
-    reader.check_keys(table, path, {"submit_bio", "dispatch"});
+    reader.check_keys(table, path, {"submit_bio", "dispatch", "buffered"});
+    if (const toml::table* buffered = reader.table(table, "buffered", path))
+        read_buffered_costs(reader, *buffered, cpu.buffered);
     auto read_cost = [&](const char* key, uint64_t& out) {
         if (auto ns = reader.duration(table, key, path)) {
             if (*ns > kMaxSubmitBioNs) {

@@ -550,7 +550,8 @@ bool reap_completions(JobRun& j, uint64_t now) {
     if (j.task.completions.empty()) return false;
     const FioJobSpec& s = *j.spec;
     for (const IoCompletion& c : j.task.completions) {
-        charge_cpu(j, now, s.fio_complete_ns);
+        charge_cpu(j, now,
+                   s.fio_complete_ns.value_or(j.stack->config().cpu.buffered.fio_complete_ns));
         if (c.cookie == kSyncCookie) {
             j.sync_in_flight = false;
             j.r.syncs++;
@@ -668,7 +669,7 @@ void prepare_batch(JobRun& j, uint64_t now, bool verifying) {
             fill_pattern(s, j.buffers[slot].get(), io.offset, io.length);
         j.slots[slot] = io;
         j.batch.push_back(slot);
-        charge_cpu(j, now, s.fio_submit_ns);
+        charge_cpu(j, now, s.fio_submit_ns.value_or(j.stack->config().cpu.buffered.fio_submit_ns));
         if (s.direct) t = j.cpu_free;
     }
     if (j.batch.empty()) return;

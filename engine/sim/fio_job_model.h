@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,8 +112,10 @@ struct FioJobSpec {
     // continue_on_error: the error types (FioErrorType bits) that do not end
     // the job (0 = none, fio's default: the first I/O error ends it).
     uint32_t continue_on_error = 0;
-    uint64_t fio_submit_ns = 700;
-    uint64_t fio_complete_ns = 300;
+    // fio's own CPU work per I/O prepared / reaped; unset = the stack's
+    // [cpu.buffered] fio_submit / fio_complete (BufferedCosts).
+    std::optional<uint64_t> fio_submit_ns;
+    std::optional<uint64_t> fio_complete_ns;
 
     // When (startdelay from the start of the run, as fio counts it from its
     // genesis; runtime, time_based, ramp_time).

@@ -1,10 +1,9 @@
 // Ending a long virtual-time run early (Ctrl-C in a Python session).
 //
-// The drivers of a run (run_workload(s), workload.h; run_buffered_workload,
-// buffered_workload.h; run_fio_jobs, fio_job_model.h) ask an InterruptPoll on
-// every pass of their loop. Once it has said yes, they stop issuing, let
+// The driver of a run (run_fio_jobs, fio_job_model.h) asks an InterruptPoll
+// on every pass of its loop. Once it has said yes, it stops issuing, lets
 // what is in flight complete (its buffers are in use until then, and the
-// stack stays usable), and throw RunInterrupted. The bindings poll Python's
+// stack stays usable), and throws RunInterrupted. The bindings poll Python's
 // signal handlers, so the caller sees the KeyboardInterrupt they raised.
 #pragma once
 

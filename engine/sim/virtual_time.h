@@ -1,5 +1,5 @@
-// The bounds of the virtual clock the simulation drivers (workload.h,
-// fio_job_model.h) keep to, and that their bindings check arguments against.
+// The bounds of the virtual clock the simulation driver (fio_job_model.h)
+// keeps to, and that their bindings check arguments against.
 //
 // A deadline is "now + some time argument" (a start, a runtime, a think
 // time, a modelled cost) and the event loop's "no timer" is UINT64_MAX: so

@@ -3,7 +3,13 @@
 // every job before it has ended (backend.c run_threads).
 #include "stack/run_plan.h"
 
+#include <strings.h>
 #include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
 
 #include <algorithm>
 #include <set>
@@ -12,13 +18,140 @@
 #include "config/config_error.h"
 #include "stack/device_safety.h"
 #include "stack/member_claim.h"
+#include "stack/sidecar_file.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
 
 namespace mdsplit {
 
 RunPlan::RunPlan(std::vector<PlanJob> jobs, Resolve resolve, std::string base)
-    : jobs_(std::move(jobs)), resolve_(std::move(resolve)), base_(std::move(base)) {}
+    : jobs_(std::move(jobs)), resolve_(std::move(resolve)), base_(std::move(base)) {
+    // A job's I/O is charged to its cgroup, as the kernel charges a bio to
+    // its task's (bio_associate_blkg(), then bfq_bic_update_cgroup()).
+    for (PlanJob& job : jobs_) {
+        if (job.group.empty())
+            job.group = job.mdsplit_group.empty() ? job.cgroup : job.mdsplit_group;
+        job.load.name = job.name;
+        job.load.sched.group = job.group;
+        job.load.sched.group_weight = job.group_weight;
+    }
+}
+
+uint32_t group_weight_of(const std::string& text) {
+    const char* s = text.c_str();
+    char* end = nullptr;
+    errno = 0;
+    long v = strtol(s, &end, strncasecmp(s, "0x", 2) == 0 ? 16 : 10);
+    bool whole = end != s && !*end && !errno;
+    return whole && v >= 1 && v <= 1000 ? uint32_t(v) : 0;
+}
+
+std::string engine_line(const std::string& message) {
+    return message.rfind("mdsplit:", 0) == 0 ? message : "mdsplit: " + message;
+}
+
+// ---- A job's own options ---------------------------------------------------------
+
+std::string RunPlan::option_refusal(size_t self) const {
+    const PlanJob& job = jobs_[self];
+    if (job.config.empty())
+        return "mdsplit: mdsplit_config is required: the TOML file describing the device stack "
+               "(see docs/stack-toml.md)";
+    // fio's range check reports a negative value but lets the job run with
+    // the default ("-1" it reads as a range "<empty>-1"): the text decides.
+    if (!job.group_weight_text.empty() && !group_weight_of(job.group_weight_text))
+        return "mdsplit: mdsplit_group_weight=" + job.group_weight_text +
+               " is not a group weight; allowed: an integer 1..1000";
+    // A discard goes to the members directly; the page cache's side of it
+    // (truncate_bdev_range() dropping the cached pages) is not emulated.
+    if (job.trims && job.buffered)
+        return "mdsplit: rw=trim/randtrim/trimwrite with direct=0: a buffered job's discard is "
+               "not emulated; allowed: direct=1 for jobs that trim";
+    // filename= names the virtual device: fio's unlink would delete a file
+    // of that name (the engine's unlink_file deletes nothing).
+    if (job.unlink || job.unlink_each_loop)
+        return std::string("mdsplit: ") + (job.unlink ? "unlink" : "unlink_each_loop") +
+               "=1: filename= names the virtual device, not a file, so there is nothing to "
+               "unlink; allowed: unlink=0 and unlink_each_loop=0 (the defaults)";
+    // fio 3.33 turns trim_percentage's verified blocks into DDIR_TRIM
+    // io_us on a job that does not trim, which its own fio_ro_check()
+    // asserts against: the job aborts (and a forked one's parent then frees
+    // engine options it had already freed).
+    if (job.trim_percentage && !job.trims)
+        return "mdsplit: trim_percentage=" + std::to_string(job.trim_percentage) +
+               " on a job that does not trim: fio sends its verify trims anyway and aborts in "
+               "its own check (fio_ro_check); allowed: trim_percentage=0, or a job that trims "
+               "(rw=trimwrite, trim, randtrim)";
+    // fio's pre_read_file() reads the file through f->fd (lseek, read),
+    // which a virtual device does not have.
+    if (job.pre_read)
+        return "mdsplit: pre_read=1: fio pre-reads through the file's own descriptor, and "
+               "filename= names a virtual device that has none; allowed: pre_read=0 (the "
+               "default)";
+    if (std::string why = create_serialize_refusal(self); !why.empty()) return why;
+    if (job.nr_files != 1 || job.files != 1)
+        return "mdsplit: filename must name exactly one virtual device (e.g. md0); got " +
+               std::to_string(job.files) + " files";
+    return "";
+}
+
+// The job's mdsplit_group against fio's cgroup=, and its weight's group.
+std::string RunPlan::group_refusal(size_t self) const {
+    const PlanJob& job = jobs_[self];
+    // One job, one cgroup: mdsplit_group names it, or fio's cgroup= does.
+    if (!job.mdsplit_group.empty() && !job.cgroup.empty() && job.mdsplit_group != job.cgroup)
+        return "mdsplit: mdsplit_group=" + job.mdsplit_group + " and cgroup=" + job.cgroup +
+               ": a job's I/O is charged to one group, its cgroup's; allowed: one of the two, "
+               "or the same name in both";
+    // A weight is a group's (io.bfq.weight of its cgroup): it needs one.
+    if (!job.group_weight_text.empty() && job.group.empty())
+        return "mdsplit: mdsplit_group_weight=" + job.group_weight_text +
+               " without mdsplit_group: the weight is a group's, and the root group has none; "
+               "allowed: mdsplit_group=NAME (or fio's cgroup=NAME) beside it (with "
+               "device.scheduler = \"bfq\")";
+    return "";
+}
+
+std::string RunPlan::setup_refusal(size_t self, const StackConfig& config) {
+    const PlanJob& job = jobs_[self];
+    const char* scheduler = scheduler_name(config.device.scheduler);
+    if (!job.mdsplit_group.empty() && config.device.scheduler != SchedulerKind::Bfq)
+        return "mdsplit: mdsplit_group=" + job.mdsplit_group +
+               " needs device.scheduler = \"bfq\" in " + job.config;
+    if (std::string why = thread_cgroup_refusal(); !why.empty()) return why;
+    // fio's ioscheduler= would switch a real device's scheduler; the
+    // virtual device's is the stack file's device.scheduler.
+    if (!job.ioscheduler.empty() && job.ioscheduler != scheduler)
+        return "mdsplit: ioscheduler=" + job.ioscheduler +
+               ": the virtual device's scheduler is device.scheduler in " + job.config + " (\"" +
+               scheduler + "\"); allowed: ioscheduler=" + scheduler +
+               " or unset, or device.scheduler = \"none\" | \"mq-deadline\" | \"bfq\" in the "
+               "stack file";
+    if (std::string why = group_refusal(self); !why.empty()) return why;
+    if (std::string why = sharing_refusal(self, config); !why.empty()) return why;
+    return member_rival_refusal(self, config);
+}
+
+std::string RunPlan::device_refusal(size_t self, const StackConfig& config) {
+    if (std::string why = setup_refusal(self, config); !why.empty()) return why;
+    StackUse use = stack_use(self);
+    DeviceSafetyOptions safety;
+    safety.writes = use.writes;
+    safety.allow_mounted_write = use.writers_allow_mounted;
+    try {
+        check_device_safety(config, safety);
+    } catch (const std::exception& e) {
+        return engine_line(e.what());
+    }
+    return files_refusal(self, config);
+}
+
+std::string RunPlan::files_refusal(size_t self, const StackConfig& config) {
+    if (std::string why = fio_file_refusal(config); !why.empty()) return why;
+    if (std::string why = output_refusal(self, config); !why.empty()) return why;
+    const std::string path = stats_path(self);
+    return path.empty() ? "" : sidecar_target_refusal(path, at(path), fio_report_identity_);
+}
 
 std::string RunPlan::at(const std::string& path) const {
     if (base_.empty() || path.empty() || path[0] == '/') return path;
@@ -82,47 +215,63 @@ bool RunPlan::may_overlap(size_t a, size_t b) const {
     return true;
 }
 
+bool RunPlan::exclusive(size_t self) const {
+    return !jobs_[self].thread || stack_use(self).jobs.size() <= 1;
+}
+
+std::vector<AutoScaleJob> RunPlan::auto_scale_jobs(size_t self) const {
+    std::vector<AutoScaleJob> jobs{jobs_[self].load};
+    for (size_t i = 0; i < jobs_.size(); i++)
+        if (i != self && jobs_[i].ours && shares_stack(self, i)) jobs.push_back(jobs_[i].load);
+    return jobs;
+}
+
+StackOptions RunPlan::stack_options(size_t self, bool read_only) const {
+    StackUse use = stack_use(self);
+    StackOptions so;
+    so.label = jobs_[self].device;
+    // direct=0 jobs go through the engine's own page cache, so the members
+    // stay O_DIRECT either way (the host's cache would sit under ours).
+    so.open_direct = true;
+    so.writable = use.writes;
+    so.allow_mounted_write = use.writers_allow_mounted;
+    // fio's --readonly and allow_file_create=0: no member file is created.
+    so.create_members = use.create && !read_only;
+    so.trace_dir = trace_dir(self);
+    // A raid5 is assembled at init(), in the process that runs the job
+    // (Stack::assemble_md): setup runs in fio's main process for every
+    // job before the first one starts.
+    so.defer_md_assembly = true;
+    so.ring_entries = 256;
+    // One user, the job's thread: its ring may be single-issuer (not with
+    // buffered I/O, whose worker threads hand work back to the loop).
+    so.single_issuer = exclusive(self) && !jobs_[self].buffered;
+    return so;
+}
+
+std::string run_resolved_path(const std::string& path) {
+    static std::mutex mutex;
+    static std::map<std::string, std::string> resolved;
+    std::lock_guard<std::mutex> l(mutex);
+    auto it = resolved.find(path);
+    if (it == resolved.end()) it = resolved.emplace(path, resolved_path(path)).first;
+    return it->second;
+}
+
+std::vector<std::string> command_line_files() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> files;
+    bool first = true;
+    for (std::string arg; std::getline(in, arg, '\0'); first = false) {
+        struct stat st;
+        if (!first && !arg.empty() && arg[0] != '-' && stat(arg.c_str(), &st) == 0 &&
+            S_ISREG(st.st_mode))
+            files.push_back(arg);
+    }
+    return files;
+}
+
 // ---- Sidecars and traces ------------------------------------------------------
-
-std::vector<std::filesystem::path> link_chain(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::path p = fs::absolute(path, ec);
-    if (ec) p = path;
-    std::vector<fs::path> chain{p};
-    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); hops++) {
-        fs::path link = fs::read_symlink(p, ec);
-        if (ec) break;
-        p = link.is_absolute() ? link : p.parent_path() / link;
-        chain.push_back(p);
-    }
-    return chain;
-}
-
-namespace {
-
-// A path that names an open descriptor of the process: /dev/stderr,
-// /dev/fd/N, /proc/self/fd/N (through any link).
-bool names_descriptor(const std::string& path) {
-    for (const auto& hop : link_chain(path)) {
-        std::string s = hop.string();
-        for (const char* prefix : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"})
-            if (s.rfind(prefix, 0) == 0) return true;
-        if (s.rfind("/proc/", 0) != 0) continue;
-        size_t digits = s.find_first_not_of("0123456789", 6);  // /proc/PID/fd/
-        if (digits != std::string::npos && digits > 6 && s.compare(digits, 4, "/fd/") == 0)
-            return true;
-    }
-    return false;
-}
-
-}  // namespace
-
-bool sidecar_is_stream(const std::string& path) {
-    struct stat st;
-    if (stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return true;
-    return names_descriptor(path);
-}
 
 std::string RunPlan::stats_path(size_t i) const {
     const PlanJob& job = jobs_[i];
@@ -348,14 +497,6 @@ std::string RunPlan::sharing_refusal(size_t self, const StackConfig& config) con
 
 // ---- Stack files: inputs, members, traces -------------------------------------
 
-std::string file_identity(const std::string& path) {
-    struct stat st;
-    if (path.empty()) return "path:";
-    if (stat(path.c_str(), &st) != 0) return "path:" + resolved_path(path);
-    if (S_ISBLK(st.st_mode)) return "dev:" + std::to_string(st.st_rdev);
-    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-}
-
 const std::optional<StackConfig>& RunPlan::stack_of(size_t i) {
     static const std::optional<StackConfig> none;
     if (jobs_[i].config.empty()) return none;
@@ -499,6 +640,12 @@ std::string RunPlan::stats_outputs_refusal(size_t self) {
                ": the sidecar would replace it; allowed: a file that is not a trace file of "
                "the run";
     return stats_rival_refusal(self);
+}
+
+std::string RunPlan::file_of_run(const std::string& path) {
+    if (std::string input = input_at(path); !input.empty()) return input;
+    if (std::string trace = trace_file_at(path); !trace.empty()) return trace;
+    return find_file_use(at(path));
 }
 
 std::string RunPlan::output_refusal(size_t self, const StackConfig& config) {

@@ -1,10 +1,11 @@
 // The run-wide decisions of a run of fio jobs over stack files, made from
 // plain descriptions of the jobs (no fio types): which jobs share a stack,
 // which stacks are written and by whom, where sidecars and traces go, and
-// every clash between jobs, each refused with its one line. The fio glue
-// (engine/fio/mdsplit_engine.cpp) describes fio's thread_data as PlanJobs;
-// harness simulate describes its job file's jobs the same way through the
-// bindings (mdsplit.run_plan_refusal), so both refuse a run alike.
+// every refusal of a job, its own options' and its clashes with the others,
+// each with its one line. The fio glue (engine/fio/mdsplit_engine.cpp)
+// describes fio's thread_data as PlanJobs; harness simulate describes its
+// job file's jobs the same way through the bindings (mdsplit.plan_run), so
+// both refuse a run alike and open the same stacks.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,9 @@
 #include <vector>
 
 #include "config/stack_config.h"
+#include "stack/sidecar_file.h"
+#include "stack/stack.h"
+#include "stack/time_scale_auto.h"
 
 namespace mdsplit {
 
@@ -42,10 +46,24 @@ struct PlanJob {
     bool create_serialize = true;
     std::string stats;  // mdsplit_stats as written ("" none)
     std::string trace;  // mdsplit_trace as written ("" none)
-    // The bfq group its I/O is charged to: mdsplit_group, else cgroup=.
+    // The bfq group its I/O is charged to: mdsplit_group, else cgroup=
+    // (RunPlan sets it when left empty).
     std::string group;
-    std::string cgroup;  // fio's cgroup=
+    std::string mdsplit_group;  // mdsplit_group as written ("" none)
+    std::string cgroup;         // fio's cgroup=
     uint32_t group_weight = 100;
+    std::string group_weight_text;  // mdsplit_group_weight as written ("" unset)
+    std::string ioscheduler;        // fio's ioscheduler= ("" unset)
+    uint32_t files = 1;             // the files fio made of filename= (files_index)
+    uint32_t nr_files = 1;          // fio's nrfiles=
+    bool trims = false;             // rw=trim, randtrim or trimwrite
+    bool unlink = false;            // unlink=1
+    bool unlink_each_loop = false;  // unlink_each_loop=1
+    bool pre_read = false;          // pre_read=1
+    uint32_t trim_percentage = 0;   // trim_percentage=
+    // What it does on its device, for time_scale = "auto" (name and group
+    // are the job's own; RunPlan sets them).
+    AutoScaleJob load;
     // fio's own output files of this job: (option, path), such as
     // ("write_bw_log", "x_bw.1.log") or ("write_iolog", "w.log").
     std::vector<std::pair<std::string, std::string>> fio_files;
@@ -88,6 +106,18 @@ public:
     bool shares_stack(size_t a, size_t b) const;
     // fio may run jobs a and b (a before b) at the same time.
     bool may_overlap(size_t a, size_t b) const;
+    // Job `self`'s stack has it as its one user (a forked job's, or a
+    // thread's that no other job names): no locking.
+    bool exclusive(size_t self) const;
+    // The jobs that will share job `self`'s device: itself and the threads
+    // that share its stack (shares_stack()), as time_scale = "auto" takes them.
+    std::vector<AutoScaleJob> auto_scale_jobs(size_t self) const;
+    // The options of the stack job `self` opens (label its device; under
+    // fio's --readonly when `read_only`): opened read-write when any job
+    // of the run may write it, members O_DIRECT, trace_dir(), a raid5
+    // assembled when the job starts; single_issuer when exclusive() and
+    // not buffered.
+    StackOptions stack_options(size_t self, bool read_only = false) const;
 
     // The sidecar a job writes (mdsplit_stats, .N for subjob N unless a
     // stream), and the trace directory (mdsplit_trace, .N for a forked
@@ -95,9 +125,24 @@ public:
     std::string stats_path(size_t i) const;
     std::string trace_dir(size_t i) const;
 
-    // The refusals of job `self` over its loaded stack file `config`, in
-    // the engine's order: "" when it may run. thread_cgroup_refusal() is
-    // asked before the job's own options; sharing_refusal() after them.
+    // Job `self`'s refusals, in the engine's order, each "" when it may
+    // run. option_refusal(): its own options, before its stack file is
+    // loaded (mdsplit_config, mdsplit_group_weight's text, options the
+    // engine cannot honour, create_serialize=0, one filename). Reads no
+    // other job's engine options: fio may have freed a forked job's.
+    std::string option_refusal(size_t self) const;
+    // setup_refusal(): its options against its loaded stack file `config`
+    // (mdsplit_group, ioscheduler, cgroup=) and the run's other jobs
+    // (thread_cgroup_refusal(), sharing_refusal(), member_rival_refusal()).
+    // Device safety (device_safety.h) comes next, then files_refusal():
+    // fio_file_refusal(), output_refusal(), and the sidecar's target
+    // (sidecar_target_refusal(); fio's report as set_fio_files() gave it).
+    std::string setup_refusal(size_t self, const StackConfig& config);
+    // All of job `self`'s refusals over `config` after option_refusal():
+    // setup_refusal(), device safety over the whole run's use of the stack
+    // (check_device_safety(), before anything is made), files_refusal().
+    std::string device_refusal(size_t self, const StackConfig& config);
+    std::string files_refusal(size_t self, const StackConfig& config);
     std::string thread_cgroup_refusal() const;
     std::string sharing_refusal(size_t self, const StackConfig& config) const;
     // Output clashes: two devices writing one trace directory, jobs of one
@@ -116,13 +161,17 @@ public:
     // jobs of one device naming different trace directories. In the
     // engine's order; "" when none.
     std::string output_refusal(size_t self, const StackConfig& config);
-    // fio's own files outside the jobs: its report's file_identity() ("" a
-    // terminal, pipe or device) and its job files.
+    // fio's own files outside the jobs: its report (descriptor_identity()
+    // of its output, "" a terminal) and its job files.
     void set_fio_files(std::string report_identity, std::vector<std::string> job_files);
     // A member of `config` that is one of fio's own files: the loader's line
     // for the first ("" none). Member data would replace it, and fio
     // writes its report and logs over a member.
     std::string fio_file_refusal(const StackConfig& config) const;
+    // What writing `path` would destroy among the run's inputs and outputs:
+    // a stack file or member, another job's trace file, or a file a loop
+    // device or swap area uses; "" when none.
+    std::string file_of_run(const std::string& path);
 
 private:
     std::string output_rival(size_t self, const std::string& path,
@@ -131,6 +180,7 @@ private:
         size_t self, bool (*separate)(const PlanJob&)) const;
     const PlanJob* group_weight_rival(size_t self) const;
     const PlanJob* trace_disagreement(size_t self) const;
+    std::string group_refusal(size_t self) const;
     std::string config_path(size_t i) const;
     std::string at(const std::string& path) const;
     const std::optional<StackConfig>& stack_of(size_t i);
@@ -153,16 +203,23 @@ private:
     std::string fio_file_at(const std::string& path) const;
 };
 
-// What a path names, whichever name it goes by: a block device's number, a
-// file's device and inode, or (not there yet) its absolute path.
-std::string file_identity(const std::string& path);
+// resolved_path() of `path`, worked out once for the process: each job's
+// plan compares its paths with every other job's, and resolved anew a run of
+// N jobs paid N * N walks of the file system. fio does not change its
+// working directory while it runs, and nothing the engine creates is a
+// symbolic link, so a path resolves alike all run long.
+std::string run_resolved_path(const std::string& path);
 
-// A sidecar path that is a stream (a character device, a FIFO, or an open
-// descriptor: /dev/stderr, /dev/fd/N, /proc/self/fd/N, through any link):
-// each job appends its document; any other sidecar is replaced whole.
-bool sidecar_is_stream(const std::string& path);
-// `path` and each target of the symbolic links of its last component,
-// absolute, to the file they end at (at most 40 links, as the kernel).
-std::vector<std::filesystem::path> link_chain(const std::string& path);
+// The process's command line's arguments that are regular files (fio's job
+// files), from /proc/self/cmdline.
+std::vector<std::string> command_line_files();
+
+// mdsplit_group_weight's value when `text` is one (a whole number 1..1000,
+// decimal or 0x-hexadecimal as fio's str_to_decimal reads it), else 0.
+uint32_t group_weight_of(const std::string& text);
+
+// The one line the engine reports for an error: `message`, after
+// "mdsplit: " unless it starts with it.
+std::string engine_line(const std::string& message);
 
 }  // namespace mdsplit

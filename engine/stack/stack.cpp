@@ -713,6 +713,7 @@ BufferedIo& Stack::buffered() {
     if (!buffered_) {
         buffered_ = std::make_unique<BufferedIo>(loop_, *layer_, *top_, members(),
                                                  config_.page_cache, loop_.clock().is_virtual());
+        buffered_->costs() = config_.cpu.buffered;  // [cpu.buffered]
         // Worker threads post to the loop; with an io_uring ring, let them
         // signal the ring's completion eventfd, so one fd wakes the loop (and
         // SharedStack's poller) for completions and posts alike.

@@ -6,8 +6,8 @@ The checked figures come from the virtual clock: `harness simulate` of the
 shipped jobs/bfq-groups.fio (each of its four runs, the `thread-nvme` model
 of jobs/models.toml), the same on every machine; the real-clock fio run of
 the same job file (slow motion) is printed beside them as "this machine"
-(machine.* metrics, not checked). The null_blk guarantee test runs on the
-bindings (simulate() below)."""
+(machine.* metrics, not checked). The null_blk guarantee test is `harness
+simulate` of jobs/bfq-guarantee.fio (guarantee_test() below)."""
 import json
 import shutil
 from contextlib import ExitStack
@@ -58,56 +58,26 @@ THINK_NS = 2_000
 # hw_queue_depth=1, groups of different weights with one sync writer each,
 # plus a writer in the root group (queue weight 40, ioprio 4, scheduled
 # beside the groups' entities at the top level).
+GUARANTEE_JOB = "bfq-guarantee.fio"     # in jobs/, on jobs/bfq-null-blk-<variant>.toml
 GUARANTEE_MODEL = "thread-null-blk"     # jobs/models.toml
-GUARANTEE_GROUPS = [("g100", 100), ("g200", 200), ("g400", 400)]
-GUARANTEE_S = 120.0
+GUARANTEE_GROUPS = [("g100", 100), ("g200", 200), ("g400", 400)]  # its mdsplit_group(_weight)s
+GUARANTEE_S = 120.0                     # its runtime
 
 
-def stack_text(counting: str, model: str, queue_depth: int = 1023) -> str:
-    """A one-member bfq stack on a null backend with the given model."""
-    return f"""
-[device]
-kind = "passthrough"
-scheduler = "bfq"
-
-[bfq]
-group_counting = "{counting}"
-slice_idle = "8ms"
-low_latency = false
-
-[[members]]
-path = "m0"
-size = "100g"
-backend = "null"
-model = "{model}"
-max_sectors = "128k"
-queue_depth = {queue_depth}
-"""
-
-
-def simulate(stack: str, tasks: list):
-    """Runs closed-loop tasks on a stack on the virtual clock: (one result
-    dict per task, the member's "bfq" statistics). For the null_blk
-    guarantee test, which has no job file of the thread's and no thread
-    figure (only "guarantees preserved")."""
-    from harness.paths import import_mdsplit
-    sim = import_mdsplit().Simulation(stack)
-    results = sim.run_workloads(tasks)
-    (member,) = [d for d in sim.stats()["devices"] if d["role"] == "member"]
-    return results, member.get("bfq", {})
-
-
-def guarantee_test(variant: str) -> dict:
-    """The thread's null_blk check: {group: (service share, weight share)},
-    service in sectors over GUARANTEE_S, "/" the root group's writer."""
-    tasks = [{"name": "root", "rw": "randwrite", "bs": 4096, "iodepth": 1,
-              "runtime_ns": int(GUARANTEE_S * 1e9), "size": 10 << 30, "think_ns": THINK_NS}]
-    for k, (group, weight) in enumerate(GUARANTEE_GROUPS, start=1):
-        tasks.append({"name": group, "rw": "randwrite", "bs": 4096, "iodepth": 1,
-                      "runtime_ns": int(GUARANTEE_S * 1e9), "offset": k * (10 << 30),
-                      "size": 10 << 30, "group": group, "group_weight": weight,
-                      "think_ns": THINK_NS})
-    _, bfq = simulate(stack_text(variant, GUARANTEE_MODEL, queue_depth=1), tasks)
+def guarantee_test(variant: str, jobs_dir: Path = None, out_dir: Path = None) -> dict:
+    """The thread's null_blk check: `harness simulate` of GUARANTEE_JOB's
+    [variant-*] run (a copy under out_dir, a scratch directory when None):
+    {group: (service share, weight share)}, service in sectors over the
+    run, "/" the root group's writer."""
+    import tempfile
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="mdsplit-bfq-guarantee-") as tmp:
+            return guarantee_test(variant, jobs_dir, Path(tmp))
+    jobs_dir = Path(jobs_dir or ROOT / "jobs")
+    job = jobs_dir / GUARANTEE_JOB
+    names = [n for n, _ in read_sections(job.read_text(), job) if n.startswith(f"{variant}-")]
+    fio = simulate_copy(jobs_dir, GUARANTEE_JOB, out_dir, sections=names)
+    bfq = fio.sidecars[f"stats/bfq-guarantee-{variant}.json"].members[0]["bfq"]
     # Top level of the hierarchy: the root group's queue (weight 40) beside
     # the groups' entities.
     root_weight = next(q["weight"] for q in bfq["queues"] if q["group"] == "/" and q["sync"])
@@ -157,8 +127,8 @@ def run_virtual(result: ExperimentResult, jobs_dir: Path, out_dir: Path, progres
              f"{'group':<8}{'weight share':>14}" + "".join(f"{v + ' service':>18}" for v, _, _ in VARIANTS)]
     shares = {}
     for variant, when, _ in VARIANTS:
-        progress(f"virtual clock: the null_blk guarantee test, {variant}")
-        shares[variant] = guarantee_test(variant)
+        progress(f"simulate {GUARANTEE_JOB}, its {variant} run (the null_blk guarantee test)")
+        shares[variant] = guarantee_test(variant, jobs_dir, out_dir / f"guarantee-{variant}")
     for group in shares["legacy"]:
         w = shares["legacy"][group][1]
         lines.append(f"{group:<8}{w:>14.3f}" + "".join(f"{shares[v][group][0]:>18.3f}" for v, _, _ in VARIANTS))

@@ -7,7 +7,6 @@ simulate` of the shipped jobs/bio-align.fio, the ufs-seed001 model, the
 same on every machine); the real-clock fio run of the same job file runs
 beside them as "this machine" (machine.* metrics, not checked)."""
 import os
-import re
 from pathlib import Path
 
 import json
@@ -28,7 +27,6 @@ from harness.kernel_fixtures import (MiB, Distributions, ReferenceUnavailable, c
                                      trace_block_events, tracefs, workdir, wrap, LoopDevice,
                                      _meminfo)
 from harness.fio_runner import FioError, run_fio
-from harness.paths import import_mdsplit
 
 NAME = "bio-size"
 EXPECTATIONS = "bio-size"  # its section of jobs/expectations.toml
@@ -58,13 +56,6 @@ def distribution(counts: dict, top: int = 6) -> str:
     shown = ", ".join(f"{k} x {v}" for k, v in items[:top])
     more = len(items) - top
     return shown + (f", ... ({more} more sizes)" if more > 0 else "")
-
-
-def stack_text(jobs_dir: Path, policy: str, virtual: bool = True) -> str:
-    """jobs/bio-<policy>.toml; for the virtual clock with a null member (the
-    timing model alone decides the time; no file is touched)."""
-    text = (Path(jobs_dir) / f"bio-{policy}.toml").read_text()
-    return text.replace('backend = "io_uring"', 'backend = "null"') if virtual else text
 
 
 def split_per_bio(bios: list, requests: list) -> list:
@@ -120,22 +111,29 @@ def first_read(records: list, action: str) -> list:
 
 
 def pagemap_layout(jobs_dir: Path) -> dict:
-    """What this machine's allocator gives a fresh 64 MiB buffer: the same
-    read with [bio] contiguity = "pagemap" (needs root). {policy: {"bios",
-    "requests"}}, or {"skipped": reason}."""
-    mdsplit = import_mdsplit()
-    out = {}
-    for p in POLICIES:
-        text = re.sub(r"(?m)^contiguity = .*$", 'contiguity = "pagemap"', stack_text(jobs_dir, p))
+    """What this machine's allocator gives a fresh 64 MiB buffer: `harness
+    simulate` of the job file's reads, once each (loops=1), from a scratch
+    copy whose stack files say [bio] contiguity = "pagemap" (needs root).
+    {policy: {"bios", "requests"}}, or {"skipped": reason}."""
+    import tempfile
+    from harness import bands
+    from harness.fio_runner import run_simulated
+    from harness.simulate import SimulateError
+    setting = {JOB: {"global.loops": "1"},
+               **{f"bio-{p}.toml": {"bio.contiguity": '"pagemap"'} for p in POLICIES}}
+    with tempfile.TemporaryDirectory(prefix="mdsplit-bio-pagemap-") as tmp:
+        bands.prepare_copy(jobs_dir, Path(tmp), setting)
         try:
-            sim = mdsplit.Simulation(text, base_dir=str(jobs_dir))
-            sim.submit("read", 0, IO)
-            sim.run()
-        except RuntimeError as e:
+            fio = run_simulated(Path(tmp) / JOB, sections=[f"read-{p}" for p in POLICIES],
+                                data=False)
+        except (FioError, SimulateError, RuntimeError) as e:
             return {"skipped": str(e).splitlines()[0]}
-        stats = sim.stats()["devices"]
-        out[p] = {"bios": {int(k): v for k, v in stats[0]["bio_sizes"].items()},
-                  "requests": {int(k): v for k, v in stats[1]["request_sizes"].items()}}
+        out = {}
+        for p in POLICIES:
+            sidecar = fio.sidecars[f"stats/bio-read-{p}.json"]
+            out[p] = {"bios": {int(k): v for k, v in sidecar.virtual["bio_sizes"].items()},
+                      "requests": {int(k): v for k, v in
+                                   sidecar.members[0]["request_sizes"].items()}}
     return out
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from harness.experiment import (ExperimentResult, clock_agreement_table, engine_under_test,
                                 simulate_copy, use_engine_under_test)
 from harness.fio_runner import FioError, launch_fio, run_fio
+from harness.jobfile import parse_job_file
 from harness.paths import import_mdsplit
 
 NAME = "buffered"
@@ -63,14 +64,6 @@ def thread_machine(jobs_dir: Path) -> dict:
     return machine
 
 
-def stack_text(jobs_dir: Path, variant: str) -> str:
-    """The variant's stack file (its member on the thread's drive) on the
-    null backend (virtual clock)."""
-    text = (jobs_dir / f"buffered-{variant}.toml").read_text()
-    return text.replace('model = "seed003-nvme"', 'model = "seed003-nvme"\nbackend = "null"')
-
-
-IOS_PER_POINT = 20000  # the measured-cost sweep (bindings), per point
 # The real-clock points run with fio (the job file's runtime each).
 REAL_VARIANTS = ["c8d317aa", "forced-ra"]
 REAL_DEPTHS = [1, 32, 128]
@@ -148,41 +141,54 @@ def measured_costs(jobs_dir: Path, progress, rounds: int = COST_ROUNDS) -> dict:
     return costs
 
 
-def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS) -> dict:
-    """kIOPS per (variant, rasync, iodepth) on the virtual clock, on the
-    thread's drive, with `costs` (BufferedCosts' defaults when None)."""
-    mdsplit = import_mdsplit()
-    results = {}
-    for v in VARIANTS:
-        text = stack_text(jobs_dir, v)
-        for rasync in (True, False):
-            progress(f"{v} rasync={'on' if rasync else 'off'}")
-            for qd in depths:
-                sim = mdsplit.BufferedSimulation(text, base_dir=str(jobs_dir), variant=v,
-                                                 rasync=rasync, ra_kb=0)
-                if costs:
-                    sim.set_costs(costs)
-                r = sim.run_workload("randread", 4096, iodepth=qd, total=IOS_PER_POINT * 4096)
-                results[(v, rasync, qd)] = r["iops"] / 1000
-    return results
-
-
 def section(v: str, rasync: bool, qd: int) -> str:
     """The job file's section for one point of the table."""
     return f"{v}-{'rasync' if rasync else 'norasync'}-qd{qd}"
 
 
-def simulated(jobs_dir: Path, out_dir: Path, progress):
-    """The checked figures: `harness simulate` of the job file, every
-    section (members as null devices of their size: the virtual clock never
-    waits on the host's storage, so the figures are the same). Returns
+def costs_toml(costs: dict) -> str:
+    """BufferedCosts (a dict as mdsplit.buffered_default_costs() gives it:
+    STEP_ns and cpus) as a stack file's [cpu.buffered] table."""
+    lines = ["[cpu.buffered]"]
+    for k, v in costs.items():
+        lines.append(f'{k[:-3]} = "{int(v)}ns"' if k.endswith("_ns") else f"{k} = {int(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def stack_files(jobs_dir: Path) -> list:
+    """The stack files the job file names (mdsplit_config), in order."""
+    jobs = parse_job_file(Path(jobs_dir) / JOB).jobs
+    return list(dict.fromkeys(j.options["mdsplit_config"] for j in jobs))
+
+
+def simulated(jobs_dir: Path, out_dir: Path, progress, costs: dict = None, depths=DEPTHS,
+              runtime: str = None):
+    """`harness simulate` of the job file's sections at `depths` (members as
+    null devices of their size: the virtual clock never waits on the host's
+    storage, so the figures are the same), from a copy under out_dir; with
+    `costs`, each stack file of the copy gets them as its [cpu.buffered]
+    table; with `runtime`, the copy's [global] runtime= is that. Returns
     ({(variant, rasync, qd): kIOPS}, the FioResult)."""
-    progress(f"simulate {JOB}, its {len(VARIANTS) * 2 * len(DEPTHS)} sections (virtual clock: "
-             "the checked figures)")
-    fio = simulate_copy(jobs_dir, JOB, out_dir, data=False)
+    names = [section(v, r, qd) for v in VARIANTS for r in (True, False) for qd in depths]
+    progress(f"simulate {JOB}, {len(names)} of its sections (virtual clock"
+             + (", this machine's costs)" if costs else ": the checked figures)"))
+    append = {name: costs_toml(costs) for name in stack_files(jobs_dir)} if costs else None
+    fio = simulate_copy(jobs_dir, JOB, out_dir, sections=names, data=False, append=append,
+                        options={"global.runtime": runtime} if runtime else None)
     ours = {(v, r, qd): fio.job(section(v, r, qd))["read"]["iops"] / 1000
-            for v in VARIANTS for r in (True, False) for qd in DEPTHS}
+            for v in VARIANTS for r in (True, False) for qd in depths}
     return ours, fio
+
+
+def sweep(jobs_dir: Path, progress, costs: dict = None, depths=DEPTHS,
+          runtime: str = None) -> dict:
+    """kIOPS per (variant, rasync, iodepth) on the virtual clock, on the
+    thread's drive, with `costs` (BufferedCosts' defaults when None): the
+    job file's sections (runtime= `runtime` when given), simulated in a
+    scratch directory."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="mdsplit-buffered-") as tmp:
+        return simulated(jobs_dir, Path(tmp), progress, costs, depths, runtime)[0]
 
 
 def real_clock(jobs_dir: Path, progress):

@@ -207,6 +207,21 @@ class GroupsResult:
         return "\n".join(lines)
 
 
+def write_share(cases, share: Path, script=None) -> None:
+    """The guest's run.sh (each case in turn) and each case's script and
+    job under share/<case>/; script: guest_script or a caller's variant."""
+    script = script or guest_script
+    share.mkdir(parents=True, exist_ok=True)
+    lines = ["set -e"]
+    for c in cases:
+        d = share / c.name
+        (d / "out").mkdir(parents=True, exist_ok=True)
+        (d / "run.sh").write_text(script(c, f"/share/{c.name}"))
+        (d / "job.fio").write_text(guest_job(c))
+        lines.append(f"sh /share/{c.name}/run.sh")
+    (share / "run.sh").write_text("\n".join(lines) + "\n")
+
+
 def run(cases, directory: Path, kernel: str = "debian-6.12", progress=None) -> GroupsResult:
     """Every case on the emulator and in one boot of `kernel`."""
     from harness import simulate
@@ -214,15 +229,7 @@ def run(cases, directory: Path, kernel: str = "debian-6.12", progress=None) -> G
     t0 = time.monotonic()
     machine.prepare([kernel], say)
     share = directory / "kernel"
-    share.mkdir(parents=True, exist_ok=True)
-    lines = ["set -e"]
-    for c in cases:
-        d = share / c.name
-        (d / "out").mkdir(parents=True, exist_ok=True)
-        (d / "run.sh").write_text(guest_script(c, f"/share/{c.name}"))
-        (d / "job.fio").write_text(guest_job(c))
-        lines.append(f"sh /share/{c.name}/run.sh")
-    (share / "run.sh").write_text("\n".join(lines) + "\n")
+    write_share(cases, share)
     say(f"bfq groups: {len(cases)} case(s) on the {kernel} kernel (QEMU TCG)")
     boot = machine.boot(kernel, share)
     if boot.rc != 0:

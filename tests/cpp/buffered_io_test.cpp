@@ -19,7 +19,7 @@
 
 #include "config/config_loader.h"
 #include "core/trace/trace_event.h"
-#include "sim/buffered_workload.h"
+#include "fio_jobs_on_stack.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
 
@@ -320,25 +320,24 @@ TEST(BufferedIoTest, UnalignedReadsReturnTheMembersData) {
 }
 
 // An interrupted buffered run stops issuing, completes what it queued, and
-// throws; nothing is left in flight and the stack runs the next workload.
-TEST(BufferedIoTest, InterruptedWorkloadDrainsAndThrows) {
+// throws; nothing is left in flight and the stack runs the next job.
+TEST(BufferedIoTest, InterruptedJobDrainsAndThrows) {
     Rig rig(stack_toml("c8d317aa", false, 0, "4m", "64m"));
-    BufferedWorkloadSpec spec;
-    spec.random = true;
-    spec.iodepth = 32;
-    spec.total_bytes = uint64_t(1) << 40;  // far more than the test runs
+    // 1 TiB: far more than the test runs
+    FioJobSpec spec = closed_loop_job(Op::Read, true, 4096, 32, uint64_t(1) << 40, 0, 0, false);
     spec.end_fsync = true;
     int polls = 0;
     EXPECT_THROW(
-        run_buffered_workload(*rig.stack, spec, InterruptPoll([&] { return ++polls == 3; })),
+        run_jobs_on(*rig.stack, rig.vclock, {spec}, InterruptPoll([&] { return ++polls == 3; })),
         RunInterrupted);
     EXPECT_EQ(polls, 3);
     EXPECT_EQ(rig.io().requests_in_flight(), 0u);
     EXPECT_EQ(rig.io().stats().double_completions, 0u);
-    spec.total_bytes = 100 * 4096;
-    BufferedWorkloadResult r = run_buffered_workload(*rig.stack, spec);
-    EXPECT_EQ(r.ios, 100u);
-    EXPECT_EQ(r.unexpected_completions, 0u);
+    spec.io_size = 100 * 4096;
+    FioJobResult r = run_jobs_on(*rig.stack, rig.vclock, {spec})[0];
+    EXPECT_EQ(r.dir[kFioRead].ios, 100u);
+    EXPECT_EQ(r.error, 0);
+    EXPECT_EQ(rig.io().stats().double_completions, 0u);
 }
 
 // Every variant, readahead off and on, rasync on and off: a deep random
@@ -348,24 +347,21 @@ class BufferedLoad : public ::testing::TestWithParam<std::tuple<const char*, boo
 TEST_P(BufferedLoad, RandomReadsAtDepthCompleteOnce) {
     auto [variant, rasync, ra_kb] = GetParam();
     Rig rig(stack_toml(variant, rasync, ra_kb, "4m", "64m"));
-    BufferedWorkloadSpec spec;
-    spec.random = true;
-    spec.iodepth = 64;
-    spec.size = 8 << 20;  // twice the cache: hits, misses and evictions
-    spec.total_bytes = 3000 * 4096;
-    spec.seed = 11;
-    BufferedWorkloadResult r = run_buffered_workload(*rig.stack, spec);
-    EXPECT_EQ(r.ios, 3000u);
-    EXPECT_EQ(r.errors, 0u);
-    EXPECT_EQ(r.unexpected_completions, 0u);
+    // 8 MiB: twice the cache (hits, misses and evictions)
+    FioJobSpec spec = closed_loop_job(Op::Read, true, 4096, 64, 3000 * 4096, 8 << 20, 11, false);
+    FioJobResult r = run_jobs_on(*rig.stack, rig.vclock, {spec})[0];
+    EXPECT_EQ(r.dir[kFioRead].ios, 3000u);
+    EXPECT_EQ(r.dir[kFioRead].errors, 0u);
+    EXPECT_EQ(r.error, 0);
     EXPECT_EQ(rig.io().requests_in_flight(), 0u);
     BufferedStats s = rig.io().stats();
     EXPECT_EQ(s.double_completions, 0u);
     EXPECT_EQ(s.submitter_blocks, 0u);
-    EXPECT_EQ(s.inline_completions + s.task_work_completions + s.worker_completions, 3000u);
+    // 3000 reads and the job's cleanup flush (fio_job_model: the engine's sync at close)
+    EXPECT_EQ(s.inline_completions + s.task_work_completions + s.worker_completions, 3001u);
     EXPECT_LE(s.worker_high_water, 64u);
     auto paths = rig.io().take_paths();
-    ASSERT_EQ(paths.size(), 3000u);
+    ASSERT_EQ(paths.size(), 3001u);
     for (const BufferedPath& p : paths) {
         ASSERT_EQ(p.completions, 1u);
         if (rasync && std::string(variant) != "pre-c8d317aa") {
@@ -387,12 +383,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, BufferedLoad,
 // submitter's time goes decides the IOPS at depth.
 double sweep_iops(const char* variant, bool rasync, uint32_t depth) {
     Rig rig(stack_toml(variant, rasync, 0, "1g", "1g"));
-    BufferedWorkloadSpec spec;
-    spec.random = true;
-    spec.iodepth = depth;
-    spec.total_bytes = uint64_t(std::max<uint32_t>(400, depth * 40)) * 4096;
-    spec.seed = 3;
-    return run_buffered_workload(*rig.stack, spec).iops();
+    uint64_t total = uint64_t(std::max<uint32_t>(400, depth * 40)) * 4096;
+    FioJobSpec spec = closed_loop_job(Op::Read, true, 4096, depth, total, 0, 3, false);
+    return iops_of(run_jobs_on(*rig.stack, rig.vclock, {spec})[0], kFioRead);
 }
 
 // Prints the sweep: --gtest_also_run_disabled_tests --gtest_filter='*PrintVirtualSweep'
@@ -559,15 +552,11 @@ TEST(BufferedIoTest, DirtyLimitThrottlesAndSyncWritesEverything) {
     // write-back, throttling and eviction all happen; sync() at the end
     // leaves nothing behind.
     Rig rig(stack_toml("forced-ra", true, 128, "1m", "16m"));
-    BufferedWorkloadSpec spec;
-    spec.op = Op::Write;
-    spec.random = true;
-    spec.iodepth = 16;
-    spec.size = 4 << 20;
-    spec.total_bytes = 4 << 20;
-    BufferedWorkloadResult r = run_buffered_workload(*rig.stack, spec);
-    EXPECT_EQ(r.errors, 0u);
-    EXPECT_EQ(r.ios, 1024u);
+    FioJobSpec spec = closed_loop_job(Op::Write, true, 4096, 16, 4 << 20, 4 << 20, 0, false);
+    FioJobResult r = run_jobs_on(*rig.stack, rig.vclock, {spec})[0];
+    EXPECT_EQ(r.dir[kFioWrite].errors, 0u);
+    EXPECT_EQ(r.error, 0);
+    EXPECT_EQ(r.dir[kFioWrite].ios, 1024u);
     BufferedStats s = rig.io().stats();
     EXPECT_GT(s.writeback_pages, 0u);
     EXPECT_GT(s.throttled_writes, 0u);

@@ -795,5 +795,24 @@ TEST_F(ConfigLoaderTest, UnreadableFileIsAnError) {
     EXPECT_THROW(load_stack_file(dir_.path().string()), ConfigError);
 }
 
+// [cpu.buffered] sets BufferedCosts' steps (durations) and cpus; the rest keep their defaults.
+TEST_F(ConfigLoaderTest, CpuBufferedSetsBufferedCosts) {
+    StackConfig config =
+        load(kOneMember + "[cpu.buffered]\npunt = \"2500ns\"\nfio_submit = \"1us\"\ncpus = 4\n");
+    EXPECT_EQ(config.cpu.buffered.punt_ns, 2500u);
+    EXPECT_EQ(config.cpu.buffered.fio_submit_ns, 1000u);
+    EXPECT_EQ(config.cpu.buffered.cpus, 4u);
+    EXPECT_EQ(config.cpu.buffered.wakeup_ns, BufferedCosts{}.wakeup_ns);
+}
+
+// A [cpu.buffered] step above 1 ms, an unknown step and cpus 0 are refused by name.
+TEST_F(ConfigLoaderTest, CpuBufferedRefusesBadKeys) {
+    expect_error(kOneMember + "[cpu.buffered]\npunt = \"2ms\"\n", "cpu.buffered.punt",
+                 "out of range");
+    expect_error(kOneMember + "[cpu.buffered]\npuntt = \"2us\"\n", "cpu.buffered.puntt",
+                 "unknown key");
+    expect_error(kOneMember + "[cpu.buffered]\ncpus = 0\n", "cpu.buffered.cpus", "out of range");
+}
+
 }  // namespace
 }  // namespace mdsplit

@@ -132,6 +132,37 @@ TEST(FioJobModelTest, InterruptedRunDrainsAndStartsNothingMore) {
     EXPECT_EQ(reads, 0u);  // no verify phase
 }
 
+// An interrupted run: a job whose startdelay has not come never starts (the
+// clock does not wait for it), the running one drains, and the run throws.
+TEST(FioJobModelTest, InterruptedRunNeverStartsADelayedJob) {
+    auto running = job(true, 4096, 4 << 20), later = running;
+    running.iodepth = 16;
+    running.time_based = true;
+    running.runtime_ns = 3600'000'000'000;  // an hour of virtual time
+    later.start_delay_ns = uint64_t(1) << 50;
+    later.pid = 1001;
+    JobRunner run;
+    FioRunHooks hooks;
+    hooks.open_stack = &JobRunner::open;
+    hooks.ctx = &run;
+    EXPECT_THROW(
+        run_fio_jobs(1, run.clock, {running, later}, hooks, InterruptPoll([] { return true; })),
+        RunInterrupted);
+    EXPECT_LT(run.clock.now_ns(), uint64_t(1) << 50);  // nobody waited for `later`
+    ASSERT_EQ(run.stacks.size(), 1u);
+    std::set<uint32_t> pids;
+    size_t queued = 0, completed = 0;
+    for (const TraceEvent& e : run.recorder.events) {
+        if (e.device != run.stacks[0]->top().devt()) continue;
+        queued += e.action == TraceAction::Queue;
+        completed += e.action == TraceAction::Complete;
+        if (e.action == TraceAction::Queue) pids.insert(e.pid);
+    }
+    EXPECT_GT(queued, 0u);
+    EXPECT_EQ(completed, queued);
+    EXPECT_EQ(pids, std::set<uint32_t>{1000});  // only the running job issued
+}
+
 // rate_iops: a time-based job at 1000 IOPS for 50 ms issues 50 I/Os.
 TEST(FioJobModelTest, RateIopsLimitsIssue) {
     auto spec = job(true, 4096, 4 << 20);

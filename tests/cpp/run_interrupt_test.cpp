@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "config/config_loader.h"
+#include "fio_jobs_on_stack.h"
 #include "ram_nvme_stack.h"
-#include "sim/workload.h"
 #include "stack/storage_probe.h"
 
 namespace mdsplit {
@@ -29,37 +29,18 @@ TEST(InterruptPollTest, AsksEveryFewPassesAndLatches) {
     EXPECT_NO_THROW(InterruptPoll().throw_if_requested());
 }
 
-// An interrupted run_workload completes what it queued, throws, and leaves
-// the stack able to run the next workload.
-TEST(InterruptPollTest, InterruptedWorkloadDrainsAndThrows) {
+// An interrupted fio job completes what it queued, the run throws, and the
+// stack runs the next job.
+TEST(InterruptPollTest, InterruptedJobDrainsAndThrows) {
     RamStack s;
-    WorkloadSpec spec;
-    spec.random = true;
-    spec.iodepth = 16;
-    spec.total_bytes = uint64_t(1) << 40;
-    EXPECT_THROW(run_workload(s.stack, spec, InterruptPoll([] { return true; })), RunInterrupted);
-    spec.total_bytes = 64 * 4096;
-    WorkloadResult r = run_workload(s.stack, spec);
-    EXPECT_EQ(r.ios, 64u);
-    EXPECT_EQ(r.errors, 0u);
-}
-
-// An interrupted run_workloads: a task not yet started never starts, the
-// running one drains, and the run throws.
-TEST(InterruptPollTest, InterruptedTasksDrainAndLaterOnesNeverStart) {
-    RamStack s;
-    WorkloadSpec running, later;
-    running.random = later.random = true;
-    running.iodepth = 16;
-    running.total_bytes = uint64_t(1) << 40;
-    later.start_ns = uint64_t(1) << 50;
-    later.pid = 2;
-    uint64_t before = s.clock.now_ns();
-    EXPECT_THROW(run_workloads(s.stack, {running, later}, InterruptPoll([] { return true; })),
+    FioJobSpec spec = closed_loop_job(Op::Read, true, 4096, 16, uint64_t(1) << 40);
+    EXPECT_THROW(run_jobs_on(s.stack, s.clock, {spec}, InterruptPoll([] { return true; })),
                  RunInterrupted);
-    EXPECT_LT(s.clock.now_ns() - before, uint64_t(1) << 50);  // nobody waited for `later`
-    WorkloadResult r = run_workload(s.stack, WorkloadSpec{});
-    EXPECT_EQ(r.errors, 0u);
+    spec.io_size = 64 * 4096;
+    FioJobResult r = run_jobs_on(s.stack, s.clock, {spec})[0];
+    EXPECT_EQ(r.dir[kFioRead].ios, 64u);
+    EXPECT_EQ(r.dir[kFioRead].errors, 0u);
+    EXPECT_EQ(r.error, 0);
 }
 
 }  // namespace

@@ -115,5 +115,100 @@ TEST(RunPlan, OtherEnginesJobsCountOnlyForOrder) {
     EXPECT_EQ(p.sharing_refusal(0, raid5()), "");  // x's stonewall parts them
 }
 
+TEST(RunPlan, AJobWithoutAStackFileIsRefusedFirst) {
+    PlanJob j = job("a", false, "");
+    j.group_weight_text = "-1";
+    EXPECT_EQ(plan({j}).option_refusal(0),
+              "mdsplit: mdsplit_config is required: the TOML file describing the device stack "
+              "(see docs/stack-toml.md)");
+}
+
+TEST(RunPlan, AGroupWeightIsReadAsFioReadsANumber) {
+    EXPECT_EQ(group_weight_of("0x10"), 16u);
+    EXPECT_EQ(group_weight_of("1000"), 1000u);
+    EXPECT_EQ(group_weight_of("-1"), 0u);
+    EXPECT_EQ(group_weight_of("1001"), 0u);
+    EXPECT_EQ(group_weight_of("5x"), 0u);
+}
+
+TEST(RunPlan, AGroupWeightThatIsNoNumberIsRefused) {
+    PlanJob j = job("a", false);
+    j.group_weight_text = "-1";
+    EXPECT_EQ(plan({j}).option_refusal(0),
+              "mdsplit: mdsplit_group_weight=-1 is not a group weight; allowed: an integer "
+              "1..1000");
+}
+
+TEST(RunPlan, ABufferedTrimIsRefused) {
+    PlanJob j = job("a", false);
+    j.trims = j.buffered = true;
+    EXPECT_EQ(plan({j}).option_refusal(0).rfind("mdsplit: rw=trim/randtrim/trimwrite with "
+                                                "direct=0",
+                                                0),
+              0u);
+}
+
+TEST(RunPlan, TwoFileNamesAreRefused) {
+    PlanJob j = job("a", false);
+    j.files = 2;
+    EXPECT_EQ(plan({j}).option_refusal(0),
+              "mdsplit: filename must name exactly one virtual device (e.g. md0); got 2 files");
+}
+
+TEST(RunPlan, AGroupNeedsBfq) {
+    PlanJob j = job("a", false);
+    j.mdsplit_group = "g";
+    EXPECT_EQ(plan({j}).setup_refusal(0, raid5()),
+              "mdsplit: mdsplit_group=g needs device.scheduler = \"bfq\" in s.toml");
+}
+
+TEST(RunPlan, AnIoschedulerOtherThanTheStacksIsRefused) {
+    PlanJob j = job("a", false);
+    j.ioscheduler = "bfq";
+    EXPECT_EQ(plan({j}).setup_refusal(0, StackConfig{}).rfind("mdsplit: ioscheduler=bfq: ", 0), 0u);
+}
+
+TEST(RunPlan, AJobIsChargedToMdsplitGroupElseItsCgroup) {
+    PlanJob a = job("a", false), b = job("b", false);
+    a.mdsplit_group = "g";
+    b.cgroup = "c";
+    RunPlan p = plan({a, b});
+    EXPECT_EQ(p.jobs()[0].group, "g");
+    EXPECT_EQ(p.jobs()[1].group, "c");
+}
+
+TEST(RunPlan, TwoGroupNamesForOneJobAreRefused) {
+    PlanJob j = job("a", false);
+    j.mdsplit_group = "g";
+    j.cgroup = "c";
+    StackConfig bfq;
+    bfq.device.scheduler = SchedulerKind::Bfq;
+    EXPECT_EQ(plan({j}).setup_refusal(0, bfq).rfind("mdsplit: mdsplit_group=g and cgroup=c: ", 0),
+              0u);
+}
+
+TEST(RunPlan, AWeightWithoutAGroupIsRefused) {
+    PlanJob j = job("a", false);
+    j.group_weight_text = "200";
+    EXPECT_EQ(plan({j})
+                  .setup_refusal(0, StackConfig{})
+                  .rfind("mdsplit: mdsplit_group_weight=200 without mdsplit_group: ", 0),
+              0u);
+}
+
+TEST(RunPlan, AStackOpensWritableWhenAnyJobOfItsFileMayWrite) {
+    PlanJob reader = job("r", true), writer = job("w", true);
+    writer.writes = true;
+    RunPlan p = plan({reader, writer});
+    EXPECT_TRUE(p.stack_options(0).writable);
+    EXPECT_FALSE(p.exclusive(0));
+    EXPECT_FALSE(plan({job("r", true)}).stack_options(0).writable);
+}
+
+TEST(RunPlan, AnEngineLineStartsWithMdsplitOnce) {
+    EXPECT_EQ(engine_line("x: y"), "mdsplit: x: y");
+    EXPECT_EQ(engine_line("mdsplit: x"), "mdsplit: x");
+}
+
 }  // namespace
 }  // namespace mdsplit

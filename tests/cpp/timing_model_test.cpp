@@ -6,9 +6,9 @@
 // (engine/backends/timing_model.h):
 //   done = max(channel_start + command, media_free) + penalty + bytes / bandwidth
 // TimedBackend completes a request at its modelled time and never before the
-// wrapped backend has finished it; whole virtual-clock runs (Stack +
-// run_workload) reach the throughput the formula predicts, identically
-// every time.
+// wrapped backend has finished it; whole virtual-clock runs (a Stack and
+// one fio job through run_fio_jobs, without fio's own CPU time) reach the
+// throughput the formula predicts, identically every time.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,7 +27,7 @@
 #include "core/drivers/timing_model.h"
 #include "core/trace/trace_event.h"
 #include "core/trace/tracer.h"
-#include "sim/workload.h"
+#include "fio_jobs_on_stack.h"
 #include "stack/stack.h"
 #include "stack/storage_probe.h"
 
@@ -425,18 +425,53 @@ parallelism = )" +
            std::to_string(m.parallelism) + "\n";
 }
 
+// A closed loop of reads as the tests describe it: `iodepth` in flight,
+// `batch` per commit, `total_bytes` in all.
+struct WorkloadSpec {
+    bool random = false;
+    uint64_t block_size = 4096;
+    uint64_t total_bytes = 0;
+    uint32_t iodepth = 1;
+    uint32_t batch = 1;
+    uint64_t seed = 1;
+};
+
+// What the loop did: from the fio job's read results.
+struct WorkloadResult {
+    uint64_t ios = 0, bytes = 0, errors = 0;
+    uint64_t elapsed_ns = 0;  // the job's runtime
+    uint64_t total_latency_ns = 0, max_latency_ns = 0;
+    double iops() const { return elapsed_ns ? ios * 1e9 / double(elapsed_ns) : 0.0; }
+    double bandwidth_bps() const { return elapsed_ns ? bytes * 1e9 / double(elapsed_ns) : 0.0; }
+};
+
 struct VirtualRun {
     WorkloadResult result;
     std::string stats;
 };
 
+// The loop as one fio job on the virtual clock (run_fio_jobs), with no fio
+// CPU time between a completion and the next submission: the device alone
+// sets the pace.
 VirtualRun run_virtual(const ModelNumbers& model, const WorkloadSpec& spec) {
     StackConfig config = load_stack_text(stack_toml(model), "", "timing_model_test");
     VirtualClock clock;
     Stack stack(config, clock, StackOptions{});
-    VirtualRun run;
-    run.result = run_workload(stack, spec);
+    FioJobSpec job = closed_loop_job(Op::Read, spec.random, spec.block_size, spec.iodepth,
+                                     spec.total_bytes, 0, spec.seed);
+    job.batch = spec.batch;
+    job.fio_submit_ns = 0;
+    job.fio_complete_ns = 0;
+    FioJobResult r = run_jobs_on(stack, clock, {job})[0];
     stack.drain();
+    const FioDirectionResult& read = r.dir[kFioRead];
+    VirtualRun run;
+    run.result.ios = read.ios;
+    run.result.bytes = read.bytes;
+    run.result.errors = read.errors + (r.error != 0);
+    run.result.elapsed_ns = r.runtime_ns;
+    run.result.total_latency_ns = uint64_t(read.lat.sum);
+    run.result.max_latency_ns = read.lat.max;
     run.stats = stack.stats_json();
     return run;
 }

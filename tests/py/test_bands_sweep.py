@@ -78,3 +78,14 @@ def test_sensitivity_is_the_slope_over_the_range():
     row = sensitivity_table(params, values, runs, ["m"]).splitlines()[1].split()
     # slope 2 x range 10 = 20 on a median of 107: 18.7 %
     assert row[0] == "m" and float(row[1]) == pytest.approx(100 * 20 / 107, abs=0.1)
+
+
+def test_sweep_buffered_simulates_the_job_file_per_draw():
+    """`harness sweep buffered --draws 2`: each draw simulates uring-buffered-ra.fio with its
+    costs as [cpu.buffered]; a band row per thread figure."""
+    r = subprocess.run([sys.executable, "-m", "harness", "sweep", "buffered", "--draws", "2"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert "readahead_ns: 0..200 ns" in r.stdout
+    rows = [l for l in r.stdout.splitlines() if l.startswith("c8d317aa.rasync_off.qd128_kIOPS")]
+    assert rows and rows[0].split()[-1] in ("PASS", "MISS", "evidence")

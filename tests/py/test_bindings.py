@@ -1,6 +1,8 @@
 """The core through the pybind11 module, on a virtual clock."""
 import pytest
 
+from fio_jobs import closed_loop
+
 NULL_STACK = """
 [device]
 kind = "passthrough"
@@ -15,18 +17,17 @@ model = { command = "50us", bandwidth = 500_000_000, random_penalty = "30us", pa
 """
 
 
-def run(mdsplit, rw, bs, iodepth, total):
-    sim = mdsplit.Simulation(NULL_STACK)
-    res = sim.run_workload(rw, bs, iodepth=iodepth, total=total)
-    return sim, res
+def run(mdsplit, rw, bs, iodepth, total, stack=NULL_STACK):
+    """A closed loop as one fio job on the virtual clock (run_fio_jobs)."""
+    res = closed_loop(mdsplit, stack, rw, bs, iodepth, total)
+    return res.pop("stats"), res
 
 
 def test_virtual_time_run_is_deterministic(mdsplit_module):
-    a_sim, a = run(mdsplit_module, "randread", 4096, 16, 8 * 1024 * 1024)
-    b_sim, b = run(mdsplit_module, "randread", 4096, 16, 8 * 1024 * 1024)
+    a_stats, a = run(mdsplit_module, "randread", 4096, 16, 8 * 1024 * 1024)
+    b_stats, b = run(mdsplit_module, "randread", 4096, 16, 8 * 1024 * 1024)
     assert a == b
-    assert a_sim.stats() == b_sim.stats()
-    assert [e for e in a_sim.events()] == [e for e in b_sim.events()]
+    assert a_stats == b_stats
 
 
 def test_timing_model_throughput_matches_its_formula(mdsplit_module):
@@ -93,35 +94,24 @@ def test_config_error_is_value_error(mdsplit_module):
         mdsplit_module.load_stack_text('[device]\nkind = "x"\n')
 
 
-# run_workload's rw takes fio's names; anything else is refused by name.
-def test_run_workload_rejects_an_unknown_rw(mdsplit_module):
-    sim = mdsplit_module.Simulation(NULL_STACK)
-    with pytest.raises(ValueError, match=r'rw: "randrw"; allowed: read, write, randread, randwrite, trim'):
-        sim.run_workload("randrw", 4096, iodepth=1, total=4096)
-    with pytest.raises(ValueError, match=r'rw: "tasks"; allowed'):
-        sim.run_workloads([{"rw": "tasks", "bs": 4096, "total": 4096}])
-
-
-# rw="randtrim" is fio's name for random discards: they complete, without data.
-def test_run_workload_randtrim_discards(mdsplit_module):
-    res = mdsplit_module.Simulation(NULL_STACK).run_workload("randtrim", 4096, iodepth=4, total=4096 * 64)
+# rw=randtrim is fio's name for random discards: they complete, without data.
+def test_randtrim_discards(mdsplit_module):
+    _, res = run(mdsplit_module, "randtrim", 4096, 4, 4096 * 64)
     assert res["ios"] == 64 and res["errors"] == 0
 
 
 def test_time_scale_runs_the_model_in_slow_motion(mdsplit_module):
     scaled = NULL_STACK.replace('kind = "passthrough"', 'kind = "passthrough"\ntime_scale = 4')
-    a = mdsplit_module.Simulation(NULL_STACK).run_workload("randread", 4096, iodepth=1, total=4096 * 100)
-    sim = mdsplit_module.Simulation(scaled)
-    b = sim.run_workload("randread", 4096, iodepth=1, total=4096 * 100)
+    _, a = run(mdsplit_module, "randread", 4096, 1, 4096 * 100)
+    stats, b = run(mdsplit_module, "randread", 4096, 1, 4096 * 100, stack=scaled)
     assert b["elapsed_ns"] == pytest.approx(4 * a["elapsed_ns"], rel=1e-6)
-    assert sim.stats()["time_scale"] == 4
+    assert stats["time_scale"] == 4
 
 
-@pytest.mark.parametrize("call", ["run_workload", "run_workloads"])
-def test_long_runs_release_the_gil(mdsplit_module, call):
-    """Another Python thread keeps running while run_workload / run_workloads runs."""
+def test_long_runs_release_the_gil(mdsplit_module, tmp_path):
+    """Another Python thread keeps running while run_fio_jobs runs."""
     import threading
-    sim = mdsplit_module.Simulation(
+    (tmp_path / "stack.toml").write_text(
         '[[members]]\nbackend = "ram"\nsize = "8m"\nmodel = "nvme"\n')
     ticks, done = [0], threading.Event()
 
@@ -133,11 +123,9 @@ def test_long_runs_release_the_gil(mdsplit_module, call):
     t.start()
     try:
         before = ticks[0]
-        if call == "run_workload":
-            sim.run_workload("randread", 4096, iodepth=8, total=4096 * 200_000)
-        else:
-            sim.run_workloads([{"rw": "randread", "bs": 4096, "iodepth": 8,
-                                "total": 4096 * 200_000}])
+        mdsplit_module.run_fio_jobs([{"config": str(tmp_path / "stack.toml")}],
+                                    [{"random": True, "iodepth": 8, "io_size": 4096 * 200_000,
+                                      "norandommap": True}])
         during = ticks[0] - before
     finally:
         done.set()

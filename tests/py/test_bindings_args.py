@@ -29,19 +29,6 @@ def one_line_error(f, *args, **kwargs) -> str:
 
 # --- Allocations: what can be in flight, what the device holds --------------------
 
-@pytest.mark.parametrize("call", [
-    "m.Simulation(RAM16).run_workload('read', 16 << 20, iodepth=1024, total=16 << 20)",
-    "m.Simulation(RAM16).run_workloads([dict(rw='read', bs=16 << 20, iodepth=1024, "
-    "total=16 << 20)])",
-    "m.BufferedSimulation(RAM16).run_workload('read', 16 << 20, iodepth=1024, total=16 << 20)",
-])
-def test_workload_buffers_are_bounded_by_the_ios_it_issues(call):
-    """One 16 MiB I/O at iodepth 1024 allocates one buffer, not 16 GiB (MemoryError before)."""
-    r = outcome(f"r = {call}\nresult = (r[0] if isinstance(r, list) else r)['ios']",
-                limit=1 << 30)
-    assert r == "OK 1"
-
-
 def test_buffered_submit_read_buffer_stops_at_the_device_end():
     """BufferedSimulation.submit of a 4 GiB read of a 16 MiB device allocates 16 MiB at most."""
     r = outcome("""
@@ -100,11 +87,6 @@ B = "m.BufferedSimulation(RAM)"
                                          "tuples"),
     (f"{S}.write(0, 'text')", "write: data: expected bytes, got str; allowed: bytes, bytearray "
                               "or another contiguous bytes-like object"),
-    (f"{S}.run_workload(None, 4096)",
-     "run_workload: rw: expected a str, got NoneType; allowed: read, write, randread, "
-     "randwrite, trim, randtrim, discard, randdiscard"),
-    (f"{S}.run_workloads(None)",
-     "run_workloads: tasks: expected a list, got NoneType; allowed: a list of task dicts"),
     (f"{S}.events(device=None)", 'events: device: expected a str, got NoneType; allowed: a '
                                  'device name of the stack, or "" for all'),
     ("m.read_blktrace(None)", "read_blktrace: path: expected a str, got NoneType; allowed: a "
@@ -134,12 +116,6 @@ def test_a_wrong_type_is_one_line_naming_the_argument(mdsplit_module, call, mess
 @pytest.mark.parametrize("call, message", [
     ("m.Simulation(RAM, foo=1)", 'Simulation: unknown keyword argument "foo"; allowed: toml, '
                                  'base_dir, label, trace_dir, record_events'),
-    (f"{S}.run_workload('read', 4096, runtime=1)",
-     'run_workload: unknown keyword argument "runtime"; allowed: rw, bs, iodepth, size, total, '
-     'offset, batch, seed'),
-    (f"{B}.run_workload('read', runtime=1)",
-     'run_workload: unknown keyword argument "runtime"; allowed: rw, bs, iodepth, size, total, '
-     'offset, batch, seed, end_fsync'),
     ("m.BufferedSimulation(RAM, cache=4096)",
      'BufferedSimulation: unknown keyword argument "cache"; allowed: toml, base_dir, label, '
      'trace_dir, variant, rasync, ra_kb, cache_size, record_paths'),
@@ -162,12 +138,6 @@ def test_write_takes_any_bytes_like_data(mdsplit_module, cls):
     sim.write(0, bytearray(b"\x01" * 4096))
     sim.write(4096, memoryview(b"\x02" * 4096))
     assert sim.read(0, 8192) == b"\x01" * 4096 + b"\x02" * 4096
-
-
-def test_run_workloads_takes_a_tuple_of_tasks(mdsplit_module):
-    """run_workloads((task,)) runs as run_workloads([task]) (it was a TypeError)."""
-    sim = mdsplit_module.Simulation(RAM)
-    assert sim.run_workloads(({"rw": "read", "total": 8192},))[0]["ios"] == 2
 
 
 def test_run_fio_jobs_takes_tuples(mdsplit_module, stack_file):
@@ -195,29 +165,28 @@ def test_measure_buffered_costs_refuses_a_bool_count(mdsplit_module):
 
 # --- Groups: as the engine refuses them ----------------------------------------------
 
-def test_run_workloads_refuses_a_weight_for_the_empty_group(mdsplit_module):
+def test_run_fio_jobs_refuses_a_weight_for_the_empty_group(mdsplit_module, stack_file):
     """group "" (the root group) with a group_weight is refused: the weight was ignored."""
-    sim = mdsplit_module.Simulation(BFQ)
-    assert one_line_error(sim.run_workloads, [{"rw": "read", "total": 4096, "group": "",
-                                               "group_weight": 300}]) == (
-        'ValueError: run_workloads: tasks[0]: group_weight: is the weight of a group, and none '
+    assert one_line_error(mdsplit_module.run_fio_jobs, [{"config": stack_file(BFQ)}],
+                          [{"size": 65536, "group": "", "group_weight": 300}]) == (
+        'ValueError: run_fio_jobs: jobs[0]: group_weight: is the weight of a group, and none '
         'is named; allowed: "group" (a name, not "") beside it, or no group_weight')
 
 
-def test_run_workloads_takes_the_empty_group_without_bfq(mdsplit_module):
+def test_run_fio_jobs_takes_the_empty_group_without_bfq(mdsplit_module, stack_file):
     """group "" is the root group, as the engine's empty mdsplit_group: taken on any stack."""
-    sim = mdsplit_module.Simulation(RAM)
-    assert sim.run_workloads([{"rw": "read", "total": 4096, "group": ""}])[0]["ios"] == 1
+    r = mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{"size": 4096, "group": ""}])
+    assert r["jobs"][0]["read"]["ios"] == 1
 
 
-def test_run_workloads_refuses_two_weights_for_one_group(mdsplit_module):
-    """Two tasks of one group with different weights are refused, as the engine refuses them."""
-    sim = mdsplit_module.Simulation(BFQ)
-    task = {"rw": "read", "total": 4096, "group": "g"}
-    assert one_line_error(sim.run_workloads, [dict(task, group_weight=300), task]) == (
-        'ValueError: run_workloads: tasks[1]: group_weight: 100 (the default) for group "g", '
-        'which tasks[0] gives 300, and a group has one weight; allowed: the same group_weight '
-        'on every task of a group (on one device)')
+def test_run_fio_jobs_refuses_the_default_weight_beside_another(mdsplit_module, stack_file):
+    """A job of a group without a weight (100) beside one that gives 300 is refused."""
+    job = {"size": 65536, "group": "g"}
+    assert one_line_error(mdsplit_module.run_fio_jobs, [{"config": stack_file(BFQ)}],
+                          [dict(job, group_weight=300), job]) == (
+        'ValueError: run_fio_jobs: jobs[1]: group_weight: 100 (the default) for group "g", '
+        'which jobs[0] on that stack gives 300, and a group has one weight; allowed: the same '
+        'group_weight on every task of a group (on one device)')
 
 
 @pytest.mark.parametrize("job, message", [
@@ -227,7 +196,7 @@ def test_run_workloads_refuses_two_weights_for_one_group(mdsplit_module):
                             'named; allowed: "group" (a name, not "") beside it, or no '
                             'group_weight'),
 ])
-def test_run_fio_jobs_refuses_group_settings_as_run_workloads(mdsplit_module, stack_file, job,
+def test_run_fio_jobs_refuses_group_settings_as_the_engine(mdsplit_module, stack_file, job,
                                                                message):
     """A group without bfq, or a weight without a group, is refused by run_fio_jobs too."""
     assert one_line_error(mdsplit_module.run_fio_jobs, [{"config": stack_file()}],
@@ -244,19 +213,6 @@ def test_run_fio_jobs_refuses_two_weights_for_one_group(mdsplit_module, stack_fi
 
 
 # --- Messages: the argument, its value, what is allowed --------------------------------
-
-@pytest.mark.parametrize("kwargs, message", [
-    ({"bs": 513}, "run_workload: bs: 513 is not a multiple of the logical block size; allowed: "
-                  "a multiple of 512 (the logical block size), > 0"),
-    ({"bs": 4096, "offset": 1 << 20}, "run_workload: offset: 1048576 is past the end of the "
-                                      "device (1048576 bytes); allowed: 0..1048575, a multiple "
-                                      "of 512 (the logical block size)"),
-])
-def test_run_workload_region_errors_name_the_argument(mdsplit_module, kwargs, message):
-    """bs and offset errors name run_workload's argument, its value and what is allowed."""
-    sim = mdsplit_module.Simulation(RAM)
-    assert one_line_error(sim.run_workload, "read", **kwargs) == "ValueError: " + message
-
 
 def test_run_fio_jobs_model_errors_name_the_job_index(mdsplit_module, stack_file):
     """An offset past the end names jobs[0], as run_fio_jobs' other errors (not "simulate: job")."""
@@ -278,22 +234,6 @@ def test_buffered_direct_io_explains_alignment(mdsplit_module, call, args):
 
 
 # --- Refused up front instead of run wrong -------------------------------------------
-
-def test_run_workload_refuses_a_misaligned_offset(mdsplit_module):
-    """offset=1 is refused up front (every I/O failed: {'ios': 0, 'errors': 16})."""
-    sim = mdsplit_module.Simulation(RAM)
-    assert one_line_error(sim.run_workload, "read", 4096, offset=1, total=65536) == (
-        "ValueError: run_workload: offset: 1 is not a multiple of the logical block size; "
-        "allowed: a multiple of 512 (the logical block size) below 1048576")
-
-
-def test_run_workload_refuses_a_size_past_the_end(mdsplit_module):
-    """size=2**40 on a 1 MiB device is refused (it was clipped to the device, unsaid)."""
-    sim = mdsplit_module.Simulation(RAM)
-    assert one_line_error(sim.run_workload, "read", 4096, size=1 << 40, total=8192) == (
-        "ValueError: run_workload: size: 1099511627776 bytes from offset 0 pass the end of the "
-        "device (1048576 bytes); allowed: 0 (to the end of the device) or at most 1048576")
-
 
 @pytest.mark.parametrize("args, message", [
     ((5, 0), "offset: 5 given for fsync"),

@@ -24,12 +24,6 @@ def fio(path, job, **stack):
 
 # --- Types: a non-dict or a wrong-typed value is a ValueError naming it -------
 
-def test_run_workloads_refuses_a_task_that_is_not_a_dict():
-    """run_workloads([1]) is a ValueError naming tasks[0] (it crashed)."""
-    r = outcome(f"m.Simulation({RAM!r}).run_workloads([1])")
-    assert r == "ValueError: run_workloads: tasks[0]: expected a dict, got int; allowed: a dict"
-
-
 def test_run_fio_jobs_refuses_a_job_that_is_not_a_dict(stack_file):
     """run_fio_jobs(stacks, [None]) is a ValueError naming jobs[0] (it crashed)."""
     r = outcome(f"m.run_fio_jobs([{{'config': {stack_file()!r}}}], [None])")
@@ -43,11 +37,10 @@ def test_run_fio_jobs_names_a_missing_config(mdsplit_module):
         mdsplit_module.run_fio_jobs([{}], [{}])
 
 
-def test_run_workloads_names_a_wrong_typed_value(mdsplit_module):
+def test_run_fio_jobs_names_a_wrong_typed_value(mdsplit_module, stack_file):
     """A str where an int goes is a ValueError naming the key and the type, not a cast error."""
-    sim = mdsplit_module.Simulation(RAM)
-    with pytest.raises(ValueError, match=r"^run_workloads: tasks\[0\]: bs: expected an int, got str;"):
-        sim.run_workloads([{"rw": "read", "bs": "4k"}])
+    with pytest.raises(ValueError, match=r"^run_fio_jobs: jobs\[0\]: iodepth: expected an int, got str;"):
+        mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{"iodepth": "4"}])
 
 
 def test_run_fio_jobs_takes_only_a_bool_for_a_flag(mdsplit_module, stack_file):
@@ -90,27 +83,26 @@ def test_run_fio_jobs_refuses_prioclass_4_on_bfq(stack_file):
 
 # --- Runs that never ended ---------------------------------------------------------
 
-def test_runtime_without_virtual_time_is_refused():
-    """runtime_ns on a stack whose I/O takes no virtual time is a ValueError (it never returned)."""
-    r = outcome(f"m.Simulation({RAM!r}).run_workloads([{{'rw': 'read', 'runtime_ns': 1000}}])",
-                timeout=30)
-    assert r.startswith("ValueError: run_workloads: tasks[0]: runtime_ns: no virtual time passes")
+def test_runtime_without_virtual_time_is_refused(stack_file):
+    """A time-based job on a stack whose I/O takes no virtual time (and no fio CPU time) is a
+    ValueError once drained (it never returned)."""
+    r = outcome(fio(stack_file(), {"time_based": True, "runtime_ns": 1000, "fio_submit_ns": 0,
+                                   "fio_complete_ns": 0, "size": 65536}), timeout=30)
+    assert r.startswith("ValueError: run_fio_jobs: jobs[0]: time_based: no virtual time passes")
 
 
-@pytest.mark.parametrize("key", ["start_ns", "runtime_ns", "think_ns"])
-def test_run_workloads_bounds_time_arguments(key):
+@pytest.mark.parametrize("key", ["start_delay_ns", "runtime_ns", "think_ns"])
+def test_run_fio_jobs_bounds_time_arguments(stack_file, key):
     """A time argument past 2**60 ns is a ValueError naming it (2**64 - 1 stalled the event loop)."""
-    r = outcome(f"m.Simulation({NULL!r}).run_workloads([{{'rw': 'read', 'total': 8192, "
-                f"{key!r}: 2**64 - 1}}])", timeout=30)
-    assert r == (f"ValueError: run_workloads: tasks[0]: {key}: 18446744073709551615 is out of "
+    r = outcome(fio(stack_file(), {"size": 8192, key: 2**64 - 1}), timeout=30)
+    assert r == (f"ValueError: run_fio_jobs: jobs[0]: {key}: 18446744073709551615 is out of "
                  "range; allowed: 0..1152921504606846976 (ns: at most 2**60, about 36.5 years)")
 
 
-def test_a_run_past_the_time_horizon_is_refused():
+def test_a_run_past_the_time_horizon_is_refused(stack_file):
     """Think times that carry the clock past 2**62 ns are a ValueError once drained (it wrapped)."""
-    r = outcome(f"m.Simulation({RAM!r}).run_workloads([{{'rw': 'read', 'think_ns': 2**60, "
-                "'total': 8 * 4096}])", timeout=30)
-    assert r.startswith("ValueError: run_workloads: the virtual clock passed 2**62 ns")
+    r = outcome(fio(stack_file(), {"think_ns": 2**60, "size": 8 * 4096}), timeout=30)
+    assert r.startswith("ValueError: simulate: the virtual clock passed 2**62 ns")
 
 
 def test_run_fio_jobs_bounds_phase(stack_file):
@@ -141,9 +133,6 @@ def test_run_fio_jobs_bounds_ramp(stack_file):
 
 
 @pytest.mark.parametrize("call", [
-    "m.Simulation(RAM).run_workload('read', 4096, iodepth=65537, total=4096)",
-    "m.Simulation(RAM).run_workloads([{'rw': 'read', 'iodepth': 65537, 'total': 4096}])",
-    "m.BufferedSimulation(RAM).run_workload('read', 4096, iodepth=65537, total=4096)",
     "m.BufferedSimulation(RAM).set_iodepth(65537)",
     "m.run_fio_jobs([{'config': PATH}], [{'iodepth': 65537, 'size': 65536}])",
 ])
@@ -155,48 +144,33 @@ def test_iodepth_is_bounded_everywhere(call, stack_file):
 
 # --- One object, one call at a time ---------------------------------------------
 
-def test_buffered_simulation_refuses_a_second_thread():
-    """A call on a BufferedSimulation busy in run_workload (without the GIL) raises RuntimeError."""
-    r = outcome(f"""
-        import threading
-        b = m.BufferedSimulation({RAM!r}.replace('1m', '64m'))
-        t = threading.Thread(target=b.run_workload, args=('randread', 4096),
-                             kwargs=dict(iodepth=32, total=1 << 30))
-        t.start()
-        try:
-            while t.is_alive():
-                b.read(0, 4096)
-        finally:
-            t.join()
-        """, timeout=120)
-    assert r.startswith("RuntimeError: BufferedSimulation: in use by another thread")
-
-
-def test_simulation_refuses_a_second_thread(mdsplit_module):
-    """A call on a Simulation from another thread while a call on it runs raises RuntimeError."""
-    sim = mdsplit_module.Simulation(RAM)
+@pytest.mark.parametrize("cls, other_call", [("Simulation", lambda s: s.now_ns),
+                                             ("BufferedSimulation", lambda s: s.costs())])
+def test_a_simulation_refuses_a_second_thread(mdsplit_module, cls, other_call):
+    """A call on a simulation from another thread while a call on it runs raises RuntimeError."""
+    sim = getattr(mdsplit_module, cls)(RAM)
     inside, tried = threading.Event(), threading.Event()
     errors = []
 
-    class Total:  # read while run_workloads parses its tasks: lets the other thread in
+    class Offset:  # read while read() parses its arguments: lets the other thread in
         def __index__(self):
             inside.set()
             tried.wait(10)
-            return 4096
+            return 0
 
     def other():
         inside.wait(10)
         try:
-            sim.now_ns
+            other_call(sim)
         except RuntimeError as e:
             errors.append(str(e))
         tried.set()
 
     t = threading.Thread(target=other)
     t.start()
-    sim.run_workloads([{"rw": "read", "total": Total()}])
+    sim.read(Offset(), 4096)
     t.join()
-    assert errors and errors[0].startswith("Simulation: in use by another thread")
+    assert errors and errors[0].startswith(f"{cls}: in use by another thread")
 
 
 # --- Results that were wrong -----------------------------------------------------
@@ -269,19 +243,18 @@ def test_set_costs_unknown_key_is_a_value_error(mdsplit_module):
 # --- Nothing wrapped, nothing raised from 0 ------------------------------------------
 
 @pytest.mark.parametrize("key", ["iodepth", "batch", "pid", "group_weight"])
-def test_run_workloads_does_not_wrap_at_32_bits(mdsplit_module, key):
+def test_run_fio_jobs_does_not_wrap_at_32_bits(mdsplit_module, stack_file, key):
     """2**32 + 100 is refused by name, not taken as 100."""
-    sim = mdsplit_module.Simulation(RAM)
-    with pytest.raises(ValueError, match=rf"^run_workloads: tasks\[0\]: {key}: 4294967396 is out of range"):
-        sim.run_workloads([{"rw": "read", "total": 4096, key: 2**32 + 100}])
+    with pytest.raises(ValueError, match=rf"^run_fio_jobs: jobs\[0\]: {key}: 4294967396 is out of range"):
+        mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{"size": 4096, key: 2**32 + 100}])
 
 
 @pytest.mark.parametrize("key", ["iodepth", "batch"])
-def test_run_workload_refuses_zero_depth_and_batch(mdsplit_module, key):
+def test_run_fio_jobs_refuses_zero_depth_and_batch(mdsplit_module, stack_file, key):
     """iodepth=0 and batch=0 are refused by name, not raised to 1."""
-    sim = mdsplit_module.Simulation(RAM)
-    with pytest.raises(ValueError, match=rf"^run_workload: {key}: 0 is out of range; allowed: 1\.\.65536"):
-        sim.run_workload("read", 4096, total=4096, **{key: 0})
+    with pytest.raises(ValueError, match=rf"^run_fio_jobs: jobs\[0\]: {key}: 0 is out of range; "
+                                         r"allowed: 1\.\.65536"):
+        mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{"size": 4096, key: 0}])
 
 
 @pytest.mark.parametrize("key,value,allowed", [
@@ -291,8 +264,8 @@ def test_run_workload_refuses_zero_depth_and_batch(mdsplit_module, key):
     ("prio", 8, "0..7"),
     ("pid", 2**32, "0..4294967295"),
 ])
-def test_run_fio_jobs_checks_as_run_workloads_does(mdsplit_module, stack_file, key, value, allowed):
-    """run_fio_jobs refuses what run_workloads and fio refuse, by name and range."""
+def test_run_fio_jobs_checks_as_fio_does(mdsplit_module, stack_file, key, value, allowed):
+    """run_fio_jobs refuses what fio refuses, by name and range."""
     with pytest.raises(ValueError, match=rf"^run_fio_jobs: jobs\[0\]: {key}: {value} is out of range; "
                                          rf"allowed: {allowed}"):
         mdsplit_module.run_fio_jobs([{"config": stack_file()}], [{key: value, "size": 65536}])
@@ -317,10 +290,6 @@ def test_buffered_page_cache_arguments_are_checked_as_toml(mdsplit_module, kwarg
      "record_paths: expected a bool, got str; allowed: True | False"),
     ("m.BufferedSimulation(RAM, ra_kb=-4)",
      "ra_kb: -4 is out of range; allowed: 0..1048576 (a multiple of 4; 0 turns readahead off)"),
-    ("m.BufferedSimulation(RAM).run_workload('randread', end_fsync=2)",
-     "run_workload: end_fsync: expected a bool, got int; allowed: True | False"),
-    ("m.BufferedSimulation(RAM).run_workload('randread', bs=-1)",
-     "run_workload: bs: -1 is out of range; allowed: an int >= 0"),
     ("m.BufferedSimulation(RAM).set_record_paths(5)",
      "set_record_paths: on: expected a bool, got int; allowed: True | False"),
     ("m.BufferedSimulation(RAM).set_iodepth(True)",
@@ -377,7 +346,6 @@ def test_nul_in_a_stack_path_or_label_is_refused(mdsplit_module, tmp_path):
     (lambda s: s.submit("read", -1, 4096), "submit: offset: -1 is out of range"),
     (lambda s: s.submit("read", True, 4096), "submit: offset: expected an int, got bool"),
     (lambda s: s.submit_batch([("read", 0, 2 ** 64)]), "submit_batch: ios[0]: length: "),
-    (lambda s: s.run_workload("read", -1), "run_workload: bs: -1 is out of range"),
     (lambda s: s.read(1, 4096), "read: offset 1, length 4096: not a direct I/O the device "
                                 "takes (blkdev_dio_invalid); allowed: offset and length "
                                 "multiples of the logical block size, 512 bytes, length > 0"),
@@ -394,23 +362,15 @@ def test_simulation_integers_and_alignment_are_one_line(mdsplit_module, call, me
 # event for the object's life); events() then says so instead of [].
 def test_simulation_without_recorded_events(mdsplit_module):
     sim = mdsplit_module.Simulation(RAM, record_events=False)
-    assert sim.run_workload("randread", 4096, iodepth=8, total=1 << 20)["ios"] == 256
+    for i in range(8):
+        sim.submit("read", i * 4096, 4096)
+    assert len(sim.run()) == 8
     with pytest.raises(ValueError, match="records no events"):
         sim.events()
     with pytest.raises(ValueError, match="record_events: expected a bool, got int"):
         mdsplit_module.Simulation(RAM, record_events=0)
 
 
-# A group on a stack without bfq, or a weight without a group, was ignored.
-@pytest.mark.parametrize("task, message", [
-    ({"group": "g"}, "run_workloads: tasks[0]: group: groups are scheduled by bfq"),
-    ({"group_weight": 500}, "run_workloads: tasks[0]: group_weight: is the weight of a group"),
-])
-def test_run_workloads_group_needs_bfq_and_a_name(mdsplit_module, task, message):
-    sim = mdsplit_module.Simulation(RAM)
-    with pytest.raises(ValueError) as e:
-        sim.run_workloads([dict({"rw": "read", "bs": 4096, "total": 4096}, **task)])
-    assert str(e.value).startswith(message)
 
 
 # A read past the device's end is cut there before its buffer is allocated

@@ -46,29 +46,25 @@ def interrupted(long_call: str, next_call: str) -> str:
     return lines[-1] if lines else r.stderr.strip()[-500:]
 
 
-def test_ctrl_c_ends_simulation_run_workload():
-    """Simulation.run_workload: KeyboardInterrupt, then the next workload runs whole."""
-    r = interrupted(f"sim = m.Simulation(stack); sim.run_workload('randwrite', 4096, iodepth=16, "
-                    f"total={ENDLESS})",
-                    "sim.run_workload('randread', 4096, total=64 * 4096)['ios']")
-    assert r == "KeyboardInterrupt 64"
+def test_ctrl_c_ends_run_fio_jobs_and_a_delayed_job_never_starts(tmp_path):
+    """run_fio_jobs: KeyboardInterrupt, a job whose startdelay has not come never waited for."""
+    (tmp_path / "stack.toml").write_text(STACK)
+    jobs = [dict(random=True, read_pct=0, iodepth=16, io_size=ENDLESS),
+            dict(random=True, start_delay_ns=1 << 59, pid=2, size=65536)]
+    r = interrupted(f"m.run_fio_jobs([dict(config={str(tmp_path / 'stack.toml')!r})], {jobs!r})",
+                    "'done'")
+    assert r == "KeyboardInterrupt done"
 
 
-def test_ctrl_c_ends_simulation_run_workloads():
-    """Simulation.run_workloads: KeyboardInterrupt, a later task never waited for."""
-    tasks = [dict(rw="randwrite", bs=4096, iodepth=16, total=ENDLESS),
-             dict(rw="randread", bs=4096, start_ns=1 << 59, pid=2)]
-    r = interrupted(f"sim = m.Simulation(stack); sim.run_workloads({tasks!r})",
-                    "sim.run_workload('randread', 4096, total=64 * 4096)['ios']")
-    assert r == "KeyboardInterrupt 64"
-
-
-def test_ctrl_c_ends_buffered_run_workload():
-    """BufferedSimulation.run_workload (runs without the GIL): KeyboardInterrupt,
-    nothing left in flight."""
-    r = interrupted(f"sim = m.BufferedSimulation(stack); sim.run_workload('randread', 4096, "
-                    f"iodepth=32, total={ENDLESS})",
-                    "sim.run_workload('randread', 4096, iodepth=8, total=64 * 4096)['ios']")
+def test_ctrl_c_ends_buffered_run_fio_jobs(tmp_path):
+    """run_fio_jobs with a buffered job (runs without the GIL): KeyboardInterrupt, then a
+    buffered job on the same stack file runs whole."""
+    (tmp_path / "stack.toml").write_text(STACK)
+    stacks = [dict(config=str(tmp_path / "stack.toml"))]
+    endless = dict(random=True, iodepth=32, io_size=ENDLESS, direct=False)
+    whole = dict(random=True, iodepth=8, io_size=64 * 4096, direct=False)
+    r = interrupted(f"m.run_fio_jobs({stacks!r}, [{endless!r}])",
+                    f"m.run_fio_jobs({stacks!r}, [{whole!r}])['jobs'][0]['read']['ios']")
     assert r == "KeyboardInterrupt 64"
 
 

@@ -121,3 +121,18 @@ def test_virtual_run_meets_every_bio_size_check(mdsplit_module):
     again = ExperimentResult(bio_size.NAME)
     bio_size.add_checked_metrics(again, bio_size.virtual_run(ROOT / "jobs")[0])
     assert again.metrics == result.metrics
+
+
+def test_pagemap_layout_is_one_64m_read_per_policy_through_simulate(mdsplit_module):
+    """pagemap_layout(): simulate of bio-align.fio's reads, loops=1, real PFNs."""
+    import os
+    from harness.experiments import bio_size
+    from harness.paths import ROOT
+    if os.geteuid() != 0:
+        pytest.skip("contiguity = \"pagemap\" reads /proc/self/pagemap's PFNs: needs root")
+    layout = bio_size.pagemap_layout(ROOT / "jobs")
+    assert "skipped" not in layout, layout
+    for p in bio_size.POLICIES:
+        for kind in ("bios", "requests"):
+            assert sum(n * c for n, c in layout[p][kind].items()) == IO // 512, (p, kind)
+    assert layout["max_sectors"]["requests"] == {1024: 128}

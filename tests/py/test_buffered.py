@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fio_jobs import job, run
 from harness.parity_check import check_parity
 
 KiB = 1024
@@ -111,16 +112,29 @@ def test_no_read_is_lost_or_completed_twice(mdsplit_module, variant, rasync, ra_
         assert pc["punts"] == 0
 
 
-def test_sequential_reads_ramp_up_readahead(mdsplit_module):
-    sim = mdsplit_module.BufferedSimulation(nvme_stack(ra_kb=128, variant="c8d317aa"))
-    r = sim.run_workload("read", 4096, iodepth=1, total=2 * MiB)
-    assert r["ios"] == 512 and r["errors"] == 0
-    ra = sim.page_cache_stats()["readahead"]
+def buffered_jobs(mdsplit, tmp_path, stack_text, *jobs):
+    """Buffered (direct=0) fio jobs, one after the other (stonewall), on the
+    stack: (per-job results, the stack's page-cache statistics)."""
+    jobs = [dict(j, direct=False, phase=i) for i, j in enumerate(jobs)]
+    results, stats = run(mdsplit, tmp_path, stack_text, jobs)
+    for r in results:
+        assert r["error"] == 0 and r["read"]["errors"] == 0 and r["write"]["errors"] == 0
+    return results, stats["page_cache"]
+
+
+def iops(r, rw="read"):
+    return r[rw]["ios"] * 1e9 / r["runtime_ns"]
+
+
+def test_sequential_reads_ramp_up_readahead(mdsplit_module, tmp_path):
+    (r,), pc = buffered_jobs(mdsplit_module, tmp_path, nvme_stack(ra_kb=128, variant="c8d317aa"),
+                             job("read", iodepth=1, total=2 * MiB))
+    assert r["read"]["ios"] == 512
+    ra = pc["readahead"]
     # initial window 4 pages, then 8, 16, 32, 32, ...
     assert ra["window_sizes"]["4"] == 1 and ra["window_sizes"]["8"] == 1
     assert ra["window_sizes"]["16"] == 1 and ra["window_sizes"]["32"] >= 10
     assert ra["sync"]["windows"] == 1 and ra["async"]["windows"] >= 13
-    pc = sim.page_cache_stats()
     # A reader that catches up with a window still in flight finds its pages
     # locked: those count as misses too, but no page is read twice.
     assert pc["hits"] + pc["misses"] == 512 and pc["misses"] < 32
@@ -129,20 +143,20 @@ def test_sequential_reads_ramp_up_readahead(mdsplit_module):
     assert pc["submitter_page_reads"] >= pc["pages_read"] and pc["worker_page_reads"] == 0
 
 
-def sweep(mdsplit_module, variant, rasync, qd):
-    sim = mdsplit_module.BufferedSimulation(nvme_stack(size="1g", cache="1g", ra_kb=0, rasync=rasync,
-                                                       variant=variant), record_paths=False)
-    r = sim.run_workload("randread", 4096, iodepth=qd, total=max(300, 30 * qd) * 4096, seed=2)
-    assert r["errors"] == 0 and r["unexpected_completions"] == 0
-    return r["iops"], sim.page_cache_stats()
+def sweep(mdsplit_module, tmp_path, variant, rasync, qd):
+    (r,), pc = buffered_jobs(
+        mdsplit_module, tmp_path,
+        nvme_stack(size="1g", cache="1g", ra_kb=0, rasync=rasync, variant=variant),
+        job("randread", iodepth=qd, total=max(300, 30 * qd) * 4096, seed=2, norandommap=True))
+    return iops(r), pc
 
 
-def test_qd_sweep_has_the_threads_shape(mdsplit_module):
+def test_qd_sweep_has_the_threads_shape(mdsplit_module, tmp_path):
     iops = {}
     for variant in ("c8d317aa", "forced-ra"):
         for rasync in (True, False):
             for qd in (1, 32, 128):
-                iops[variant, rasync, qd], pc = sweep(mdsplit_module, variant, rasync, qd)
+                iops[variant, rasync, qd], pc = sweep(mdsplit_module, tmp_path, variant, rasync, qd)
                 if qd == 128:
                     assert pc["worker_high_water"] <= min(128, 4 * 16)
     for qd in (32, 128):
@@ -156,7 +170,7 @@ def test_qd_sweep_has_the_threads_shape(mdsplit_module):
         assert abs(a - b) / max(a, b) < 0.10
 
 
-def test_measured_costs_feed_a_simulation(mdsplit_module):
+def test_measured_costs_feed_a_simulation(mdsplit_module, tmp_path):
     # The reproduction's costs: measured on this machine, same keys as the
     # defaults; no figure is compared with a bound (noisy machines).
     measured = mdsplit_module.measure_buffered_costs(scratch_dir="/var/tmp", reads=64, wakeups=20)
@@ -165,11 +179,14 @@ def test_measured_costs_feed_a_simulation(mdsplit_module):
     for k in ("bio_submit_ns", "copy_4k_ns", "punt_ns", "wakeup_ns"):
         assert measured[k] > 0, k
     assert measured["fio_submit_ns"] == defaults["fio_submit_ns"]  # the harness measures fio's
-    sim = mdsplit_module.BufferedSimulation(nvme_stack(size="1g", cache="1g", variant="c8d317aa"))
-    sim.set_costs(measured)
+    # as the reproduction gives them: the stack file's [cpu.buffered] table
+    from harness.experiments.buffered import costs_toml
+    stack = nvme_stack(size="1g", cache="1g", variant="c8d317aa") + costs_toml(measured)
+    sim = mdsplit_module.BufferedSimulation(stack)
     assert sim.costs() == measured
-    r = sim.run_workload("randread", 4096, iodepth=8, total=200 * 4096, seed=2)
-    assert r["errors"] == 0 and r["ios"] == 200
+    (r,), _ = buffered_jobs(mdsplit_module, tmp_path, stack,
+                            job("randread", iodepth=8, total=200 * 4096, seed=2))
+    assert r["read"]["ios"] == 200
 
 
 def test_measure_costs_writes_only_in_an_existing_scratch_dir(mdsplit_module, tmp_path,
@@ -280,11 +297,11 @@ def test_buffered_randwrite_verify_over_raid5_passes_parity(mdsplit_module, tmp_
     assert sim.direct_read(0, size) == bytes(model)
 
 
-def test_stats_have_the_page_cache_object(mdsplit_module):
+def test_stats_have_the_page_cache_object(mdsplit_module, tmp_path):
     sim = mdsplit_module.BufferedSimulation(nvme_stack())
     assert sim.stats()["page_cache"]["enabled"] is False  # no buffered I/O yet
-    sim.run_workload("randread", 4096, iodepth=8, total=64 * 4096, size=MiB)
-    pc = sim.stats()["page_cache"]
+    _, pc = buffered_jobs(mdsplit_module, tmp_path, nvme_stack(),
+                          job("randread", iodepth=8, total=64 * 4096, size=MiB, norandommap=True))
     assert pc["enabled"] is True
     for key in ("hits", "misses", "readahead", "inline_completions", "callbacks_armed", "punts",
                 "worker_high_water", "inline_attempts", "task_work_runs", "pages_read"):
@@ -296,13 +313,14 @@ def test_stats_have_the_page_cache_object(mdsplit_module):
     assert plain.stats()["page_cache"]["enabled"] is False
 
 
-def test_virtual_time_buffered_runs_are_deterministic(mdsplit_module):
+def test_virtual_time_buffered_runs_are_deterministic(mdsplit_module, tmp_path):
     def one():
-        sim = mdsplit_module.BufferedSimulation(nvme_stack(size="16m", cache="2m", ra_kb=128,
-                                                           rasync=False, variant="c8d317aa"))
-        r = sim.run_workload("randread", 4096, iodepth=32, total=2000 * 4096, seed=4)
-        w = sim.run_workload("randwrite", 8192, iodepth=8, total=500 * 8192, seed=5, end_fsync=True)
-        return r, w, sim.stats(), sim.paths()
+        stack = nvme_stack(size="16m", cache="2m", ra_kb=128, rasync=False, variant="c8d317aa")
+        return buffered_jobs(mdsplit_module, tmp_path, stack,
+                             job("randread", iodepth=32, total=2000 * 4096, seed=4,
+                                 norandommap=True),
+                             job("randwrite", 8192, iodepth=8, total=500 * 8192, seed=5,
+                                 norandommap=True, end_fsync=True))
     assert one() == one()
 
 
@@ -343,8 +361,9 @@ def test_least_costs_splits_the_least_read_times_again():
     assert costs["cpus"] == 16
 
 
-# Buffered run_workload reads and writes; a trim is refused by name.
-def test_buffered_workload_rejects_trim(mdsplit_module):
-    sim = mdsplit_module.BufferedSimulation(nvme_stack(ra_kb=128, variant="c8d317aa"))
-    with pytest.raises(ValueError, match=r'rw: "randtrim"; allowed: read, write, randread, randwrite$'):
-        sim.run_workload("randtrim", 4096, iodepth=1, total=4096)
+# A buffered fio job reads and writes; a trim is refused by name.
+def test_buffered_job_rejects_trim(mdsplit_module, tmp_path):
+    with pytest.raises(ValueError, match=r'^run_fio_jobs: jobs\[0\]: trim: "trim" with direct=False; '
+                                         r"allowed: direct=True for a job that trims, or no trim$"):
+        run(mdsplit_module, tmp_path, nvme_stack(ra_kb=128, variant="c8d317aa"),
+            [dict(job("randread", total=4096), trim="trim", direct=False)])

@@ -355,9 +355,11 @@ def test_fault_delays_are_device_time(mdsplit_module, tmp_path, scale):
     (time_scale k) stretches them k times, as it stretches the model."""
     spike = ('[device]\ntime_scale = %d\n[[members]]\nbackend = "ram"\nsize = "4m"\n'
              'faults = { latency_spike = { every = 1, extra = "1ms" } }\n' % scale)
-    r = mdsplit_module.Simulation(spike, str(tmp_path)).run_workload(
-        "randread", 4096, iodepth=1, total=4096 * 10)
-    assert r["mean_latency_ns"] == 1_000_000 * scale
+    from fio_jobs import job, run
+    (r,), _ = run(mdsplit_module, tmp_path, spike,
+                  [job("randread", iodepth=1, total=4096 * 10, fio_submit_ns=0,
+                       fio_complete_ns=0)])
+    assert r["read"]["clat"]["sum"] / r["read"]["clat"]["n"] == 1_000_000 * scale
     # A member failing at 1 ms of device time: behind a 100 us (device time)
     # model, the 10th read (at 0.9..1.0 ms device time) still succeeds, the 11th fails.
     dying = ('[device]\ntime_scale = %d\n[[members]]\nbackend = "ram"\nsize = "4m"\n'

@@ -10,52 +10,9 @@
 #include <map>
 
 #include "base/units.h"
+#include "config/stack_config.h"  // BufferedCosts
 
 namespace mdsplit {
-
-// Modelled CPU costs of each step, used only on the virtual clock. Real
-// runs pay what the steps really cost, and measure_buffered_costs()
-// measures them for the virtual clock. The defaults (deterministic; the one
-// statement of seed 003's host, [machines.seed003] in jobs/machines.toml
-// points here and says where each comes from) are fitted to the seed-003 table (Hao Xu, 5.9-rc8,
-// ext4 on NVMe, 4k randread, readahead off), where the submitting thread is the bottleneck at depth
-// >= 32:
-//   c8d317aa, no rasync (315k): fio 1.0 + lookup 0.1 + alloc 0.3 + punt 1.9       = 3.3 us
-//   c8d317aa, rasync    (195k): fio 1.0 + 0.1 + 0.3 + arm 0.1 + 0.1 + readpage 3.0
-//                               + task_work 0.2 + 0.1 + copy 0.3 + cqe 0.1        = 5.3 us
-//   forced-ra, rasync   (187k): the same steps in another order + readahead 0.2  = 5.5 us
-//   forced-ra, no rasync(156k): fio 1.0 + 0.1 + alloc 0.3 + ra 0.2 + readpage 3.0
-//                               + punt 1.9                                        = 6.5 us
-// (readpage = bio_submit 2.8 + 0.2 per page). At depth 1 the worker path
-// adds punt + two wake-ups + copy, ~6 us on ~80 us, as the table's 7%.
-struct BufferedCosts {
-    uint64_t fio_submit_ns = 700;    // fio's own work per I/O issued (the workload driver)
-    uint64_t fio_complete_ns = 300;  // ... per I/O reaped
-    uint64_t lookup_ns = 100;        // find_get_page() and the attempt around it, per page
-    uint64_t page_alloc_ns = 300;    // page_cache_alloc() + add_to_page_cache_lru()
-    uint64_t bio_submit_ns = 2800;   // ->readpage(s)/read_pages(): one bio down to the driver
-    uint64_t bio_page_ns = 200;      // ... per page in it
-    // One readahead window: page_cache_sync_readahead() ->
-    // force_page_cache_readahead() -> __do_page_cache_readahead() and the
-    // blk_start_plug()/blk_finish_plug() of read_pages() (mm/readahead.c,
-    // 5.9); a plain ->readpage() (generic_file_buffered_read) skips it.
-    // Not fitted (only forced-ra opens a window, so a fit on its figures
-    // would be a per-variant constant): bounded by the thread's perf
-    // profile (1) of forced-ra, whose list stops at 0.65 % of the
-    // submitter's 5.3 us with none of the path's ~6 functions in it
-    // (page_cache_sync_readahead .. blk_finish_plug): each < 35 ns, the
-    // window <= 0.2 us. The centre of [0, 0.2] us; `harness sweep
-    // buffered` sweeps the range.
-    uint64_t readahead_ns = 100;
-    uint64_t copy_4k_ns = 300;     // copy_to_user()/copy_from_user() of 4 KiB
-    uint64_t arm_ns = 100;         // io_rw_should_retry(): set up the page-wait callback
-    uint64_t task_work_ns = 200;   // io_async_buf_func() -> task_work -> resubmit
-    uint64_t punt_ns = 1900;       // io_queue_async_work(): prep + enqueue + wake a worker
-    uint64_t wakeup_ns = 2000;     // a sleeping worker running again (not submitter CPU)
-    uint64_t cqe_ns = 100;         // io_cqring_add_event()
-    uint64_t dirty_page_ns = 100;  // set_page_dirty + balance_dirty_pages accounting
-    uint32_t cpus = 16;            // io-wq workers <= min(iodepth, 4 x cpus)
-};
 
 // Where a step ran.
 enum class BufferedWhere : uint8_t { None, Submitter, TaskWork, Worker };
