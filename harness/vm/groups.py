@@ -170,12 +170,44 @@ def shares(fio_json: dict) -> dict:
     return {k: v / total for k, v in got.items()}
 
 
+def setup_errors(case: GroupCase, io_stat: str, fio_json: dict) -> list:
+    """What in the guest's set-up did not take: each group's io.bfq.weight
+    as read back ("default N") and its blk-cgroup io.stat, whose rios must
+    cover what fio counted for that group's jobs (io.stat also counts the
+    ramp), so every job's bios were charged to its group."""
+    got = {}
+    for line in io_stat.splitlines():
+        f = line.split()
+        if len(f) >= 3:
+            rios = sum(int(x.split("=")[1]) for x in f[3:] if x.startswith("rios="))
+            got[f[0]] = (f[1:3], rios)
+    ios = {}
+    for i, (group, _) in enumerate(case.jobs):
+        j = next((x for x in fio_json["jobs"] if x["jobname"] == f"j{i}"), None)
+        ios[group] = ios.get(group, 0) + (j["read"]["total_ios"] if j else 0)
+    errors = []
+    for group, weight in dict(case.jobs).items():
+        if not group:
+            continue
+        if group not in got:
+            errors.append(f"{group}: no io.stat read back")
+            continue
+        (fmt, w), rios = got[group]
+        if (fmt, w) != ("default", str(weight)):
+            errors.append(f"{group}: io.bfq.weight reads '{fmt} {w}', not 'default {weight}'")
+        if rios < ios[group]:
+            errors.append(f"{group}: io.stat counts {rios} reads, its jobs {ios[group]} "
+                          "(a job did not join the group)")
+    return errors
+
+
 @dataclass
 class GroupOutcome:
     case: GroupCase
     kernel: dict             # job -> share
     emulator: dict
     within: bool
+    setup: list = field(default_factory=list)   # setup_errors()
 
     def line(self) -> str:
         parts = []
@@ -184,7 +216,8 @@ class GroupOutcome:
             k, e = self.kernel.get(j, 0.0), self.emulator.get(j, 0.0)
             parts.append(f"{j} ({group or 'root'}, {weight}): kernel {k:.3f}, emulator "
                          f"{e:.3f}, ratio {k / e if e else float('inf'):.2f}")
-        return f"{self.case.name}: " + "; ".join(parts)
+        bad = f" (set-up: {'; '.join(self.setup)})" if self.setup else ""
+        return f"{self.case.name}: " + "; ".join(parts) + bad
 
 
 @dataclass
@@ -194,7 +227,8 @@ class GroupsResult:
     vm_seconds: float = 0.0
 
     def differing(self) -> list:
-        return [o.case.name for o in self.outcomes if not o.within and o.case.name not in KNOWN]
+        return [o.case.name for o in self.outcomes
+                if o.setup or (not o.within and o.case.name not in KNOWN)]
 
     def summary(self) -> str:
         ok = sum(o.within for o in self.outcomes)
@@ -244,8 +278,10 @@ def run(cases, directory: Path, kernel: str = "debian-6.12", progress=None) -> G
         jf.write_text(emulator_job(c, stack.resolve(), (emu / c.name).resolve()))
         e = shares(simulate.simulate_job(jf, data=False))
         text, _ = translate.split_fio_output((share / c.name / "out/fio.out").read_text())
-        k = shares(json.loads(text))
+        got = json.loads(text)
+        k = shares(got)
         within = all(e.get(j) and abs(k.get(j, 0.0) / e[j] - 1) <= TOLERANCE for j in e)
-        result.outcomes.append(GroupOutcome(c, k, e, within))
+        setup = setup_errors(c, (share / c.name / "out/io.stat").read_text(), got)
+        result.outcomes.append(GroupOutcome(c, k, e, within, setup))
     result.seconds = time.monotonic() - t0
     return result
