@@ -165,7 +165,7 @@ def count_trace(text: str, region_bytes: int) -> dict:
     return n
 
 
-_BFQQ = re.compile(r"\s(\d+\.\d+): .* m   N bfq(\d+)[SA] (set_in_service_queue|expire \()")
+_BFQQ = re.compile(r"\s(\d+\.\d+): .* m   N bfq(\d+|SHARED-)[SA] (set_in_service_queue|expire \()")
 _COMM = re.compile(r"^\s*\S+-(\d+)\s+\[")
 
 
@@ -175,7 +175,7 @@ def service_split(text: str, region_bytes: int) -> dict:
     (bfq_set_in_service_queue()) starts a queue's service, "expire (R, ..."
     (bfq_bfqq_expire()) ends it. A sync queue is named by its process's pid
     (bfqPIDS); the process's job is the one whose sectors it issues most in
-    its own context. Returns {"seconds": {job: seconds in service},
+    its own context; a queue bfq merged (bfq_merge_bfqqs()) is "shared". Returns {"seconds": {job: seconds in service},
     "issued": {in-service job: {job: requests issued}}} (in-service job
     None: no queue in service)."""
     region = region_bytes // 512
@@ -197,6 +197,7 @@ def service_split(text: str, region_bytes: int) -> dict:
                 d = own.setdefault(c.group(1), {})
                 d[job] = d.get(job, 0) + 1
     job_of = {pid: max(d, key=d.get) for pid, d in own.items()}
+    job_of["SHARED-"] = "shared"
     seconds, issued = {}, {}
     for pid, a, b in spans:
         j = job_of.get(pid, f"pid {pid}")

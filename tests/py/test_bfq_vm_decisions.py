@@ -73,6 +73,18 @@ def test_service_split_counts_requests_by_the_queue_in_service():
     assert got["seconds"] == {1: pytest.approx(0.5)}
 
 
+def test_service_split_names_a_merged_queue_shared():
+    """A queue bfq merged (bfqSHARED-S) counts its service under "shared"."""
+    text = "\n".join([
+        _issue(0.5, 1, comm="fio.real-11"),
+        _bfq(1.0, "SHARED-", "set_in_service_queue, cur-budget = 16384"),
+        _issue(1.1, 1, comm="fio.real-11"), _issue(1.2, 2, comm="fio.real-12"),
+        _bfq(1.4, "SHARED-", "expire (1, slow 1, num_disp 0, short_ttime 0)")])
+    got = B.service_split(text, REGION)
+    assert got["issued"]["shared"] == {1: 1, 2: 1}
+    assert got["seconds"] == {"shared": pytest.approx(0.4)}
+
+
 @pytest.fixture(scope="module")
 def decisions(tmp_path_factory, mdsplit_module):
     if why := machine.can_run_qemu():
