@@ -175,7 +175,8 @@ def service_split(text: str, region_bytes: int) -> dict:
     (bfq_set_in_service_queue()) starts a queue's service, "expire (R, ..."
     (bfq_bfqq_expire()) ends it. A sync queue is named by its process's pid
     (bfqPIDS); the process's job is the one whose sectors it issues most in
-    its own context; a queue bfq merged (bfq_merge_bfqqs()) is "shared". Returns {"seconds": {job: seconds in service},
+    its own context; queues bfq merged (bfq_merge_bfqqs()) are all "shared"
+    (bfqSHARED-S names none of them apart). Returns {"seconds": {job: seconds in service},
     "issued": {in-service job: {job: requests issued}}} (in-service job
     None: no queue in service)."""
     region = region_bytes // 512
