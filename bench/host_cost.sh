@@ -6,7 +6,8 @@
 # Host cost: fio at iodepth 1 for RUNTIME seconds on members that store
 # nothing and model nothing (null backends, no timing model): every
 # microsecond of a request's cycle is the host's (fio's loop and the
-# engine's), so the cost is 1 / fio's IOPS. Prints
+# engine's), so the cost is 1 / fio's IOPS (bfq-8-writers: 8 jobs on one
+# device, 1 / their summed IOPS). Prints
 #   host cost <behaviour>: <us> us per request (<what it ran>)
 # Auto: each jobs/*.fio (a copy) with every stack's time_scale = "auto",
 # run until its stacks have been calibrated at setup (then stopped). Prints
@@ -44,6 +45,10 @@ CASES = {
               "rw=read\nbs=4480k\n"),
     "bfq": ('[device]\nkind = "passthrough"\nscheduler = "bfq"\n' + null_members(1),
             "rw=randwrite\nbs=4k\n"),
+    # 8 psync writers on one device (seed 004's shape): the shared stack's
+    # hand-offs between the fio threads are part of each request's cycle.
+    "bfq-8-writers": ('[device]\nkind = "passthrough"\nscheduler = "bfq"\n' + null_members(1),
+                      "rw=randwrite\nbs=4k\nnumjobs=8\nthread=1\ngroup_reporting=1\n"),
     "buffered": ('[device]\nkind = "passthrough"\n' + null_members(1) +
                  '\n[page_cache]\nsize = "64m"\n', "rw=read\nbs=4k\ndirect=0\n"),
 }

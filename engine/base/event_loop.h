@@ -108,6 +108,10 @@ public:
     static constexpr uint64_t kRemoteWaitSliceNs = 50'000;
     // ---- end of cross-thread posting --------------------------------------
 
+    // The calling thread's timed sleeps end on time (timer slack 1 ns, once
+    // per thread): every thread that sleeps for the loop's modelled time.
+    static void precise_sleeps();
+
 private:
     struct Timer {
         uint64_t deadline;
@@ -127,7 +131,6 @@ private:
     // Real clock: waits shorter than this are spun, not slept (a wake-up
     // costs tens of us on a busy host, and the modelled time would pass).
     static constexpr uint64_t kSpinWaitNs = 20'000;
-    void precise_sleeps();
     void spin_until(uint64_t until);
     size_t run_due_timers();
     void drop_cancelled_top();

@@ -254,6 +254,13 @@ struct StackConfig {
     PageCacheConfig page_cache;
     CpuConfig cpu;
     std::map<std::string, TimingModelConfig> models;  // the file's own [models.NAME]
+    // Whether anything takes modelled time: a member's timing model or
+    // [cpu]. Without, the real clock has no model to be late against.
+    bool models_time() const {
+        for (const MemberConfig& m : members)
+            if (m.model) return true;
+        return cpu.submit_bio_ns || cpu.dispatch_ns;
+    }
 };
 
 // ---------------------------------------------------------------------------

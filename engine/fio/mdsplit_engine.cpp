@@ -216,6 +216,7 @@ void describe_options(thread_data* td, PlanJob& j) {
     j.load.random = td_random(td);
     j.load.iodepth = td->o.iodepth ? td->o.iodepth : 1;
     j.load.think_ns = uint64_t(td->o.thinktime) * 1000 / std::max(1u, td->o.thinktime_blocks);
+    j.load.start_ns = td->o.start_delay * 1000;  // startdelay, us
 }
 
 // A job as the run plan takes it; with `options` false, no other job's engine

@@ -856,7 +856,10 @@ std::vector<FioJobResult> run_fio_jobs(size_t nr_stacks, VirtualClock& clock,
                 progress = true;
             }
             progress |= step_job(j, now, wake);
-            if (j.state == JobState::Done) leave_stack(j.spec->stack);
+            if (j.state == JobState::Done) {
+                if (j.stack) j.stack->task_exited(j.task);  // fio's job thread ends (bfq_exit_icq)
+                leave_stack(j.spec->stack);
+            }
         }
         if (all_done) break;
         // stonewall: the next phase opens when every job of this one is done.

@@ -56,6 +56,7 @@ void end_job(SharedStack& stack, TaskContext& task, bool buffered, const std::st
     if (uint64_t lost = buffered ? stack.sync_buffered() : 0)
         notices.push_back(lost_writeback_line(label, lost));
     stack.drain(task);
+    stack.task_exited(task);  // the job's thread ends (bfq_exit_icq)
     if (!stack.record_member_failures(MemberFailures::run_wide()))
         notices.push_back("mdsplit: " + label + ": more members failed in this run than the " +
                           "engine keeps (" + std::to_string(MemberFailures::kCapacity) +

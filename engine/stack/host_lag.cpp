@@ -208,6 +208,7 @@ double time_scale_for_share(double k, double share, double target_share) {
 }
 
 double HostLag::suggested_time_scale(double k) const {
+    if (!modelled_) return k;
     return time_scale_for_share(k, host_share(), options_.target_share);
 }
 
@@ -263,6 +264,10 @@ void HostLag::write_json(JsonWriter& j, double k) const {
 
 std::string TimeScaleCalibration::line(const std::string& device) const {
     std::string text = "mdsplit: " + device + ": time_scale = \"auto\": ";
+    if (unmodelled)
+        return text +
+               "1 (nothing in the stack is modelled: no member has a timing model and "
+               "there is no [cpu]; fio's figures are the backend's and the host's)";
     char buf[96];
     std::snprintf(buf, sizeof buf, "%g (calibrated in %.2f s; the host's share", time_scale,
                   double(took_ns) / 1e9);
@@ -273,11 +278,17 @@ std::string TimeScaleCalibration::line(const std::string& device) const {
         text += buf;
         sep = ", ";
     }
+    if (!tried.empty() && tried.back().time_scale != time_scale) {
+        std::snprintf(buf, sizeof buf, "; %g kept up twice, %g leaves headroom",
+                      tried.back().time_scale, time_scale);
+        text += buf;
+    }
     return text + "); fio's figures are in loop time: multiply its rates by the factor";
 }
 
 void TimeScaleCalibration::write_json(JsonWriter& j) const {
     j.begin_object().field("time_scale", time_scale).field("took_ns", took_ns);
+    j.field("unmodelled", unmodelled);
     j.key("tried").begin_array();
     for (const Try& t : tried)
         j.begin_object()

@@ -71,6 +71,9 @@ struct TimeScaleCalibration {
     };
     std::vector<Try> tried;
     double time_scale = 1.0;
+    // Nothing in the stack is modelled (no member timing model, no [cpu]):
+    // no factor slows anything down, so 1 without a probe.
+    bool unmodelled = false;
     uint64_t took_ns = 0;
     // One stderr line: "mdsplit: md0: time_scale = "auto": 16 (...)".
     std::string line(const std::string& device) const;
@@ -153,7 +156,9 @@ public:
     const LagFigures& device() const { return device_; }
     // The device's share, with the span of every job.
     double host_share() const;
-    bool host_bound() const { return host_share() > options_.host_bound_share; }
+    // Never without a model (set_unmodelled): nothing to be late against.
+    bool host_bound() const { return modelled_ && host_share() > options_.host_bound_share; }
+    void set_unmodelled() { modelled_ = false; }
     // The factor that brings the host's share to target_share, from the
     // measured share at time_scale k: the lag per request stays, the
     // modelled time grows with the factor (docs/sidecar-lag.md).
@@ -184,6 +189,7 @@ private:
     std::vector<std::unique_ptr<HostLagJob>> jobs_;
     TimeScaleCalibration calibration_;
     bool calibrated_ = false;
+    bool modelled_ = true;
     uint64_t last_delivered_ns_ = ~uint64_t(0), last_late_ns_ = 0, last_backend_ns_ = 0;
 };
 

@@ -99,6 +99,7 @@ void SharedStack::commit(TaskContext& task) {
 // `deadline`; at most 10 ms.
 void SharedStack::wait_unlocked(std::unique_lock<std::mutex>& lock, uint64_t deadline) {
     EventLoop& loop = stack_->loop();
+    EventLoop::precise_sleeps();
     uint64_t now = loop.refresh();
     uint64_t until = std::min({deadline, loop.next_deadline(), now + 10'000'000});
     if (loop.has_deferred() || until <= now) return;
@@ -164,13 +165,48 @@ void SharedStack::reap_locked(std::unique_lock<std::mutex>& lock, TaskContext& t
                             : loop.now() + timeout_ns;
     for (;;) {
         stack_->reap(task, 0, 0);  // runs whatever is ready, for every task
-        delivered_.notify_all();
-        if (task.completions.size() >= min || loop.now() >= deadline) return;
+        wake_ready_waiters();
+        if (task.completions.size() >= min || loop.now() >= deadline) {
+            hand_over_polling();
+            return;
+        }
         if (!polling_) {
             wait_unlocked(lock, deadline);
         } else {
-            delivered_.wait_for(lock, std::chrono::milliseconds(10));
+            wait_for_poller(lock, task, min, deadline);
         }
+    }
+}
+
+void SharedStack::wait_for_poller(std::unique_lock<std::mutex>& lock, TaskContext& task, size_t min,
+                                  uint64_t deadline) {
+    EventLoop::precise_sleeps();
+    Waiter w{&task, min, {}, false};
+    waiters_.push_back(&w);
+    uint64_t now = stack_->loop().now();
+    uint64_t wait = std::min<uint64_t>(deadline > now ? deadline - now : 0, 10'000'000);
+    w.cv.wait_for(lock, std::chrono::nanoseconds(wait), [&] { return w.woken; });
+    waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &w));
+    stack_->loop().refresh();
+}
+
+void SharedStack::wake_ready_waiters() {
+    for (Waiter* w : waiters_) {
+        if (!w->woken && w->task->completions.size() >= w->min) {
+            w->woken = true;
+            w->cv.notify_one();
+        }
+    }
+}
+
+void SharedStack::hand_over_polling() {
+    if (polling_) return;
+    for (Waiter* w : waiters_) {
+        if (w->woken) return;  // already on its way: it polls if nobody does
+    }
+    if (!waiters_.empty()) {
+        waiters_.front()->woken = true;
+        waiters_.front()->cv.notify_one();
     }
 }
 
@@ -178,6 +214,12 @@ void SharedStack::drain(TaskContext& task) {
     std::unique_lock<std::mutex> lock(mu_);
     while (task.in_flight) reap_locked(lock, task, task.completions.size() + 1, 10'000'000);
     task.completions.clear();
+}
+
+void SharedStack::task_exited(TaskContext& task) {
+    Guard g(*this);
+    stack_->task_exited(task);
+    kick_poller_if_late();
 }
 
 std::string SharedStack::stats_json() {

@@ -105,6 +105,7 @@ void Stack::mark_forced_md_members(const StackOptions& options) {
 Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
     : config_(config), loop_(clock), host_lag_(loop_, config.members.size()), tracer_(loop_) {
     check_devices(options);
+    if (!config.models_time()) host_lag_.set_unmodelled();
     start_ns_ = loop_.now();
     layer_ = std::make_unique<BlockLayer>(
         loop_, tracer_,
@@ -523,6 +524,11 @@ void Stack::reap(TaskContext& task, size_t min, uint64_t timeout_ns) {
         if (loop_.now() >= deadline) return;
         if (!loop_.wait_for_next(deadline - loop_.now())) return;
     }
+}
+
+void Stack::task_exited(const TaskContext& task) {
+    for (auto& m : members_)
+        if (IoScheduler* s = m->scheduler()) s->task_exited(task);
 }
 
 void Stack::drain() {

@@ -112,6 +112,9 @@ public:
     void reap(TaskContext& task, size_t min, uint64_t timeout_ns);
     // Runs until nothing is pending.
     void drain();
+    // The task (a job) exited, its I/O done: each member's scheduler
+    // forgets it (IoScheduler::task_exited).
+    void task_exited(const TaskContext& task);
 
     // An fd that becomes readable when a backend completes something (-1
     // when no member uses io_uring): SharedStack waits on it unlocked.

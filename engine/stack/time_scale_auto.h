@@ -2,13 +2,15 @@
 // with, measured at setup. A copy of the stack whose members store nothing
 // (null backends, the same timing models, schedulers and md) runs the jobs
 // that will share the device -- each job's direction, block size, random or
-// sequential, iodepth and think time, one submitter thread per job -- on
+// sequential, iodepth, think time and start delay (relative to the first),
+// one submitter thread per job -- on
 // the real clock for a fraction of a second per factor tried. Its lag is
 // measured as a run's is (host_lag.h); a factor keeps up when the host's
 // share of that run is at most the target share. The first factor tried is
 // 1; each next one comes from the share measured at the last
-// (time_scale_for_share, at least twice the last), until one keeps up (at
-// most four tries; the last one tried when none did). What it
+// (time_scale_for_share, at least twice the last), until one keeps up in
+// two probes in a row, and four times that is taken (at most six probes; the
+// last factor tried when none kept up). What it
 // leaves out: fio's own per-I/O work (the run's verdict measures it) and a
 // real backend's speed (the members store nothing).
 #pragma once
@@ -32,6 +34,7 @@ struct AutoScaleJob {
     bool random = false;
     uint32_t iodepth = 1;
     uint64_t think_ns = 0;
+    uint64_t start_ns = 0;  // fio's startdelay: the probe starts the jobs as far apart
     SchedIdentity sched;
 };
 

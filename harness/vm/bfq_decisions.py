@@ -165,6 +165,50 @@ def count_trace(text: str, region_bytes: int) -> dict:
     return n
 
 
+_BFQQ = re.compile(r"\s(\d+\.\d+): .* m   N bfq(\d+|SHARED-)[SA] (set_in_service_queue|expire \()")
+_COMM = re.compile(r"^\s*\S+-(\d+)\s+\[")
+
+
+def service_split(text: str, region_bytes: int) -> dict:
+    """Whose requests the device got while which queue was in service, from
+    bfq's own messages through the blk tracer: "set_in_service_queue"
+    (bfq_set_in_service_queue()) starts a queue's service, "expire (R, ..."
+    (bfq_bfqq_expire()) ends it. A sync queue is named by its process's pid
+    (bfqPIDS); the process's job is the one whose sectors it issues most in
+    its own context; queues bfq merged (bfq_merge_bfqqs()) are all "shared"
+    (bfqSHARED-S names none of them apart). Returns {"seconds": {job: seconds in service},
+    "issued": {in-service job: {job: requests issued}}} (in-service job
+    None: no queue in service)."""
+    region = region_bytes // 512
+    own = {}                 # pid -> {job: issues in that pid's context}
+    spans, issues = [], []   # (pid, start, end); (job, in-service pid)
+    cur = start = None
+    for line in text.splitlines():
+        if b := _BFQQ.search(line):
+            t, pid, what = float(b.group(1)), b.group(2), b.group(3)
+            if what == "set_in_service_queue":
+                cur, start = pid, t
+            elif pid == cur:
+                spans.append((cur, start, t))
+                cur = None
+        elif (m := _EVENT.search(line)) and m.group(2) == "block_rq_issue":
+            job = _job(m.group(3), region)
+            issues.append((job, cur))
+            if c := _COMM.search(line):
+                d = own.setdefault(c.group(1), {})
+                d[job] = d.get(job, 0) + 1
+    job_of = {pid: max(d, key=d.get) for pid, d in own.items()}
+    job_of["SHARED-"] = "shared"
+    seconds, issued = {}, {}
+    for pid, a, b in spans:
+        j = job_of.get(pid, f"pid {pid}")
+        seconds[j] = seconds.get(j, 0.0) + (b - a)
+    for job, pid in issues:
+        d = issued.setdefault(None if pid is None else job_of.get(pid, f"pid {pid}"), {})
+        d[job] = d.get(job, 0) + 1
+    return {"seconds": seconds, "issued": issued}
+
+
 def guest_think_us(text: str, region_bytes: int) -> int:
     """The guest's think time: the 10th percentile of the time from a job's
     completion to its next issue (the rest waited in bfq behind another
@@ -193,6 +237,17 @@ def emulator_counts(bfq: dict, seconds: float, think_us: int = 0) -> dict:
             "hw_tag": bfq["hw_tag"], "think_us": think_us}
 
 
+def _split_text(split: dict) -> str:
+    """service_split() on a line of its own."""
+    def jobs(d):
+        return " ".join(f"j{j} {v:.2f}" if isinstance(v, float) else f"j{j} {v}"
+                        for j, v in sorted(d.items(), key=str))
+    by = "; ".join(f"j{j}: {jobs(d)}" for j, d in sorted(split["issued"].items(), key=str)
+                   if j is not None)
+    return (f"\n      seconds in service: {jobs(split['seconds'])}; "
+            f"requests issued while in service: {by}")
+
+
 @dataclass
 class Decisions:
     case: groups.GroupCase
@@ -210,10 +265,11 @@ class Decisions:
             exp = ", ".join(f"{k} {v}" for k, v in c["expirations"].items() if v)
             if "waker_set" in c:
                 exp += f"; wakers set {c['waker_set']} (tentative {c['waker_tentative']})"
+            split = _split_text(c["split"]) if "split" in c else ""
             return (f"think {c.get('think_us', 0)} us, {c['issue']} requests ({rate:.0f}/s), arm idle {c['arm']} "
                     f"({self.per_request(c, 'arm'):.2f}/req), idle timer fired {c['idle_fire']}, "
                     f"injected {c['inject']} ({self.per_request(c, 'inject'):.2f}/req); "
-                    f"expirations: {exp or 'none'}")
+                    f"expirations: {exp or 'none'}{split}")
         miss = f" (kprobes not placed: {', '.join(self.missing)})" if self.missing else ""
         return (f"{self.case.name}:\n    kernel   {side(self.kernel)}{miss}\n"
                 f"    emulator {side(self.emulator)}")
@@ -237,6 +293,7 @@ def kernel_side(cases, share: Path, kernel: str = "debian-6.12", progress=None) 
         region = groups.device_mb(c) * groups.MiB // len(c.jobs)
         counts = count_trace(text, region)
         counts["think_us"] = guest_think_us(text, region)
+        counts["split"] = service_split(text, region)
         out[c.name] = (counts, (share / c.name / "out/probes.missing").read_text().split())
     return out
 
@@ -270,12 +327,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="harness vm bfq-decisions", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="a directory for the run's files")
     ap.add_argument("--kernel", default="debian-6.12")
+    named = {c.name: c for c in CASES + groups.CASES}
+    ap.add_argument("--case", action="append", choices=sorted(named),
+                    help="a case of this module or of groups.CASES (repeatable; default: this "
+                         "module's cases)")
     a = ap.parse_args(argv)
     why = machine.can_run_qemu()
     if why:
         print(f"harness vm bfq-decisions: {why}", file=sys.stderr)
         return 2
-    for d in run(CASES, a.out, a.kernel):
+    for d in run([named[n] for n in a.case] if a.case else CASES, a.out, a.kernel):
         print(d.line())
     return 0
 

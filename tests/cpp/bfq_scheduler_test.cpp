@@ -226,6 +226,26 @@ TEST(BfqSchedulerTest, SlowMotionStretchesSliceIdleOnTheLoopClock) {
     EXPECT_EQ(q->stats.idle_ns, 8 * kMs);
 }
 
+// bfq_exit_icq(): the in-service queue of a task that exits stops idling
+// and the next queue is served at once.
+TEST(BfqSchedulerTest, AnExitedTaskIsNotIdledFor) {
+    Sched s(GroupCounting::Legacy);
+    TaskContext& a = s.task(1, "g1");
+    TaskContext& b = s.task(2, "g1");
+    s.insert(a, 0);
+    Request* rq = s.sched->dispatch();
+    s.insert(b, 1000);
+    s.advance(1 * kMs);
+    s.sched->completed(rq);
+    ASSERT_TRUE(s.sched->idle_timer_pending());
+    EXPECT_EQ(s.sched->dispatch(), nullptr);  // idling for a
+    s.sched->task_exited(a);
+    EXPECT_FALSE(s.sched->idle_timer_pending());
+    Request* next = s.sched->dispatch();
+    ASSERT_NE(next, nullptr);
+    EXPECT_EQ(next->sector, 1000u);
+}
+
 TEST(BfqSchedulerTest, ANewRequestEndsTheIdlingAndIsDispatched) {
     Sched s(GroupCounting::Legacy);
     TaskContext& a = s.task(1, "g1");

@@ -17,8 +17,9 @@ def _line(t, event, rest, comm="fio.real-1"):
     return f"        {comm}     [000] d.h1.    {t:.6f}: {event}: {rest}"
 
 
-def _issue(t, job):
-    return _line(t, "block_rq_issue", f"254,0 RS 4096 () {job * REGION // 512 + 8} + 8 be,0,4 [fio]")
+def _issue(t, job, comm="fio.real-1"):
+    return _line(t, "block_rq_issue", f"254,0 RS 4096 () {job * REGION // 512 + 8} + 8 be,0,4 [fio]",
+                 comm)
 
 
 def _done(t, job):
@@ -52,6 +53,36 @@ def test_guest_think_time_is_the_fast_tenth_of_completion_to_next_issue():
         t = 10.0 * i
         lines += [_done(t, 0), _issue(t + (0.0004 if i else 0.0001) + 0.001 * (i > 5), 0)]
     assert B.guest_think_us("\n".join(lines), REGION) == 400
+
+
+def _bfq(t, pid, msg, comm="fio.real-1"):
+    return f"        {comm}     [000] d..1.    {t:.6f}: 254,0   1,0  m   N bfq{pid}S {msg}"
+
+
+def test_service_split_counts_requests_by_the_queue_in_service():
+    """Requests issued while a queue is in service count under that queue's job, by sector."""
+    text = "\n".join([
+        _issue(0.5, 0, comm="fio.real-10"), _issue(0.6, 1, comm="fio.real-11"),
+        _bfq(1.0, 11, "set_in_service_queue, cur-budget = 16384"),
+        _issue(1.1, 1, comm="fio.real-11"),
+        _issue(1.2, 0, comm="fio.real-10"),          # injected while job 1 is in service
+        _bfq(1.5, 11, "expire (4, slow 1, num_disp 1, short_ttime 1)"),
+        _issue(1.6, 0, comm="fio.real-10")])          # no queue in service
+    got = B.service_split(text, REGION)
+    assert got["issued"] == {None: {0: 2, 1: 1}, 1: {1: 1, 0: 1}}
+    assert got["seconds"] == {1: pytest.approx(0.5)}
+
+
+def test_service_split_names_a_merged_queue_shared():
+    """A queue bfq merged (bfqSHARED-S) counts its service under "shared"."""
+    text = "\n".join([
+        _issue(0.5, 1, comm="fio.real-11"),
+        _bfq(1.0, "SHARED-", "set_in_service_queue, cur-budget = 16384"),
+        _issue(1.1, 1, comm="fio.real-11"), _issue(1.2, 2, comm="fio.real-12"),
+        _bfq(1.4, "SHARED-", "expire (1, slow 1, num_disp 0, short_ttime 0)")])
+    got = B.service_split(text, REGION)
+    assert got["issued"]["shared"] == {1: 1, 2: 1}
+    assert got["seconds"] == {"shared": pytest.approx(0.4)}
 
 
 @pytest.fixture(scope="module")

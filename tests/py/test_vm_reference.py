@@ -296,6 +296,33 @@ def test_bfq_group_shares_against_the_kernel(tmp_path, mdsplit_module):
     assert not result.differing(), result.summary()
 
 
+def _group_readback(rios=(679, 1185, 1167), weights=("default 100", "default 200", "default 400")):
+    return "\n".join(f"{g} {w} 254:0 rbytes=0 wbytes=0 rios={n} wios=0"
+                     for g, w, n in zip(("g100", "g200", "g400"), weights, rios))
+
+
+_GROUP_FIO = {"jobs": [{"jobname": f"j{i}", "read": {"total_ios": n}}
+                       for i, n in enumerate((604, 977, 985))]}
+
+
+def test_bfq_group_setup_readback_that_took_has_no_errors():
+    """Weights read back as set and every group's io.stat covering its jobs: no set-up error."""
+    assert groups.setup_errors(groups.CASES[0], _group_readback(), _GROUP_FIO) == []
+
+
+def test_bfq_group_setup_flags_a_job_outside_its_group():
+    """A group whose io.stat counts fewer reads than its jobs did: a job did not join it."""
+    errors = groups.setup_errors(groups.CASES[0], _group_readback(rios=(5, 1185, 1167)), _GROUP_FIO)
+    assert errors == ["g100: io.stat counts 5 reads, its jobs 604 (a job did not join the group)"]
+
+
+def test_bfq_group_setup_flags_a_weight_not_applied():
+    """A weight that does not read back as "default N" is a set-up error."""
+    text = _group_readback(weights=("default 100", "default 100", "default 400"))
+    assert groups.setup_errors(groups.CASES[0], text, _GROUP_FIO) == [
+        "g200: io.bfq.weight reads 'default 100', not 'default 200'"]
+
+
 def test_bfq_group_guest_script_weights_and_joins(tmp_path):
     """Each group gets its io.bfq.weight; each job joins its group from exec_prerun."""
     case = groups.CASES[0]

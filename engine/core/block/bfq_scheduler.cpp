@@ -999,6 +999,18 @@ void BfqScheduler::completed_request(BfqQueue* bfqq) {
     if (!bfqd_.rq_in_driver && bfqd_.queued) run_queue();
 }
 
+// bfq_exit_icq() -> bfq_exit_bfqq() (v5.18-rc1): the in-service queue of
+// a task that exited is expired at once (__bfq_bfqq_expire, no charge, no
+// idling for a request that will never come) and the queue run. Without
+// it every finished psync writer's queue would idle slice_idle at the end
+// of a run. The queue itself is kept: its statistics are reported.
+void BfqScheduler::task_exited(const TaskContext& task) {
+    BfqQueue* bfqq = get_queue(task.sched, task.pid, true, false);
+    if (!bfqq || bfqq != bfqd_.in_service_queue) return;
+    expire_queue(bfqq, Expiration::BudgetTimeout);
+    run_queue();
+}
+
 // bfq_finish_requeue_request()
 void BfqScheduler::completed(Request* rq) {
     RqData* d = rq_data(rq);

@@ -72,6 +72,7 @@ public:
     Request* dispatch() override;
     bool has_work() const override { return bfqd_.tot_busy_queues() > 0; }
     void completed(Request* rq) override;
+    void task_exited(const TaskContext& task) override;
     void write_json(JsonWriter& j) const override;
 
     // Introspection (tests, statistics).

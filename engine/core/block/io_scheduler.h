@@ -65,6 +65,9 @@ public:
     // blk_mq_run_hw_queue(hctx, from_schedule = false) runs it at once.
     // True for mq-deadline; bfq keeps the emulator's deferred run.
     virtual bool runs_queue_at_unplug() const { return false; }
+    // The submitting task exited, all its I/O done (its io_context's
+    // exit_icq): bfq stops serving and idling for its queue.
+    virtual void task_exited(const TaskContext&) {}
 
     // Statistics as one JSON object.
     virtual void write_json(JsonWriter& j) const = 0;
