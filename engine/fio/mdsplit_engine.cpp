@@ -287,7 +287,6 @@ void report_sync_error(thread_data* td, io_u* u) {
 // REQ_FUA before completing) and td_io_open_file()'s fadvise_hint, which fio
 // gives a descriptor the device lacks. The pid is taken at the first I/O.
 void describe_task(thread_data* td, const PlanJob& job, TaskContext& task) {
-    task.pid = 0;
     task.sched.group = job.group;
     task.sched.group_weight = job.group_weight;
     if (fio_option_is_set(&td->o, ioprio_class) && td->o.ioprio_class <= 3)
