@@ -220,6 +220,7 @@ void Stack::open_members_and_device(const StackOptions& options,
         limits.max_sectors = uint32_t(m.max_sectors_bytes >> kSectorShift);
         limits.queue_depth = m.queue_depth;
         limits.logical_block_size = m.logical_block_size;
+        limits.time_scale = config.device.time_scale;
         members_.push_back(std::make_unique<MemberQueue>(
             *layer_, member_name(i), make_devt(kSdMajor, uint32_t(16 * i)), std::move(backend),
             limits, member_delivery(m, timed, options)));

@@ -91,10 +91,16 @@ MemberQueue::PassResult MemberQueue::dispatch_pass() {
 // (which, on the virtual clock, reacts at that same instant); otherwise
 // round model times would make the poll hit the zero-length gap far more
 // often than real timing does.
+// The jiffies are device time: with slow motion (time_scale k) the tick
+// comes every k/HZ s of loop time.
 void MemberQueue::delay_run(uint64_t msecs) {
     if (delay_timer_ || run_pending_) return;
     const uint32_t hz = limits_.hz;
-    uint64_t at = jiffies::timer_fires_ns(layer_.loop().now(), jiffies::from_msecs(msecs, hz), hz);
+    const double k = limits_.time_scale;
+    const uint64_t now = layer_.loop().now();
+    const uint64_t device_now = k == 1.0 ? now : uint64_t(double(now) / k);
+    uint64_t at = jiffies::timer_fires_ns(device_now, jiffies::from_msecs(msecs, hz), hz);
+    if (k != 1.0) at = uint64_t(double(at) * k);
     delay_timer_ = layer_.loop().schedule_at(at + 1, &MemberQueue::delayed_run, this);
 }
 

@@ -36,6 +36,9 @@ struct MemberQueueLimits {
     // CONFIG_HZ (100, 250, 300, 1000): the delayed queue re-run is kblockd
     // delayed work, rounded to whole jiffies (base/jiffies.h).
     uint32_t hz = jiffies::kConfigHz;
+    // Slow motion (DeviceConfig::time_scale): the kernel's clock is device
+    // time, loop time / time_scale, as the schedulers' constants are.
+    double time_scale = 1.0;
 };
 
 class MemberQueue final : public BlockDevice {
