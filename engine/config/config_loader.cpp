@@ -362,7 +362,7 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
         table, path,
         {"command", "bandwidth", "random_penalty", "random_command", "prefetch_threshold",
          "prefetch_window", "parallelism", "write_command", "write_bandwidth",
-         "write_random_penalty", "jitter", "die_stripe", "description"});
+         "write_random_penalty", "jitter", "jitter_seed", "die_stripe", "description"});
     TimingModelConfig model;
     model.name = name;
     model.command_ns = reader.duration(table, "command", path).value_or(0);
@@ -379,6 +379,7 @@ TimingModelConfig read_model(const Reader& reader, const toml::table& table,
     model.write_random_penalty_ns =
         reader.duration(table, "write_random_penalty", path).value_or(model.random_penalty_ns);
     model.jitter_ns = reader.duration(table, "jitter", path).value_or(0);
+    model.jitter_seed = reader.integer(table, "jitter_seed", path, 0, 1'000'000).value_or(0);
     model.die_stripe_bytes = reader.size(table, "die_stripe", path).value_or(0);
     model.description = reader.string(table, "description", path).value_or("");
     return model;

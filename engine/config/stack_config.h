@@ -53,6 +53,9 @@ struct TimingModelConfig {
     // real drive's latency varies: garbage collection, cache flushes, die
     // conflicts); drawn from a fixed-seed generator, so runs repeat.
     uint64_t jitter_ns = 0;
+    // optional: which fixed sequence the jitter draws (0 = the default one);
+    // a run over several seeds gives a figure's spread over the draws.
+    uint64_t jitter_seed = 0;
     // optional: the data is striped over the `parallelism` channels (flash
     // dies) in units of this many bytes, and a request's command phase runs
     // on the die that holds its first byte, waiting if that die is busy

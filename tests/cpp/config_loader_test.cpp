@@ -444,6 +444,16 @@ model = "a"
                  "expected a size");
 }
 
+// jitter_seed: an integer from 0 to 1000000; anything else names the key and the range.
+TEST_F(ConfigLoaderTest, JitterSeedIsARangedInteger) {
+    StackConfig config = load(kOneMember + "[models.x]\njitter = \"2us\"\njitter_seed = 9\n");
+    EXPECT_EQ(find_model(config, "x").jitter_seed, 9u);
+    expect_error(kOneMember + "[models.x]\njitter_seed = -1\n", "models.x.jitter_seed",
+                 "an integer from 0 to 1000000");
+    expect_error(kOneMember + "[models.x]\njitter_seed = \"3\"\n", "models.x.jitter_seed",
+                 "expected an integer");
+}
+
 TEST_F(ConfigLoaderTest, ContiguityDistributionIsNormalised) {
     StackConfig config = load(kOneMember + R"(
 [bio]

@@ -249,6 +249,30 @@ TEST(TimingModelTest, JitterAddsAnExponentialExtraWithItsMean) {
     EXPECT_NEAR(double(above_3_means) / kN, 0.0498, 0.006);
 }
 
+// jitter_seed: another seed draws another sequence with the same mean; the
+// same seed repeats it exactly.
+TEST(TimingModelTest, JitterSeedPicksAnotherRepeatableSequence) {
+    TimingModelConfig c = sata_like(64);
+    c.jitter_ns = 6'000;
+    TimingModelConfig d = c;
+    d.jitter_seed = 7;
+    TimingModel a(c), b(d), b_again(d);
+    int differ = 0;
+    double sum = 0;
+    constexpr int kN = 20'000;
+    const uint64_t base = a.service_ns(Op::Read, 4 * kKiB, false);
+    for (int i = 0; i < kN; i++) {
+        uint64_t t0 = uint64_t(i) * 10'000'000;
+        uint64_t x = a.schedule(t0, Op::Read, uint64_t(i) * 1000, 8);
+        uint64_t y = b.schedule(t0, Op::Read, uint64_t(i) * 1000, 8);
+        ASSERT_EQ(y, b_again.schedule(t0, Op::Read, uint64_t(i) * 1000, 8));
+        differ += x != y;
+        sum += double(y - t0 - base);
+    }
+    EXPECT_GT(differ, kN * 9 / 10);
+    EXPECT_NEAR(sum / kN, 6'000, 200);
+}
+
 TEST(TimingModelTest, ParallelismZeroActsAsOneChannel) {
     TimingModelConfig c = sata_like();
     c.parallelism = 0;

@@ -6,7 +6,10 @@
 namespace mdsplit {
 
 TimingModel::TimingModel(const TimingModelConfig& config)
-    : config_(config), channel_free_ns_(std::max<uint32_t>(1, config.parallelism), 0) {}
+    : config_(config),
+      channel_free_ns_(std::max<uint32_t>(1, config.parallelism), 0),
+      // splitmix64 seeded per jitter_seed (0: the default sequence).
+      jitter_state_(0x9E3779B97F4A7C15ull + config.jitter_seed * 0xD1B54A32D192ED03ull) {}
 
 uint64_t TimingModel::service_ns(Op op, uint64_t bytes, bool sequential) const {
     return command_ns(op, sequential) + media_ns(op, bytes, sequential);

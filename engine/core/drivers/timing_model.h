@@ -21,7 +21,8 @@
 // Writes may have their own `write_command`, `write_bandwidth` and
 // `write_random_penalty`.
 // `jitter` adds an exponentially distributed extra to each command phase
-// (mean `jitter`, fixed seed): latency varies as on a real drive.
+// (mean `jitter`, from the fixed sequence `jitter_seed` names): latency
+// varies as on a real drive, and the same run repeats exactly.
 // `die_stripe` (a size) places the data on the channels as on flash dies:
 // byte b lives on die (b / die_stripe) % parallelism, and a request's
 // command phase waits for the die holding its first byte even when another
@@ -60,7 +61,7 @@ private:
     uint64_t media_free_ns_ = 0;
     sector_t last_end_ = ~sector_t(0);
     uint64_t last_bytes_ = ~uint64_t(0);
-    uint64_t jitter_state_ = 0x9E3779B97F4A7C15ull;  // splitmix64 state, fixed seed
+    uint64_t jitter_state_;  // splitmix64 state
     uint64_t jitter_sample_ns();
     bool in_prefetch_window(Op op, sector_t sector) const;
     uint64_t& channel_for(sector_t sector);
