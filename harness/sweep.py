@@ -138,6 +138,9 @@ BFQ = [
           "writer's wake-up, half of perf bench sched pipe's 6.1-6.7 us round trip (ceiling; "
           "a loaded VM, slower than the thread's bare metal)",
           lambda x: {"bfq-groups.fio": {"global.thinktime": str(int(round(x * BFQ_TIME_SCALE)))}}),
+    Param("jitter seed", 1, 9, "", "which of the drive's random latency sequences the run draws "
+          "(jitter_seed; the thread's run was one draw of its drive's)",
+          lambda x: _bfq_both("models.thread-nvme.jitter_seed", str(int(round(x))))),
 ]
 
 
@@ -158,22 +161,27 @@ def bfq_figures(fio) -> dict:
 
 
 def _run_bfq(jobs_dir, params, values, workers):
-    """Each draw: the four runs of bfq-groups.fio, each on its own (as the
-    experiment runs them), figures merged per draw."""
+    return bfq_runs(jobs_dir, [setting(params, v) for v in values], workers)
+
+
+def bfq_runs(jobs_dir, settings: list, workers=None) -> list:
+    """Each setting: the four runs of bfq-groups.fio, each on its own (as
+    the experiment runs them), on the virtual clock with --no-data, in
+    parallel; the figures (bfq_figures) merged per setting."""
     from harness.experiments import bfq as B
     runs = [(place, variant) for place in ("root", "nonroot") for variant in ("legacy", "fixed")]
     with tempfile.TemporaryDirectory(prefix="mdsplit-sweep-bfq-") as tmp:
         copies, args = [], []
-        for i, v in enumerate(values):
+        for i, s in enumerate(settings):
             for j, (place, variant) in enumerate(runs):
                 copy = Path(tmp) / f"{i:03d}-{j}"
-                bands.prepare_copy(jobs_dir, copy, setting(params, v))
+                bands.prepare_copy(jobs_dir, copy, s)
                 args.append((str(copy), "bfq-groups.fio",
                              B.place_sections(jobs_dir, place, variant)[0],
                              "harness.sweep:bfq_figures"))
         figs = bands.run_pool("harness.bands:simulate_figures", args, workers)
     out = []
-    for i in range(len(values)):
+    for i in range(len(settings)):
         merged = {}
         for f in figs[i * len(runs):(i + 1) * len(runs)]:
             merged.update(f)
