@@ -29,10 +29,10 @@ VERDICT = "host-bound:"
 #   latency of the nvme preset). On the real clock a loop that runs late
 #   takes an overdue completion and the overdue tick in one pass, before
 #   the writer can answer, so the tick meets a gap simulate never has
-#   (think time 0, 4 s: at time_scale 128 2 runs of 8 injected, ratio 0.16
-#   and 0.57, at 64 5 of 8, 0.39-0.59; simulate never injects, 0.13). 1 s spans at most
-#   7.8 ms of device time at the factors "auto" picks here (128-1000): no
-#   injection on either clock.
+#   (think time 0, 4 s: at time_scale 128 2 runs of 12 injected, ratio
+#   0.16 and 0.57, at 64 5 of 8, 0.39-0.59; simulate never injects, 0.13).
+#   1 s is about 8 ms of device time at the factors "auto" picks here
+#   (128-1000): no injection on either clock.
 # - fio starts writers whose startdelay has not passed in batches at least
 #   200 ms apart (backend.c, run_threads()), and under legacy the drive
 #   serves the writers one after another, so startdelay steps lengthen the
