@@ -31,8 +31,9 @@ VERDICT = "host-bound:"
 #   the writer can answer, so the tick meets a gap simulate never has
 #   (think time 0, 4 s: at time_scale 128 2 runs of 12 injected, ratio
 #   0.16 and 0.57, at 64 5 of 8, 0.39-0.59; simulate never injects, 0.13).
-#   1 s is about 8 ms of device time at the factors "auto" picks here
-#   (128-1000): no injection on either clock.
+#   500 ms is at most 8.4 ms of device time at the factors "auto" picked
+#   here (64-1000): no injection on either clock (at a fixed 64, 1 s runs
+#   injected in 1 of 4, 500 ms runs in none of 6).
 # - fio starts writers whose startdelay has not passed in batches at least
 #   200 ms apart (backend.c, run_threads()), and under legacy the drive
 #   serves the writers one after another, so startdelay steps lengthen the
@@ -40,7 +41,7 @@ VERDICT = "host-bound:"
 #   11-35 % above simulate's. Started together, every writer starts in
 #   fio's one batch, as on the virtual clock.
 THINKTIME = 64  # us
-NONROOT_RUNTIME = "1s"
+NONROOT_RUNTIME = "500ms"
 
 
 def bfq_stack(counting, time_scale, model="nvme", bfq_extra=""):
