@@ -141,8 +141,10 @@ def group_sum(bytes_by_job: dict, prefix: str) -> int:
 
 @contextlib.contextmanager
 def competing_fio(seconds):
-    """A second fio burning one CPU (cpuio) while the test's fio runs."""
-    proc = subprocess.Popen(["fio", "--name=burn", "--ioengine=cpuio", "--cpuload=100",
+    """A second fio burning one CPU (cpuio) while the test's fio runs. Its job
+    is a thread (--thread): a forked job would outlive the kill and burn on
+    through the tests after this one."""
+    proc = subprocess.Popen(["fio", "--name=burn", "--ioengine=cpuio", "--cpuload=100", "--thread",
                              "--time_based", f"--runtime={seconds}", "--output=/dev/null"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
