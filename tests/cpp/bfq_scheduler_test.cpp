@@ -459,8 +459,9 @@ TEST(BfqSchedulerTest, InjectionStartsOnceABaselineServiceTimeIsKnown) {
     EXPECT_EQ(s.queue(a)->inject_limit, 0u);
     EXPECT_EQ(s.sched->dispatch(), nullptr);
     // A's next request arrives with nothing in the drive, 10 ms after the
-    // limit was reset: its total service time becomes the baseline.
-    s.advance(10 * kMs);
+    // limit was reset (msecs_to_jiffies(10): 3 jiffies, 12 ms at HZ 250):
+    // its total service time becomes the baseline.
+    s.advance(12 * kMs);
     s.insert(a, 8);
     Request* a2 = s.sched->dispatch();
     ASSERT_EQ(a2->pid, 1u);
