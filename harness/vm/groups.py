@@ -48,6 +48,12 @@ class GroupCase:
     ramp_s: int = 1
     queue_depth: int = 32
     slice_idle: str = "8ms"
+    # Job i starts i * stagger_ms after the first (fio startdelay) and
+    # ramps (n - 1 - i) * stagger_ms longer, so every job's measured
+    # window is the same. Seed 004 staggered its writers by 250 ms, over
+    # bfq_burst_interval (180 ms): bfq_do_or_sched_stable_merge() then
+    # merges no queues created together.
+    stagger_ms: int = 0
 
 
 CASES = [
@@ -133,12 +139,20 @@ def _job_options(case: GroupCase) -> list:
             f"size={_region(case) // MiB}m"]
 
 
+def _stagger(case: GroupCase, i: int) -> list:
+    """Job i's start and ramp under case.stagger_ms (none without it)."""
+    if not case.stagger_ms:
+        return []
+    late = (len(case.jobs) - 1 - i) * case.stagger_ms
+    return [f"startdelay={i * case.stagger_ms}ms", f"ramp_time={case.ramp_s * 1000 + late}ms"]
+
+
 def emulator_job(case: GroupCase, stack: Path, trace: Path) -> str:
     lines = ["[global]", f"ioengine=external:{paths.engine_path()}", "thread=1",
              "filename=m0dev", f"mdsplit_config={stack}", f"mdsplit_trace={trace}"]
     lines += _job_options(case)
     for i, (group, weight) in enumerate(case.jobs):
-        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"]
+        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"] + _stagger(case, i)
         if group:
             lines += [f"mdsplit_group={group}", f"mdsplit_group_weight={weight}"]
     return "\n".join(lines) + "\n"
@@ -147,7 +161,7 @@ def emulator_job(case: GroupCase, stack: Path, trace: Path) -> str:
 def guest_job(case: GroupCase) -> str:
     lines = ["[global]", "ioengine=psync", "filename=/dev/m0"] + _job_options(case)
     for i, (group, _) in enumerate(case.jobs):
-        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"]
+        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"] + _stagger(case, i)
         if group:
             lines.append(f"exec_prerun=/bin/mdsplit-pagemap --join /sys/fs/cgroup/{group}")
     return "\n".join(lines) + "\n"
