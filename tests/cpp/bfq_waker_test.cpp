@@ -4,13 +4,7 @@
 // injected during the woken queue's idle regardless of the inject limit.
 #include <gtest/gtest.h>
 
-#include <deque>
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "base/clock.h"
-#include "base/event_loop.h"
+#include "bfq_test_sched.h"
 #include "core/block/bfq_scheduler.h"
 #include "core/block/bfq_waker.h"
 
@@ -20,7 +14,7 @@ namespace {
 using bfq::BfqData;
 using bfq::BfqQueue;
 
-constexpr uint64_t kMs = 1'000'000;
+using bfq_test::kMs;
 
 // A device with a long-think-time sync queue q and two other queues.
 struct Wakers {
@@ -128,89 +122,54 @@ TEST(BfqWakerTest, AWakerThatGoesAwayLeavesItsWokenQueuesWithout) {
 
 // --- through the scheduler ----------------------------------------------------
 
-class Sched {
-public:
-    Sched() : loop(clock) {
-        BfqConfig c;
-        c.group_counting = GroupCounting::Fixed;
-        c.slice_idle_ns = 2 * kMs;
-        sched = std::make_unique<BfqScheduler>(loop, c);
-    }
-    TaskContext& task(uint32_t pid, const std::string& group = "", uint32_t group_weight = 100) {
-        tasks.emplace_back();
-        tasks.back().pid = pid;
-        tasks.back().sched.group = group;
-        tasks.back().sched.group_weight = group_weight;
-        return tasks.back();
-    }
-    Request* insert(TaskContext& t, sector_t sector) {
-        rqs.push_back(std::make_unique<Request>());
-        Request* rq = rqs.back().get();
-        rq->op = Op::Read;
-        rq->sector = sector;
-        rq->nr_sectors = 8;
-        rq->pid = t.pid;
-        sched->insert(rq, &t);
-        return rq;
-    }
-    void advance(uint64_t ns) {
-        clock.advance_to(clock.now_ns() + ns);
-        loop.run_ready();
-    }
-    // Dispatch, letting the idle timer run out if bfq holds the request.
-    Request* dispatch_waiting() {
-        for (int i = 0; i < 100; i++) {
-            if (Request* rq = sched->dispatch()) return rq;
-            advance(kMs / 2);
-        }
-        return nullptr;
-    }
-    // t's request at sector, dispatched, served for 1 ms.
-    Request* serve(TaskContext& t, sector_t sector) {
-        insert(t, sector);
-        Request* rq = dispatch_waiting();
-        advance(kMs);
-        sched->completed(rq);
-        return rq;
-    }
-    const bfq::BfqQueue* queue(const TaskContext& t) const {
-        return sched->find_queue(t.pid, t.sched.group);
-    }
-    // b's requests complete just before a issues its next one: a's think
-    // time (b's service and more) is over slice_idle / 2, so a loses
-    // has_short_ttime and b becomes its waker.
-    void follow(TaskContext& a, TaskContext& b) {
-        for (int i = 0; i < 120 && !(queue(a) && queue(a)->waker_bfqq); i++) {
-            serve(b, 1000 + 8 * i);
-            advance(kMs / 10);
-            serve(a, 100000 + 8 * i);
-            advance(kMs / 10);
-        }
-    }
+using bfq_test::Sched;
 
-    VirtualClock clock;
-    EventLoop loop;
-    std::unique_ptr<BfqScheduler> sched;
-    std::deque<TaskContext> tasks;
-    std::vector<std::unique_ptr<Request>> rqs;
-};
+// Dispatch, letting the idle timer run out if bfq holds the request.
+Request* dispatch_waiting(Sched& s) {
+    for (int i = 0; i < 100; i++) {
+        if (Request* rq = s.sched->dispatch()) return rq;
+        s.advance(kMs / 2);
+    }
+    return nullptr;
+}
+
+// t's request at sector, dispatched, served for 1 ms.
+void serve(Sched& s, TaskContext& t, sector_t sector) {
+    s.insert(t, sector);
+    Request* rq = dispatch_waiting(s);
+    ASSERT_NE(rq, nullptr);
+    s.advance(kMs);
+    s.sched->completed(rq);
+}
+
+// b's requests complete just before a issues its next one: a's think time
+// (b's service and more) is over slice_idle / 2, so a loses
+// has_short_ttime and b becomes its waker.
+void follow(Sched& s, TaskContext& a, TaskContext& b) {
+    for (int i = 0; i < 120 && !(s.queue(a) && s.queue(a)->waker_bfqq); i++) {
+        serve(s, b, 1000 + 8 * i);
+        s.advance(kMs / 10);
+        serve(s, a, 100000 + 8 * i);
+        s.advance(kMs / 10);
+    }
+}
 
 TEST(BfqWakerSchedulerTest, AReaderThatFollowsAnothersCompletionsGetsItAsWaker) {
-    Sched s;
+    Sched s(GroupCounting::Fixed, 2 * kMs);
     TaskContext& a = s.task(1);
     TaskContext& b = s.task(2);
-    s.follow(a, b);
+    follow(s, a, b);
     EXPECT_FALSE(s.queue(a)->has_short_ttime);
     EXPECT_EQ(s.queue(a)->waker_bfqq, s.queue(b));
 }
 
 TEST(BfqWakerSchedulerTest, TheWakersRequestIsInjectedWhileTheWokenQueueIdles) {
-    Sched s;
+    Sched s(GroupCounting::Fixed, 2 * kMs);
     // Two groups of unequal weights: bfq idles for a (asymmetric), and b's
     // arrival does not preempt a (lower group weight, no service hole).
-    TaskContext& a = s.task(1, "g1", 200);
-    TaskContext& b = s.task(2, "g2", 100);
-    s.follow(a, b);
+    TaskContext& a = s.task(1, "g1", 4, IoprioClass::BE, 200);
+    TaskContext& b = s.task(2, "g2", 4, IoprioClass::BE, 100);
+    follow(s, a, b);
     ASSERT_EQ(s.queue(a)->waker_bfqq, s.queue(b));
     ASSERT_TRUE(s.sched->idle_timer_pending());
     ASSERT_EQ(s.sched->data().in_service_queue, s.queue(a));
