@@ -113,6 +113,9 @@ def _run_bio(jobs_dir, params, values, workers):
 # Seed 004: the two parameters the non-root legacy figure turns on, which
 # the root columns (the fit) do not pin.
 BFQ_TIME_SCALE = 32          # jobs/bfq-*.toml [device] time_scale
+# The jitter's upper end: the Micron 9200's datasheet QD1 write latency, 21 us,
+# less the model's 17.1 us without jitter (docs/reproductions/bfq.md).
+BFQ_JITTER_HI_US = 3.9
 
 
 def _bfq_both(key, text):
@@ -120,11 +123,13 @@ def _bfq_both(key, text):
 
 
 BFQ = [
-    Param("jitter", 0, 12, "us",
-          "mean exponential spread of the drive's 4k write command time. Not measured: the "
-          "thread names only /dev/nvme0n1, no datasheet or published QD1 latency spread for it "
-          "was found, and the VM (TCG) has no NVMe timing; a device-class range: 0 (a constant "
-          "latency) to 12 us (p99 ~ 2.5 x the ~23 us QD1 latency of a datacenter NVMe)",
+    Param("jitter", 0, BFQ_JITTER_HI_US, "us",
+          "mean of the exponential extra on the drive's 4k write command (10 us + 7.1 us "
+          "transfer at 577 MB/s, so a QD1 write takes 17.1 us + jitter on average). Datasheet "
+          "typical QD1 4k write latencies of 2018-2020 NVMe drives: Samsung 970 EVO Plus 17 us, "
+          "Intel DC P4500 20 us, Micron 9200 21 us, so jitter = 0..3.9 us; AnandTech's QD1 4k "
+          "QoS of datacenter NVMe (p99.99 <= 2.5 x the mean, worst drive Intel P4510, reads) "
+          "gives jitter <= 3.8 us (docs/reproductions/bfq.md, 'The drive's latency spread')",
           lambda x: _bfq_both("models.thread-nvme.jitter", f'"{x:.2f}us"')),
     Param("think time", 1.5, 5, "us",
           "the writers' cycle from a completion to the next request reaching bfq, measured on "

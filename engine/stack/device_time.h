@@ -11,23 +11,20 @@
 #include <cstdint>
 #include <optional>
 
+#include "base/device_clock.h"
 #include "config/stack_config.h"  // TimingModelConfig, FaultConfig
 
 namespace mdsplit {
 
 class DeviceTime {
 public:
-    explicit DeviceTime(double time_scale) : k_(time_scale > 0 ? time_scale : 1.0) {}
+    explicit DeviceTime(double time_scale) : clock_(time_scale) {}
 
-    double scale() const { return k_; }
+    double scale() const { return clock_.scale(); }
     /** to_loop_ns() - a device-time duration in the event loop's time. */
-    uint64_t to_loop_ns(uint64_t device_ns) const {
-        return k_ == 1.0 ? device_ns : uint64_t(double(device_ns) * k_);
-    }
+    uint64_t to_loop_ns(uint64_t device_ns) const { return clock_.loop_ns(device_ns); }
     /** to_loop_rate() - a device's bytes/s as the loop sees them. */
-    uint64_t to_loop_rate(uint64_t device_bps) const {
-        return k_ == 1.0 ? device_bps : uint64_t(double(device_bps) / k_);
-    }
+    uint64_t to_loop_rate(uint64_t device_bps) const { return clock_.loop_rate(device_bps); }
 
     /** model() - @m with every duration and rate in loop time. */
     TimingModelConfig model(TimingModelConfig m) const {
@@ -51,7 +48,7 @@ public:
     }
 
 private:
-    double k_;
+    DeviceClock clock_;
 };
 
 }  // namespace mdsplit

@@ -434,6 +434,16 @@ std::pair<const PlanJob*, const PlanJob*> RunPlan::separate_writer_and_reader(
     return {writer, reader};
 }
 
+// A reader and a writer of one stack on ram members, both @separate (each
+// with its own device, so its own memory): the refusal with @why, or "".
+std::string RunPlan::ram_reader_refusal(size_t self, bool (*separate)(const PlanJob&),
+                                        const char* why) const {
+    auto [writer, reader] = separate_writer_and_reader(self, separate);
+    if (!writer || !reader) return "";
+    return "mdsplit: job " + reader->name + " reads what job " + writer->name +
+           " writes on the ram members of " + jobs_[self].config + ", but " + why;
+}
+
 std::string RunPlan::sharing_refusal(size_t self, const StackConfig& config) const {
     const PlanJob& job = jobs_[self];
     if (const PlanJob* other = group_weight_rival(self))
@@ -471,27 +481,21 @@ std::string RunPlan::sharing_refusal(size_t self, const StackConfig& config) con
     bool in_memory =
         std::any_of(config.members.begin(), config.members.end(),
                     [](const MemberConfig& m) { return m.backend == BackendKind::Ram; });
-    if (in_memory && !job.thread) {
-        auto [writer, reader] =
-            separate_writer_and_reader(self, [](const PlanJob& t) { return !t.thread; });
-        if (writer && reader)
-            return "mdsplit: job " + reader->name + " reads what job " + writer->name +
-                   " writes on the ram members of " + job.config +
-                   ", but as forked processes each has its own empty memory; allowed: "
-                   "thread=1 (one device in one process), or members on files";
-    }
+    if (in_memory && !job.thread)
+        if (std::string r = ram_reader_refusal(
+                self, [](const PlanJob& t) { return !t.thread; },
+                "as forked processes each has its own empty memory; allowed: "
+                "thread=1 (one device in one process), or members on files");
+            !r.empty())
+            return r;
     // With create_serialize=0 each thread sets its device up as it starts:
     // the device of a job that has ended is gone by then, and its memory.
-    if (in_memory && !job.create_serialize) {
-        auto [writer, reader] =
-            separate_writer_and_reader(self, [](const PlanJob& t) { return !t.create_serialize; });
-        if (writer && reader)
-            return "mdsplit: job " + reader->name + " reads what job " + writer->name +
-                   " writes on the ram members of " + job.config +
-                   ", but with create_serialize=0 each job sets its device up as it starts, "
-                   "when an earlier job's may be gone with its memory; allowed: "
-                   "create_serialize=1 (the default), or members on files";
-    }
+    if (in_memory && !job.create_serialize)
+        return ram_reader_refusal(
+            self, [](const PlanJob& t) { return !t.create_serialize; },
+            "with create_serialize=0 each job sets its device up as it starts, "
+            "when an earlier job's may be gone with its memory; allowed: "
+            "create_serialize=1 (the default), or members on files");
     return "";
 }
 

@@ -178,6 +178,8 @@ private:
                              std::string (RunPlan::*path_of)(size_t) const) const;
     std::pair<const PlanJob*, const PlanJob*> separate_writer_and_reader(
         size_t self, bool (*separate)(const PlanJob&)) const;
+    std::string ram_reader_refusal(size_t self, bool (*separate)(const PlanJob&),
+                                   const char* why) const;
     const PlanJob* group_weight_rival(size_t self) const;
     const PlanJob* trace_disagreement(size_t self) const;
     std::string group_refusal(size_t self) const;

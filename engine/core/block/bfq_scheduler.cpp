@@ -90,7 +90,7 @@ struct BfqScheduler::RqData {
 BfqScheduler::BfqScheduler(EventLoop& loop, const BfqConfig& config, const Options& options)
     : loop_(loop),
       config_(config),
-      time_scale_(options.time_scale > 0 ? options.time_scale : 1.0),
+      device_clock_(options.time_scale),
       rq_pool_(std::make_unique<ObjectPool<RqData>>()) {
     bfqd_.clock = &loop.clock();
     bfqd_.now_ctx = this;
@@ -525,7 +525,7 @@ void BfqScheduler::arm_slice_timer() {
     // Only a minimum idle time for a seeky queue in a symmetric scenario.
     if (bfq::bfqq_seeky(*bfqq) && !bfqd_.asymmetric_scenario(bfqq)) sl = std::min(sl, kMinTtNs);
     bfqd_.last_idling_start_ns = now;
-    start_idle_timer(loop_.now() + uint64_t(double(sl) * time_scale_));
+    start_idle_timer(loop_.now() + device_clock_.loop_ns(sl));
 }
 
 // bfq_clear_bfqq_wait_request(), closing the idle period's statistics.

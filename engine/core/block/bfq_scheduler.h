@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/device_clock.h"
 #include "base/event_loop.h"
 #include "base/object_pool.h"
 #include "config/stack_config.h"
@@ -147,14 +148,12 @@ private:
     void update_inject_limit(bfq::BfqQueue* bfqq);
     void completed_request(bfq::BfqQueue* bfqq);
 
-    // Device time (ns): the loop's clock slowed down by time_scale_.
-    uint64_t device_now() const {
-        return time_scale_ == 1.0 ? loop_.now() : uint64_t(double(loop_.now()) / time_scale_);
-    }
+    // Device time (ns): the loop's clock slowed down by time_scale.
+    uint64_t device_now() const { return device_clock_.device_ns(loop_.now()); }
 
     EventLoop& loop_;
     BfqConfig config_;
-    double time_scale_;
+    DeviceClock device_clock_;
     bfq::BfqData bfqd_;
     std::unique_ptr<bfq::BfqGroup> root_group_;
     std::map<std::string, std::unique_ptr<bfq::BfqGroup>> groups_;

@@ -3,6 +3,8 @@
 // pulls from it when it runs (member_queue.h tells when).
 #include "core/block/member_queue.h"
 
+#include "base/device_clock.h"
+
 namespace mdsplit {
 
 void MemberQueue::set_scheduler(std::unique_ptr<IoScheduler> scheduler) {
@@ -96,12 +98,11 @@ MemberQueue::PassResult MemberQueue::dispatch_pass() {
 void MemberQueue::delay_run(uint64_t msecs) {
     if (delay_timer_ || run_pending_) return;
     const uint32_t hz = limits_.hz;
-    const double k = limits_.time_scale;
-    const uint64_t now = layer_.loop().now();
-    const uint64_t device_now = k == 1.0 ? now : uint64_t(double(now) / k);
-    uint64_t at = jiffies::timer_fires_ns(device_now, jiffies::from_msecs(msecs, hz), hz);
-    if (k != 1.0) at = uint64_t(double(at) * k);
-    delay_timer_ = layer_.loop().schedule_at(at + 1, &MemberQueue::delayed_run, this);
+    const DeviceClock clock(limits_.time_scale);
+    const uint64_t device_now = clock.device_ns(layer_.loop().now());
+    const uint64_t at = jiffies::timer_fires_ns(device_now, jiffies::from_msecs(msecs, hz), hz);
+    delay_timer_ =
+        layer_.loop().schedule_at(clock.loop_ns(at) + 1, &MemberQueue::delayed_run, this);
 }
 
 // The end of a plug flush's batch for this queue (blk_mq_dispatch_list):

@@ -1,5 +1,7 @@
 #include "core/block/mq_deadline.h"
 
+#include "base/device_clock.h"
+
 namespace mdsplit {
 
 // One queued request: its place in the sort tree, the FIFO and the hash,
@@ -27,7 +29,7 @@ void MqDeadlineScheduler::insert(Request* rq, const TaskContext*) {
     node->sorted = sort_[dir].emplace(rq->sector, rq);
     node->hashed = hash_.emplace(rq->end_sector(), rq);
     uint64_t expire = dir ? options_.write_expire_ns : options_.read_expire_ns;
-    node->fifo_time = loop_.now() + uint64_t(double(expire) * options_.time_scale);
+    node->fifo_time = loop_.now() + DeviceClock(options_.time_scale).loop_ns(expire);
     node->fifo = fifo_[dir].insert(fifo_[dir].end(), rq);
     queued_++;
     inserted_++;
