@@ -48,6 +48,12 @@ class GroupCase:
     ramp_s: int = 1
     queue_depth: int = 32
     slice_idle: str = "8ms"
+    # Job i starts i * stagger_ms after the first (fio startdelay) and
+    # ramps (n - 1 - i) * stagger_ms longer, so every job's measured
+    # window is the same. Seed 004 staggered its writers by 250 ms, over
+    # bfq_burst_interval (180 ms): bfq_do_or_sched_stable_merge() then
+    # merges no queues created together.
+    stagger_ms: int = 0
 
 
 CASES = [
@@ -83,11 +89,13 @@ _WAKER = (
     "requests, the light groups 0.46-0.75 s in service of their own, each ended mostly as "
     "'preempted' (270-282 a run: bfq_bfqq_higher_class_or_weight() when an emptied heavier "
     "queue comes back). Kernel shares (fio) 0.24/0.38/0.38 and 0.29/0.35/0.35 against "
-    "the emulator's 0.147/0.294/0.559, which has no waker detection (bfq_scheduler.h) and "
-    "injects 0 here (with the guest's 560-595 us think time too: 0.149/0.297/0.554). Left: "
-    "the trigger is the guest's think-time tail under TCG, which the virtual clock does not "
-    "have, and waker detection belongs to the emulator's bfq (engine/core), being reworked "
-    "in the dispatch loop now")
+    "the emulator's 0.147/0.294/0.559: it models bfq_check_waker() (bfq_waker.h) but sets "
+    "no waker here, its readers' think time has no tail and stays under slice_idle/2 "
+    "(has_short_ttime kept), and it injects nothing. Given the guest's think time (580 us, "
+    "fio thinktime) it sets no waker either but injects 0.66 per request through "
+    "bfq_choose_bfqq_for_injection() and serves 0.331/0.332/0.337 of the requests, the "
+    "kernel's shares (bfq_decisions.emulator_side). Left: the think time, which the "
+    "emulator's side of this comparison does not take from the guest")
 _MERGED = (
     "block/bfq-iosched.c bfq_do_or_sched_stable_merge() -> bfq_setup_cooperator() / "
     "bfq_merge_bfqqs(); then bfq_check_waker(), bfq_select_queue()",
@@ -97,7 +105,8 @@ _MERGED = (
     "waker') and gets 1378 of its 1429 reads inside the shared queue's slot (g400: 2957). "
     "Kernel shares (fio) 0.33/0.33/0.34 (io.stat 1429/3015) and earlier 0.11/0.45/0.45, "
     "0.34/0.33/0.33, against the emulator's 0.189/0.410/0.401: the emulator keeps two queues "
-    "(queue merging is left out, bfq_scheduler.h) and has no waker detection. Left: as "
+    "(queue merging is left out, bfq_scheduler.h) and sets no waker; given the guest's "
+    "580 us think time it serves 0.328/0.339/0.333 of the requests. Left: as "
     "bfq-3groups-100-200-400, plus stable merging, which the emulator does not model")
 KNOWN: dict = {
     "bfq-3groups-100-200-400": _WAKER,
@@ -133,12 +142,20 @@ def _job_options(case: GroupCase) -> list:
             f"size={_region(case) // MiB}m"]
 
 
+def _stagger(case: GroupCase, i: int) -> list:
+    """Job i's start and ramp under case.stagger_ms (none without it)."""
+    if not case.stagger_ms:
+        return []
+    late = (len(case.jobs) - 1 - i) * case.stagger_ms
+    return [f"startdelay={i * case.stagger_ms}ms", f"ramp_time={case.ramp_s * 1000 + late}ms"]
+
+
 def emulator_job(case: GroupCase, stack: Path, trace: Path) -> str:
     lines = ["[global]", f"ioengine=external:{paths.engine_path()}", "thread=1",
              "filename=m0dev", f"mdsplit_config={stack}", f"mdsplit_trace={trace}"]
     lines += _job_options(case)
     for i, (group, weight) in enumerate(case.jobs):
-        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"]
+        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"] + _stagger(case, i)
         if group:
             lines += [f"mdsplit_group={group}", f"mdsplit_group_weight={weight}"]
     return "\n".join(lines) + "\n"
@@ -147,7 +164,7 @@ def emulator_job(case: GroupCase, stack: Path, trace: Path) -> str:
 def guest_job(case: GroupCase) -> str:
     lines = ["[global]", "ioengine=psync", "filename=/dev/m0"] + _job_options(case)
     for i, (group, _) in enumerate(case.jobs):
-        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"]
+        lines += [f"[j{i}]", f"offset={i * _region(case) // MiB}m"] + _stagger(case, i)
         if group:
             lines.append(f"exec_prerun=/bin/mdsplit-pagemap --join /sys/fs/cgroup/{group}")
     return "\n".join(lines) + "\n"

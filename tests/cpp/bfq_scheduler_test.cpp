@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/event_loop.h"
+#include "bfq_test_sched.h"
 #include "config/config_loader.h"
 #include "core/block/bfq_scheduler.h"
 #include "core/trace/trace_event.h"
@@ -23,59 +24,8 @@ namespace mdsplit {
 namespace {
 
 using bfq::Expiration;
-
-constexpr uint64_t kMs = 1'000'000;
-
-class Sched {
-public:
-    explicit Sched(GroupCounting counting, uint64_t slice_idle_ns = 8 * kMs,
-                   uint32_t max_budget = 16384, double time_scale = 1.0)
-        : loop(clock) {
-        BfqConfig c;
-        c.group_counting = counting;
-        c.slice_idle_ns = slice_idle_ns;
-        c.max_budget_sectors = max_budget;
-        BfqScheduler::Options o;
-        o.time_scale = time_scale;
-        sched = std::make_unique<BfqScheduler>(loop, c, o);
-    }
-    TaskContext& task(uint32_t pid, const std::string& group = "", uint8_t prio = 4,
-                      IoprioClass cls = IoprioClass::BE, uint32_t group_weight = 100) {
-        tasks.emplace_back();
-        TaskContext& t = tasks.back();
-        t.pid = pid;
-        t.sched.group = group;
-        t.sched.ioprio = prio;
-        t.sched.ioprio_class = cls;
-        t.sched.group_weight = group_weight;
-        return t;
-    }
-    Request* insert(TaskContext& t, sector_t sector, uint32_t sectors = 8) {
-        rqs.push_back(std::make_unique<Request>());
-        Request* rq = rqs.back().get();
-        rq->op = Op::Read;  // reads are sync
-        rq->sector = sector;
-        rq->nr_sectors = sectors;
-        rq->pid = t.pid;
-        sched->insert(rq, &t);
-        return rq;
-    }
-    void advance(uint64_t ns) {
-        clock.advance_to(clock.now_ns() + ns);
-        loop.run_ready();
-    }
-    const bfq::BfqQueue* queue(const TaskContext& t) const {
-        return sched->find_queue(t.pid, t.sched.group);
-    }
-    bool asymmetric(const TaskContext& t) const { return sched->asymmetric_scenario(queue(t)); }
-    uint32_t groups_counted() { return sched->data().num_groups_with_pending_reqs; }
-
-    VirtualClock clock;
-    EventLoop loop;
-    std::unique_ptr<BfqScheduler> sched;
-    std::deque<TaskContext> tasks;
-    std::vector<std::unique_ptr<Request>> rqs;
-};
+using bfq_test::kMs;
+using bfq_test::Sched;
 
 // --- bfq_asymmetric_scenario(), per variant --------------------------------
 
@@ -459,8 +409,9 @@ TEST(BfqSchedulerTest, InjectionStartsOnceABaselineServiceTimeIsKnown) {
     EXPECT_EQ(s.queue(a)->inject_limit, 0u);
     EXPECT_EQ(s.sched->dispatch(), nullptr);
     // A's next request arrives with nothing in the drive, 10 ms after the
-    // limit was reset: its total service time becomes the baseline.
-    s.advance(10 * kMs);
+    // limit was reset (msecs_to_jiffies(10): 3 jiffies, 12 ms at HZ 250):
+    // its total service time becomes the baseline.
+    s.advance(12 * kMs);
     s.insert(a, 8);
     Request* a2 = s.sched->dispatch();
     ASSERT_EQ(a2->pid, 1u);

@@ -83,7 +83,11 @@ def test_seed_root_group_never_idles_for_asymmetry(seed):
         assert st["group_counting"] == counting
         assert st["idle_periods"] < 0.1 * legacy_idles
         assert st["asymmetric_true"] == 0
-        assert st["expirations"]["no_more_requests"] > 0
+        # an empty queue is given up, not idled for: at the next dispatch
+        # (no_more_requests) or when another queue's request arrives while
+        # its own is in flight (preempted: bfq_bfqq_handle_idle_busy_switch()'s
+        # !bfq_better_to_idle(in_service_queue) term)
+        assert st["expirations"]["no_more_requests"] + st["expirations"]["preempted"] > 0
     # legacy never counts the root group; fixed counts it as one group
     assert seed["legacy", "root"][1]["max_groups_with_pending_reqs"] == 0
     assert seed["fixed", "root"][1]["max_groups_with_pending_reqs"] == 1

@@ -113,8 +113,23 @@ def test_kernel_injects_while_it_idles(decisions):
 
 def test_emulator_injects_while_it_idles_as_the_kernel_does(decisions):
     """Emulator, asymmetric groups: other queues' requests go in during the idle (>= 0.1 per request)."""
-    # The emulator's idling per request and its loss in requests per second
-    # do not follow the kernel's direction in this case (it injects on more
-    # requests than 6.12 does): docs/reproductions/bfq.md lists the figures.
     asym = decisions[B.CASES[0].name].emulator
     assert B.Decisions.per_request(asym, "inject") >= 0.1
+
+
+def test_emulator_serves_other_queues_out_of_turn_as_the_kernel_within_1_5x(decisions):
+    """Asymmetric groups: requests of other jobs than the one in service, per request, within 1.5x of 6.12's."""
+    # Out of turn (injection while the in-service queue idles or has its
+    # own request in flight) is steady on the emulator over the guest's
+    # think times (0.69-0.73 for 350-675 us). The part inside the armed
+    # idle alone swings with the think time's phase against the 2 ms
+    # service (0.17-0.61 per request), so it is checked only for >= 0.1.
+    d = decisions[B.CASES[0].name]
+    k, e = (B.Decisions.per_request(c, "out_of_turn") for c in (d.kernel, d.emulator))
+    assert k / 1.5 <= e <= 1.5 * k
+
+
+def test_out_of_turn_counts_other_jobs_requests_per_queue_in_service():
+    """Requests of other jobs than the one in service count; merged queues and no queue do not."""
+    split = {"issued": {None: {0: 5}, 1: {1: 3, 0: 2}, 2: {2: 1, 0: 4}, "shared": {0: 7, 3: 1}}}
+    assert B.out_of_turn(split) == 6

@@ -63,6 +63,9 @@ struct BfqData {
     bool rqs_injected = false;
 
     uint64_t last_completion_ns = 0;
+    // The queue of the last completed request (bfq_completed_request();
+    // bfq_check_waker()'s candidate waker).
+    BfqQueue* last_completed_rq_bfqq = nullptr;
     sector_t last_position = 0;
     uint64_t last_budget_start_ns = 0;
     uint64_t last_idling_start_ns = 0;

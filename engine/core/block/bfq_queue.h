@@ -90,7 +90,7 @@ struct BfqQueue {
     // Injection (bfq_update_inject_limit).
     uint32_t inject_limit = 1;
     uint64_t last_serv_time_ns = 0;
-    int64_t decrease_time_ns = kNever;
+    int64_t decrease_time_jif = kNever;  // jiffies (bfqq->decrease_time_jif)
 
     // Weight-raising coefficient (bfqq->wr_coeff): always 1, weight raising
     // is not modelled; kept so that the idling and injection conditions read
@@ -103,6 +103,18 @@ struct BfqQueue {
     // bfqd->active_list membership (queues on an active tree): intrusive links.
     bool on_active_list = false;
     ListHook<BfqQueue> active_link;
+
+    // Waker detection (bfq_check_waker(), bfq_waker.h): the queue whose
+    // completions this queue's new I/O follows (waker_bfqq), the candidate
+    // being confirmed, and the queues this one wakes (woken_list; woken_in
+    // is the waker whose woken_list holds this queue, null when in none).
+    BfqQueue* waker_bfqq = nullptr;
+    BfqQueue* tentative_waker_bfqq = nullptr;
+    uint32_t num_waker_detections = 0;
+    uint64_t waker_detection_started_ns = 0;
+    ListHook<BfqQueue> woken_link;
+    IntrusiveList<BfqQueue, &BfqQueue::woken_link> woken_list;
+    BfqQueue* woken_in = nullptr;
 
     uint64_t idle_start_ns = 0;  // start of the current idle period (wait_request)
     BfqStats stats;

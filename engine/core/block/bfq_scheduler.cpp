@@ -12,6 +12,7 @@
 
 #include "base/jiffies.h"
 #include "base/json_writer.h"
+#include "core/block/bfq_waker.h"
 #include "core/block/bfq_wf2q.h"
 
 namespace mdsplit {
@@ -36,6 +37,15 @@ constexpr unsigned kAsyncChargeFactor = 3;                     // bfq_async_char
 
 // jiffies at a time in ns (CONFIG_HZ: base/jiffies.h).
 uint64_t jiffies_at(uint64_t ns) { return jiffies::at(ns, jiffies::kConfigHz); }
+
+// time_is_before_eq_jiffies(since_jif + msecs_to_jiffies(ms)) at now_ns:
+// the kernel keeps the inject limit's sampling and reset windows in jiffies
+// (bfq_add_request(), bfq_update_has_short_ttime()), so a 10 ms window
+// is 3 jiffies at HZ 250 and opens at a tick.
+bool jiffies_elapsed(int64_t since_jif, uint64_t ms, uint64_t now_ns) {
+    return int64_t(jiffies_at(now_ns)) >=
+           since_jif + int64_t(jiffies::from_msecs(ms, jiffies::kConfigHz));
+}
 
 bool is_sync(Op op, const Bio* first) {
     return op == Op::Read || (first && (first->flags & kBioSync));
@@ -161,7 +171,7 @@ BfqQueue* BfqScheduler::new_queue(BfqGroup* group, uint32_t pid, bool sync, unsi
     // (bfq_reset_inject_limit: 0 for a short think time, 1 otherwise); it
     // becomes 1 once a baseline service time is sampled and adapts from there.
     q->inject_limit = 0;
-    q->decrease_time_ns = bfq::kNever;
+    q->decrease_time_jif = bfq::kNever;
     bfq::init_queue_entity(q.get(), group);
     group->queues++;
     BfqQueue* raw = q.get();
@@ -353,11 +363,14 @@ void BfqScheduler::handle_idle_busy_switch(BfqQueue* bfqq) {
     }
     bfqq->service_from_backlogged = 0;
     bfq::add_bfqq_busy(bfqd_, bfqq);
-    // Expire the in-service queue only if preemption may be needed for
-    // guarantees: bfqq recovers a service hole, or has a higher class or
-    // weight, and it is actually the next queue to serve.
+    // Expire the in-service queue if bfqq recovers a service hole, or has
+    // a higher class or weight, or its arrival ends the reason to idle for
+    // the in-service queue (!bfq_better_to_idle(), 5.12's "block, bfq:
+    // stop plugging when the scenario changes": e.g. a lone busy queue
+    // idled for), and bfqq is actually the next queue to serve.
     BfqQueue* in_serv = bfqd_.in_service_queue;
-    if (in_serv && in_serv != bfqq && (wants_to_preempt || higher_class_or_weight(bfqq, in_serv)) &&
+    if (in_serv && in_serv != bfqq &&
+        (wants_to_preempt || higher_class_or_weight(bfqq, in_serv) || !better_to_idle(in_serv)) &&
         bfq::next_queue_may_preempt(bfqd_))
         bfqq_expire(in_serv, false, Expiration::Preempted);
 }
@@ -367,28 +380,31 @@ void BfqScheduler::reset_inject_limit(BfqQueue* bfqq) {
     bfqq->last_serv_time_ns = 0;  // invalidate the baseline total service time
     bfqd_.waited_rq = nullptr;
     bfqq->inject_limit = bfqq->has_short_ttime ? 0 : 1;
-    bfqq->decrease_time_ns = int64_t(device_now());
+    bfqq->decrease_time_jif = int64_t(jiffies_at(device_now()));
 }
 
 // bfq_add_request()
 void BfqScheduler::add_request(Request* rq) {
     RqData* d = rq_data(rq);
     BfqQueue* bfqq = d->queue;
-    int64_t now = int64_t(device_now());
+    uint64_t now = device_now();
     bfqq->queued[d->sync]++;
     bfqd_.queued++;
+    // v5.18-rc1: the queue's first queued request (5.19 tests the
+    // process's requests in flight, RQ_BIC(rq)->requests <= 1).
     if (bfqq->sort_list.empty() && bfqq->sync) {
+        bfq::check_waker(bfqd_, bfqq, now);
         // Periodically reset the inject limit, so that it eventually drops
         // if the workload changes.
-        if (now >= bfqq->decrease_time_ns + int64_t(1000 * kMs)) reset_inject_limit(bfqq);
+        if (jiffies_elapsed(bfqq->decrease_time_jif, 1000, now)) reset_inject_limit(bfqq);
         // A "first request" of the in-service queue: measure its total
         // service time, as a baseline (nothing in the drive) or to evaluate
         // the injection that happened during the service hole.
         if (bfqq == bfqd_.in_service_queue &&
             (bfqd_.rq_in_driver == 0 ||
              (bfqq->last_serv_time_ns > 0 && bfqd_.rqs_injected && bfqd_.rq_in_driver > 0)) &&
-            now >= bfqq->decrease_time_ns + int64_t(10 * kMs)) {
-            bfqd_.last_empty_occupied_ns = uint64_t(now);
+            jiffies_elapsed(bfqq->decrease_time_jif, 10, now)) {
+            bfqd_.last_empty_occupied_ns = now;
             bfqd_.wait_dispatch = true;
             if (bfqd_.rq_in_driver == 0) bfqd_.rqs_injected = false;
         }
@@ -443,18 +459,20 @@ void BfqScheduler::update_io_thinktime(BfqQueue* bfqq) {
     t.ttime_mean = (t.ttime_total + 128) / t.ttime_samples;
 }
 
-// bfq_update_has_short_ttime()
+// bfq_update_has_short_ttime(): a think time over half the idle slice is
+// long (bfq_slice_idle >> 1, since 5.12: "block, bfq: use half slice_idle
+// as a threshold to check short ttime"), once bfq_sample_valid() (> 80).
 void BfqScheduler::update_has_short_ttime(BfqQueue* bfqq) {
     if (!bfqq->sync || bfqq->ioprio_class == 3 || bfqd_.slice_idle_ns == 0) return;
     bool has_short_ttime =
-        !(bfqq->ttime.ttime_samples > 80 && bfqq->ttime.ttime_mean > bfqd_.slice_idle_ns);
+        !(bfqq->ttime.ttime_samples > 80 && bfqq->ttime.ttime_mean > (bfqd_.slice_idle_ns >> 1));
     bool state_changed = has_short_ttime != bfqq->has_short_ttime;
     bfqq->has_short_ttime = has_short_ttime;
     // Until a baseline service time exists, the inject limit follows the
     // think-time state (0 short, 1 long); reset it on a change, but not
     // within 100 ms of the last update unless the think time became long.
     if (state_changed && bfqq->last_serv_time_ns == 0 &&
-        (int64_t(device_now()) >= bfqq->decrease_time_ns + int64_t(100 * kMs) || !has_short_ttime))
+        (jiffies_elapsed(bfqq->decrease_time_jif, 100, device_now()) || !has_short_ttime))
         reset_inject_limit(bfqq);
 }
 
@@ -779,14 +797,41 @@ BfqQueue* BfqScheduler::choose_bfqq_for_injection() {
     return nullptr;
 }
 
-// The last branch of bfq_select_queue()'s injection choice (v5.18-rc1):
-// inject from other queues only if idling is not for throughput, and bfqq
-// is not a weight-raised queue with a short think time (unless several are
-// weight-raised). The earlier branches (bfqq's own async queue, its waker
-// queue, a queue it woke) need the waker detection, not modelled.
-bool BfqScheduler::choose_injection(const BfqQueue* bfqq) const {
-    return !idling_boosts_thr_without_issues(bfqq) &&
-           (bfqq->wr_coeff == 1 || bfqd_.wr_busy_queues > 1 || !bfqq->has_short_ttime);
+// A queue bfq_select_queue() may serve out of turn: busy, with a next
+// request that fits its budget.
+bool BfqScheduler::may_serve_out_of_turn(const BfqQueue* q) const {
+    return q && q->busy && q->next_rq && int64_t(serv_to_charge(q->next_rq, q)) <= budget_left(q);
+}
+
+// bic->bfqq[0]: the async queue the in-service queue's process uses (its
+// group's, at its priority), if its next request is that process's.
+BfqQueue* BfqScheduler::own_async_queue(const BfqQueue* bfqq) const {
+    auto it = bfqq->group->async_queues.find(bfqq->ioprio_class * bfq::kIoprioBeNr + bfqq->ioprio);
+    if (it == bfqq->group->async_queues.end()) return nullptr;
+    BfqQueue* async_bfqq = it->second;
+    if (!may_serve_out_of_turn(async_bfqq) || async_bfqq->next_rq->pid != bfqq->pid) return nullptr;
+    return async_bfqq;
+}
+
+// bfq_select_queue()'s choice while the in-service queue bfqq idles or
+// may idle after its requests in flight (v5.18-rc1, four exclusive ifs):
+// the process's own async I/O; else its waker queue's; else the first
+// queue it woke (woken_list, "blocked_bfqq"); these three regardless of
+// the inject limit. Else, unless idling is for throughput or bfqq is a
+// weight-raised queue with a short think time (and the only raised one),
+// bfq_choose_bfqq_for_injection().
+BfqQueue* BfqScheduler::queue_to_inject(BfqQueue* bfqq) {
+    BfqQueue* chosen = own_async_queue(bfqq);
+    if (!chosen && may_serve_out_of_turn(bfqq->waker_bfqq)) chosen = bfqq->waker_bfqq;
+    if (!chosen && may_serve_out_of_turn(bfq::first_woken(bfqq))) chosen = bfq::first_woken(bfqq);
+    if (chosen) {
+        chosen->stats.injected_waker++;
+        return chosen;
+    }
+    if (!idling_boosts_thr_without_issues(bfqq) &&
+        (bfqq->wr_coeff == 1 || bfqd_.wr_busy_queues > 1 || !bfqq->has_short_ttime))
+        return choose_bfqq_for_injection();
+    return nullptr;
 }
 
 // bfq_select_queue()
@@ -810,11 +855,9 @@ check_queue:
         return bfqq;
     }
     // No requests: keep the queue if it is idling, or has requests in
-    // flight and may idle after them; meanwhile, try injection. (Injection
-    // of the process's own async I/O and of a waker queue is not modelled.)
-    if (bfqq->wait_request || (bfqq->dispatched != 0 && better_to_idle(bfqq))) {
-        return choose_injection(bfqq) ? choose_bfqq_for_injection() : nullptr;
-    }
+    // flight and may idle after them; meanwhile, try injection.
+    if (bfqq->wait_request || (bfqq->dispatched != 0 && better_to_idle(bfqq)))
+        return queue_to_inject(bfqq);
     reason = Expiration::NoMoreRequests;
 expire:
     bfqq_expire(bfqq, false, reason);
@@ -839,6 +882,8 @@ Request* BfqScheduler::dispatch_rq_from_bfqq(BfqQueue* bfqq) {
     bfqq->stats.dispatches++;
     bfqq->stats.service_sectors += rq->nr_sectors;
     if (!in_service) bfqq->stats.injected++;
+    if (!in_service && bfqd_.in_service_queue && bfqd_.in_service_queue->wait_request)
+        bfqq->stats.injected_idle++;
     remove_request(rq);
     if (!in_service) return rq;
     // An idle-class queue yields as soon as other queues wait.
@@ -953,7 +998,7 @@ void BfqScheduler::update_inject_limit(BfqQueue* bfqq) {
         uint64_t threshold = (bfqq->last_serv_time_ns * 3) >> 1;
         if (tot_time_ns >= threshold && old_limit > 0) {
             bfqq->inject_limit--;
-            bfqq->decrease_time_ns = int64_t(device_now());
+            bfqq->decrease_time_jif = int64_t(jiffies_at(device_now()));
         } else if (tot_time_ns < threshold && old_limit <= bfqd_.max_rq_in_driver) {
             bfqq->inject_limit++;
         }
@@ -983,6 +1028,7 @@ void BfqScheduler::completed_request(BfqQueue* bfqq) {
     }
     bfqq->ttime.last_end_request = now;
     bfqd_.last_completion_ns = now;
+    bfqd_.last_completed_rq_bfqq = bfqq;  // (no queue merging: never a coop queue)
     if (bfqd_.in_service_queue == bfqq) {
         if (must_idle(bfqq)) {
             // Idle once the last request completes; never expire here, or
@@ -1006,7 +1052,9 @@ void BfqScheduler::completed_request(BfqQueue* bfqq) {
 // of a run. The queue itself is kept: its statistics are reported.
 void BfqScheduler::task_exited(const TaskContext& task) {
     BfqQueue* bfqq = get_queue(task.sched, task.pid, true, false);
-    if (!bfqq || bfqq != bfqd_.in_service_queue) return;
+    if (!bfqq) return;
+    bfq::forget_waker_links(bfqd_, bfqq);  // bfq_put_queue(), once the queue goes
+    if (bfqq != bfqd_.in_service_queue) return;
     expire_queue(bfqq, Expiration::BudgetTimeout);
     run_queue();
 }

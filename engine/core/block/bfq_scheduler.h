@@ -13,7 +13,9 @@
 // idling_needed_for_service_guarantees: the wr_coeff term, coded but never
 // true, bfq_asymmetric_scenario with the legacy or fixed group counting,
 // and bfq_tot_busy_queues == 1);
-// injection while the in-service queue idles (bfq_choose_bfqq_for_injection,
+// injection while the in-service queue idles (bfq_select_queue()'s four
+// choices: the process's own async queue, its waker queue, a queue it woke
+// (waker detection: bfq_waker.h), else bfq_choose_bfqq_for_injection with
 // inject_limit adapted by bfq_update_inject_limit); think-time and seek
 // statistics; device queueing detection (bfq_update_hw_tag); the sort list
 // with bfq_choose_req and the FIFO expiry; elevator front/back merges within
@@ -23,9 +25,10 @@
 // bfq's documented "maximum throughput" setting: interactive and soft
 // real-time detection and the wr_coeff machinery are not modelled, and the
 // stack file refuses low_latency = true rather than ignore it); queue
-// merging (bfq_setup_cooperator: off anyway on non-rotational devices with
-// queueing); the waker/woken detection and the injection of the in-service
-// process's own async I/O; burst detection (only used by weight raising);
+// merging (bfq_setup_cooperator / bfq_merge_bfqqs, and the stable merge of
+// queues created within bfq_burst_interval, bfq_do_or_sched_stable_merge:
+// seed 004 started its writers 250 ms apart to avoid it); burst detection
+// (only used by weight raising);
 // peak-rate estimation and max_budget autotuning (the configured
 // max_budget is used as if set by the user); the oom queue; cgroup moves of a
 // running task (a task in another group gets another queue); merging of two
@@ -126,7 +129,9 @@ private:
     static void on_idle_timer(void* arg, uint64_t tag);
     void idle_slice_timer_body();
     bool idling_needed_for_service_guarantees(const bfq::BfqQueue* bfqq);
-    bool choose_injection(const bfq::BfqQueue* bfqq) const;
+    bool may_serve_out_of_turn(const bfq::BfqQueue* q) const;
+    bfq::BfqQueue* own_async_queue(const bfq::BfqQueue* bfqq) const;
+    bfq::BfqQueue* queue_to_inject(bfq::BfqQueue* bfqq);
     bool idling_boosts_thr_without_issues(const bfq::BfqQueue* bfqq) const;
     bool better_to_idle(const bfq::BfqQueue* bfqq);
     bool must_idle(const bfq::BfqQueue* bfqq);

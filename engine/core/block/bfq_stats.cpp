@@ -23,6 +23,9 @@ void BfqStats::add(const BfqStats& o) {
     charged_sectors += o.charged_sectors;
     dispatches += o.dispatches;
     injected += o.injected;
+    injected_idle += o.injected_idle;
+    injected_waker += o.injected_waker;
+    wakers_set += o.wakers_set;
     slices += o.slices;
     idle_periods += o.idle_periods;
     idle_ns += o.idle_ns;
@@ -33,6 +36,8 @@ void BfqStats::add(const BfqStats& o) {
 void BfqStats::write_json_fields(JsonWriter& j) const {
     j.field("service_sectors", service_sectors).field("charged_sectors", charged_sectors);
     j.field("dispatches", dispatches).field("injected", injected).field("slices", slices);
+    j.field("injected_idle", injected_idle).field("injected_waker", injected_waker);
+    j.field("wakers_set", wakers_set);
     j.field("idle_periods", idle_periods).field("idle_ns", idle_ns);
     j.field("idle_timeouts", idle_timeouts).key("expirations").begin_object();
     for (unsigned i = 0; i < kExpirationReasons; i++)

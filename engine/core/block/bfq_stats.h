@@ -23,6 +23,9 @@ struct BfqStats {
     uint64_t charged_sectors = 0;  // service charged in B-WF2Q+ (incl. time charging)
     uint64_t dispatches = 0;       // requests dispatched
     uint64_t injected = 0;         // of those, dispatched while another queue was in service
+    uint64_t injected_idle = 0;    // of those, while the in-service queue idled (timer armed)
+    uint64_t injected_waker = 0;   // chosen as waker, woken or own async queue (not the limit)
+    uint64_t wakers_set = 0;       // times bfq_check_waker() confirmed a waker for this queue
     uint64_t slices = 0;           // times set in service
     uint64_t idle_periods = 0;     // idle-slice timer armed (the device plugged for this queue)
     uint64_t idle_ns = 0;          // total length of those periods
