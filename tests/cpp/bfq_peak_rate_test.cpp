@@ -141,11 +141,11 @@ TEST(BfqPeakRateTest, MaxBudgetIsTheDefaultUntil194BudgetsWereAssigned) {
     EXPECT_EQ(min_budget(dev.d), 8192u / 32);
 }
 
-TEST(BfqPeakRateTest, SchedulerAutotunesWhenMaxBudgetIsNotSet) {
-    bfq_test::Sched s(GroupCounting::Fixed, 8 * kMs, 0);
+// One sequential reader at QD1 through a scheduler, 8 sectors per 10 us,
+// for 1.1 s: one peak-rate interval closes.
+void run_sequential_reader(bfq_test::Sched& s) {
     TaskContext& a = s.task(1);
     sector_t sector = 0;
-    // One sequential reader at QD1, 8 sectors per 10 us, for 1.1 s.
     for (uint64_t t = 0; t < 1100 * kMs; t += 10 * kUs, sector += 8) {
         s.insert(a, sector);
         Request* rq = s.sched->dispatch();
@@ -153,21 +153,18 @@ TEST(BfqPeakRateTest, SchedulerAutotunesWhenMaxBudgetIsNotSet) {
         s.advance(10 * kUs);
         s.sched->completed(rq);
     }
+}
+
+TEST(BfqPeakRateTest, SchedulerAutotunesWhenMaxBudgetIsNotSet) {
+    bfq_test::Sched s(GroupCounting::Fixed, 8 * kMs, 0);
+    run_sequential_reader(s);
     EXPECT_EQ(s.sched->data().rate.updates, 1u);
     EXPECT_EQ(s.sched->data().max_budget, calc_max_budget(s.sched->data()));
 }
 
 TEST(BfqPeakRateTest, SchedulerKeepsAUserSetMaxBudget) {
     bfq_test::Sched s(GroupCounting::Fixed, 8 * kMs, 4096);
-    TaskContext& a = s.task(1);
-    sector_t sector = 0;
-    for (uint64_t t = 0; t < 1100 * kMs; t += 10 * kUs, sector += 8) {
-        s.insert(a, sector);
-        Request* rq = s.sched->dispatch();
-        ASSERT_NE(rq, nullptr);
-        s.advance(10 * kUs);
-        s.sched->completed(rq);
-    }
+    run_sequential_reader(s);
     EXPECT_EQ(s.sched->data().rate.updates, 1u);
     EXPECT_EQ(s.sched->data().max_budget, 4096u);
 }
