@@ -92,10 +92,12 @@ def test_thousand_jobs_leak_no_fds_and_no_memory(engine, stacks):
     assert len(fds) >= 20, f"too few samples while the jobs ran: {len(fds)}"
     tenth = len(fds) // 10
     lows = [min(fds[i * tenth:(i + 1) * tenth]) for i in range(10)]
-    # A leak grows with the waves, so it rises through the second half too;
-    # a one-time open early in the run (fio's helper thread under a loaded
-    # host: [21, 21, 23, 23, ...]) is a step, not a rise.
-    assert lows[-1] <= lows[5] + 1, f"fewest open fds per tenth of the run: {lows}"
+    # A leak grows with the waves, so the floor rises tenth after tenth; a
+    # one-time open (fio's helper thread under a loaded host, seen early
+    # [21, 21, 23, 23, ...] and late [.., 21, 21, 23, 23, 23, 23]) is one
+    # step, not a rise.
+    rises = sum(b > a for a, b in zip(lows, lows[1:]))
+    assert rises <= 1, f"fewest open fds per tenth of the run: {lows}"
     assert lows[-1] <= lows[0] + 3, f"fewest open fds per tenth of the run: {lows}"
     p90 = lambda s: sorted(f for f, _ in s)[len(s) * 9 // 10]  # noqa: E731
     assert p90(md_big) <= p90(md_small) + 1, (p90(md_small), p90(md_big))
