@@ -59,15 +59,20 @@ bool EventLoop::held(uint64_t deadline, uint64_t now) const {
 size_t EventLoop::run_due_timers() {
     size_t ran = 0;
     uint64_t now = this->now();
+    uint64_t fired_at = 0;
     while (!timers_.empty() && timers_.front().deadline <= now) {
-        // A hold taken by an earlier timer of this pass counts at once.
-        if (!holds_.empty() && held(timers_.front().deadline, now)) break;
+        uint64_t next = timers_.front().deadline;
+        // A late pass keeps time order: the work an earlier timer deferred
+        // runs before a later timer (run_ready() comes back here after it),
+        // and a hold taken by an earlier event counts at once.
+        if (ran && next > fired_at && !deferred_.empty()) break;
+        if (!holds_.empty() && held(next, now)) break;
         std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
         Timer t = timers_.back();
         timers_.pop_back();
         if (!cancelled_.empty() && cancelled_.erase(t.id)) continue;
         armed_.erase(t.id);
-        event_at_ = t.deadline;
+        event_at_ = fired_at = t.deadline;
         t.cb(t.arg, t.tag);
         event_at_ = kNoEvent;
         ++ran;
