@@ -11,14 +11,15 @@
 // injects for good, docs/sidecar-lag.md). So from the moment a completion
 // is delivered to a job the job owes an answer: every timer due after the
 // completion's event time plus the job's think time (EventLoop::add_hold)
-// waits until the job calls the engine again (it submits, or waits for
-// more, or leaves) -- or until max_hold_ns of loop time has passed, for a
-// job that never answers (fio ends it). A job that is already waiting in
-// the engine for more completions than it has owes nothing: it will not
-// answer before them. The wait is the host's: the held events run late and
-// that lateness is measured as lag (host_lag.h), not turned into a
-// different answer. On the virtual clock no timer is overdue, so nothing
-// is ever held there: the same rule, with time as a parameter.
+// waits until the job answers -- it hands its next batch to the block
+// layer (commit), waits in the engine for more completions than it has
+// (it answers nothing before them), or leaves -- or until max_hold_ns of
+// loop time has passed, for a job that never answers (fio ends it). The
+// wait is the host's: the held events run late and that lateness is
+// measured as lag (host_lag.h), not turned into a different answer. On the
+// virtual clock nothing is overdue and the job answers before the clock
+// moves, so the same rule, with time as a parameter, changes nothing
+// there. docs/sidecar-lag.md, "Response order on the real clock".
 #pragma once
 
 #include <cstdint>
