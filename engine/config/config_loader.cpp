@@ -1064,7 +1064,7 @@ void read_bfq(const Reader& reader, const toml::table& table, BfqConfig& bfq) {
     bfq.strict_guarantees =
         reader.boolean(table, "strict_guarantees", path).value_or(bfq.strict_guarantees);
     bfq.max_budget_sectors = uint32_t(
-        reader.integer(table, "max_budget", path, 1, 1u << 24).value_or(bfq.max_budget_sectors));
+        reader.integer(table, "max_budget", path, 0, 1u << 24).value_or(bfq.max_budget_sectors));
     if (auto timeout = reader.duration(table, "timeout_sync", path)) {
         if (*timeout == 0) {
             reader.fail(key_path(path, "timeout_sync"), "a budget timeout cannot be 0",

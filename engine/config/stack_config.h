@@ -134,7 +134,9 @@ struct BfqConfig {
     uint64_t slice_idle_ns = 8'000'000;
     bool low_latency = false;
     bool strict_guarantees = false;
-    uint32_t max_budget_sectors = 16384;
+    // bfq_user_max_budget: 0 (the kernel's default) autotunes it from the
+    // estimated peak rate (core/block/bfq_peak_rate.h); else user-set.
+    uint32_t max_budget_sectors = 0;
     uint64_t timeout_sync_ns = 125'000'000;
 };
 

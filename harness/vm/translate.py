@@ -195,8 +195,8 @@ def bfq_tunables(bfq: dict) -> dict:
     """queue/iosched/ files of the kernel's bfq (block/bfq-iosched.c
     bfq_attrs) for a stack's [bfq] table, the emulator's defaults
     (engine/config/stack_config.h BfqConfig) where it is silent: the
-    kernel's own defaults differ (low_latency 1, max_budget 0 = auto-tuned
-    from the peak rate, which the emulator does not model)."""
+    kernel's own default differs for low_latency (1); max_budget 0 autotunes
+    from the peak rate in both)."""
     from harness.units import parse_duration_ns
 
     def ms(key, default):
@@ -204,7 +204,7 @@ def bfq_tunables(bfq: dict) -> dict:
     return {"low_latency": int(bool(bfq.get("low_latency", False))),
             "slice_idle_us": parse_duration_ns(bfq.get("slice_idle", "8ms")) // 1000,
             "strict_guarantees": int(bool(bfq.get("strict_guarantees", False))),
-            "max_budget": int(bfq.get("max_budget", 16384)),
+            "max_budget": int(bfq.get("max_budget", 0)),
             "timeout_sync": ms("timeout_sync", "125ms")}
 
 

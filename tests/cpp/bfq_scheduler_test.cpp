@@ -362,7 +362,10 @@ TEST(BfqIdlingTermTest, AnIdleClassQueueIsNeverIdledFor) {
 }
 
 TEST(BfqSchedulerTest, BudgetExhaustionExpiresAndQuadruplesTheBudget) {
-    Sched s(GroupCounting::Fixed, 8 * kMs, 96);  // new queue: 2/3 * 96 = 64 sectors
+    Sched s(GroupCounting::Fixed, 8 * kMs, 96);
+    // bfq_max_budget() gives the user's 96 once 194 budgets were assigned
+    // (before, the default): a new queue gets 2/3 * 96 = 64 sectors.
+    s.sched->data().budgets_assigned = bfq::kStatsMinBudgets;
     TaskContext& a = s.task(1);
     for (int i = 0; i < 12; i++) s.insert(a, sector_t(i) * 8);
     std::vector<Request*> out;

@@ -54,3 +54,28 @@ def test_fixed_neither_idles_nor_injects_and_legacy_loses(nonroot):
     assert st["asymmetric_true"] == 0 and st["injected"] == 0
     assert st["idle_periods"] < 0.01 * st["dispatches"]
     assert nonroot["legacy"][0] < 0.8 * bw_fixed
+
+
+def test_shipped_runs_autotune_max_budget(nonroot):
+    """Both shipped non-root runs autotune max_budget (bfq_user_max_budget == 0)."""
+    for variant in ("legacy", "fixed"):
+        _, st = nonroot[variant]
+        assert st["max_budget_auto"] is True and st["peak_rate"] > 0
+
+
+def test_peak_rate_never_updates_inside_the_checked_window(nonroot):
+    """The first peak-rate interval (1 s of device time) outlasts the checked run: max_budget stays 16384."""
+    for variant in ("legacy", "fixed"):
+        _, st = nonroot[variant]
+        assert st["peak_rate_updates"] <= 1
+        assert all(q["max_budget"] <= 16384 for q in st["queues"])
+
+
+def test_max_budget_study_sets_both_shipped_stacks(tmp_path):
+    """harness.bfq_max_budget's draws set max_budget, the seed and the runtime in the shipped files."""
+    from harness import bands, bfq_max_budget
+    bands.prepare_copy(ROOT / "jobs", tmp_path, bfq_max_budget.settings(4096, 160)[0])
+    for variant in ("legacy", "fixed"):
+        text = (tmp_path / f"bfq-{variant}.toml").read_text()
+        assert "\nmax_budget = 4096\n" in text and "jitter_seed = 1" in text
+    assert "\nruntime=160\n" in (tmp_path / "bfq-groups.fio").read_text()

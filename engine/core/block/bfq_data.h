@@ -24,17 +24,25 @@
 #include "base/intrusive_list.h"
 #include "config/stack_config.h"
 #include "core/block/bfq_group.h"
+#include "core/block/bfq_peak_rate.h"
 #include "core/block/bfq_queue.h"
 #include "core/block/request.h"
 
 namespace mdsplit::bfq {
+
+inline constexpr sector_t kSeekThr = 8 * 100;       // BFQQ_SEEK_THR
+inline constexpr uint32_t kSectThrNonrot = 2 * 32;  // BFQQ_SECT_THR_NONROT
 
 struct BfqData {
     const Clock* clock = nullptr;
     GroupCounting group_counting = GroupCounting::Fixed;
     uint64_t slice_idle_ns = 8'000'000;  // bfq_slice_idle
     uint64_t timeout_ns = 125'000'000;   // bfq_timeout (timeout_sync)
-    uint64_t max_budget = 16384;         // bfq_max_budget, sectors (user-set: not autotuned)
+    // bfqd->bfq_max_budget, sectors: the user's value, or autotuned from
+    // the peak rate while user_max_budget is 0 (bfq_peak_rate.h).
+    uint64_t max_budget = kDefaultMaxBudget;
+    uint64_t user_max_budget = 0;  // bfqd->bfq_user_max_budget (sysfs max_budget)
+    PeakRate rate;                 // the peak-rate estimator's fields
     bool strict_guarantees = false;
     bool nonrot = true;  // blk_queue_nonrot()
 
@@ -87,6 +95,13 @@ struct BfqData {
     const void* now_ctx = nullptr;
     uint64_t now() const { return now_fn ? now_fn(now_ctx) : clock->now_ns(); }
     uint32_t tot_busy_queues() const { return busy_queues[0] + busy_queues[1] + busy_queues[2]; }
+    // BFQ_RQ_SEEKY(): rq lies more than BFQQ_SEEK_THR sectors from
+    // last_pos (get_sdist(): 0 when last_pos is 0) and, on flash, is small.
+    bool rq_seeky(sector_t last_pos, const Request* rq) const {
+        sector_t sdist =
+            last_pos ? (rq->sector > last_pos ? rq->sector - last_pos : last_pos - rq->sector) : 0;
+        return sdist > kSeekThr && (!nonrot || rq->nr_sectors < kSectThrNonrot);
+    }
     bool legacy_counting() const { return group_counting == GroupCounting::Legacy; }
 
     // bfq_weights_tree_add() / bfq_weights_tree_remove(). In the legacy

@@ -30,8 +30,6 @@ constexpr uint64_t kBackPenalty = 2;                           // bfq_back_penal
 constexpr uint64_t kMinTtNs = 2 * kMs;                         // BFQ_MIN_TT
 constexpr uint32_t kHwQueueThreshold = 3;                      // BFQ_HW_QUEUE_THRESHOLD
 constexpr uint32_t kHwQueueSamples = 32;                       // BFQ_HW_QUEUE_SAMPLES
-constexpr sector_t kSeekThr = 8 * 100;                         // BFQQ_SEEK_THR
-constexpr uint32_t kSectThrNonrot = 2 * 32;                    // BFQQ_SECT_THR_NONROT
 constexpr uint32_t kRequestsWithinTimer = 120;                 // bfq_requests_within_timer
 constexpr unsigned kAsyncChargeFactor = 3;                     // bfq_async_charge_factor
 
@@ -100,11 +98,12 @@ BfqScheduler::BfqScheduler(EventLoop& loop, const BfqConfig& config, const Optio
     bfqd_.group_counting = config.group_counting;
     bfqd_.slice_idle_ns = config.slice_idle_ns;
     bfqd_.timeout_ns = config.timeout_sync_ns ? config.timeout_sync_ns : 125 * kMs;
-    bfqd_.max_budget = config.max_budget_sectors ? config.max_budget_sectors : 16384;
     bfqd_.strict_guarantees = config.strict_guarantees;
     // bfq_strict_guarantees_store(): strict guarantees need idling of at least 8 ms.
     if (bfqd_.strict_guarantees && bfqd_.slice_idle_ns < 8 * kMs) bfqd_.slice_idle_ns = 8 * kMs;
     bfqd_.nonrot = options.nonrot;
+    // max_budget 0 (the kernel's default): autotuned from the peak rate.
+    bfq::init_peak_rate(bfqd_, config.max_budget_sectors);
     root_group_ = std::make_unique<BfqGroup>();
     bfq::init_group_entity(root_group_.get(), nullptr);
     root_group_->sched_data.class_idle_last_service_ns = device_now();  // bfq_init_root_group()
@@ -164,7 +163,7 @@ BfqQueue* BfqScheduler::new_queue(BfqGroup* group, uint32_t pid, bool sync, unsi
     q->ttime.last_end_request = now + 1;
     q->io_bound = true;
     // Tentative initial value to trade off between throughput and latency.
-    q->max_budget = 2 * bfqd_.max_budget / 3;
+    q->max_budget = 2 * bfq::max_budget(bfqd_) / 3;
     q->budget_timeout_ns = 0;  // bfq_smallest_from_now()
     q->seek_history = 1;       // the first request is almost certainly seeky
     // Injection: as in the kernel, the first request resets the limit
@@ -478,9 +477,7 @@ void BfqScheduler::update_has_short_ttime(BfqQueue* bfqq) {
 
 // bfq_update_io_seektime() with BFQ_RQ_SEEKY()
 void BfqScheduler::update_io_seektime(BfqQueue* bfqq, const Request* rq) {
-    sector_t last = bfqq->last_request_pos;
-    sector_t sdist = last ? (rq->sector > last ? rq->sector - last : last - rq->sector) : 0;
-    bool seeky = sdist > kSeekThr && (!bfqd_.nonrot || rq->nr_sectors < kSectThrNonrot);
+    bool seeky = bfqd_.rq_seeky(bfqq->last_request_pos, rq);
     bfqq->seek_history = (bfqq->seek_history << 1) | (seeky ? 1u : 0u);
 }
 
@@ -677,8 +674,8 @@ bool BfqScheduler::bfqq_is_slow(const BfqQueue* bfqq, bool compensate, uint64_t&
 
 // __bfq_bfqq_recalc_budget(): the budget feedback.
 void BfqScheduler::recalc_budget(BfqQueue* bfqq, Expiration reason) {
-    uint64_t min_budget = bfqd_.max_budget / 32;  // bfq_min_budget()
-    uint64_t budget = bfqq->max_budget;           // wr_coeff == 1
+    uint64_t min_budget = bfq::min_budget(bfqd_);
+    uint64_t budget = bfqq->max_budget;  // wr_coeff == 1
     if (bfqq->sync) {
         switch (reason) {
             case Expiration::TooIdle:
@@ -708,6 +705,9 @@ void BfqScheduler::recalc_budget(BfqQueue* bfqq, Expiration reason) {
         budget = bfqd_.max_budget;  // async queues always get the maximum
     }
     bfqq->max_budget = budget;
+    // An autotuned max_budget, once in use, caps every queue's.
+    if (bfqd_.budgets_assigned >= bfq::kStatsMinBudgets && bfqd_.user_max_budget == 0)
+        bfqq->max_budget = std::min(bfqq->max_budget, bfqd_.max_budget);
     if (bfqq->next_rq)
         bfqq->entity.budget = std::max(bfqq->max_budget, serv_to_charge(bfqq->next_rq, bfqq));
 }
@@ -785,7 +785,7 @@ BfqQueue* BfqScheduler::choose_bfqq_for_injection() {
         if (bfqq->sort_list.empty() || !(in_serv_always_inject || bfqq->wr_coeff > 1)) continue;
         if (int64_t(serv_to_charge(bfqq->next_rq, bfqq)) > budget_left(bfqq)) continue;
         // Only one large in-flight request on non-rotational devices.
-        if (bfqd_.nonrot && bfqq->next_rq->nr_sectors >= kSectThrNonrot)
+        if (bfqd_.nonrot && bfqq->next_rq->nr_sectors >= bfq::kSectThrNonrot)
             limit = std::min<uint32_t>(1, limit);
         else
             limit = in_serv->inject_limit;
@@ -878,7 +878,7 @@ Request* BfqScheduler::dispatch_rq_from_bfqq(BfqQueue* bfqq) {
         bfqd_.waited_rq = rq;
     }
     bfqq->dispatched++;
-    bfqd_.last_position = rq->end_sector();  // bfq_update_peak_rate(): position only
+    bfq::update_peak_rate(bfqd_, rq);  // bfq_dispatch_remove()
     bfqq->stats.dispatches++;
     bfqq->stats.service_sectors += rq->nr_sectors;
     if (!in_service) bfqq->stats.injected++;
@@ -1027,6 +1027,7 @@ void BfqScheduler::completed_request(BfqQueue* bfqq) {
         bfqd_.weights_tree_remove(bfqq);
     }
     bfqq->ttime.last_end_request = now;
+    bfq::peak_rate_completion(bfqd_);
     bfqd_.last_completion_ns = now;
     bfqd_.last_completed_rq_bfqq = bfqq;  // (no queue merging: never a coop queue)
     if (bfqd_.in_service_queue == bfqq) {
@@ -1084,6 +1085,9 @@ void BfqScheduler::write_json(JsonWriter& j) const {
     j.field("group_counting", bfqd_.legacy_counting() ? "legacy" : "fixed");
     j.field("slice_idle_ns", bfqd_.slice_idle_ns).field("timeout_sync_ns", bfqd_.timeout_ns);
     j.field("max_budget_sectors", bfqd_.max_budget).field("low_latency", config_.low_latency);
+    // Peak-rate estimation (bfq_peak_rate.h): autotuned unless user-set.
+    j.field("max_budget_auto", bfqd_.user_max_budget == 0);
+    j.field("peak_rate", bfqd_.rate.peak_rate).field("peak_rate_updates", bfqd_.rate.updates);
     j.field("weight_raising", false).field("strict_guarantees", bfqd_.strict_guarantees);
     j.field("nonrot", bfqd_.nonrot).field("hw_tag", bfqd_.hw_tag);
     j.field("num_groups_with_pending_reqs", bfqd_.num_groups_with_pending_reqs);

@@ -19,7 +19,8 @@
 // inject_limit adapted by bfq_update_inject_limit); think-time and seek
 // statistics; device queueing detection (bfq_update_hw_tag); the sort list
 // with bfq_choose_req and the FIFO expiry; elevator front/back merges within
-// the submitter's queue.
+// the submitter's queue; peak-rate estimation and max_budget autotuning
+// (bfq_peak_rate.h) unless max_budget is user-set.
 //
 // Left out: weight raising (low_latency is false by default here, which is
 // bfq's documented "maximum throughput" setting: interactive and soft
@@ -28,9 +29,7 @@
 // merging (bfq_setup_cooperator / bfq_merge_bfqqs, and the stable merge of
 // queues created within bfq_burst_interval, bfq_do_or_sched_stable_merge:
 // seed 004 started its writers 250 ms apart to avoid it); burst detection
-// (only used by weight raising);
-// peak-rate estimation and max_budget autotuning (the configured
-// max_budget is used as if set by the user); the oom queue; cgroup moves of a
+// (only used by weight raising); the oom queue; cgroup moves of a
 // running task (a task in another group gets another queue); merging of two
 // queued requests after a bio merge (attempt_back_merge).
 #pragma once
