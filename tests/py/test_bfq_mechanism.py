@@ -48,12 +48,22 @@ def test_legacy_injection_is_capped_by_the_inject_limit(nonroot):
     assert 0 < per_period <= max(limits) < 7
 
 
-def test_fixed_neither_idles_nor_injects_and_legacy_loses(nonroot):
-    """Fixed: no asymmetric scenario, no injection, idle on < 1 % of requests; legacy loses >= 20 %."""
-    bw_fixed, st = nonroot["fixed"]
+def test_fixed_neither_idles_nor_injects(nonroot):
+    """Fixed: no asymmetric scenario, no injection, idle on < 1 % of requests."""
+    _, st = nonroot["fixed"]
     assert st["asymmetric_true"] == 0 and st["injected"] == 0
     assert st["idle_periods"] < 0.01 * st["dispatches"]
-    assert nonroot["legacy"][0] < 0.8 * bw_fixed
+
+
+def test_legacy_loses_a_fifth_over_the_jitter_draws():
+    """Legacy's median over jitter_seed 1-9 loses >= 20 % against fixed (one draw may lose less)."""
+    import statistics
+    from harness import sweep
+    from harness.experiments import bfq as B
+    runs = sweep.bfq_runs(ROOT / "jobs", B.jitter_seed_settings())
+    legacy = statistics.median(r["nonroot.before_MiBps"] for r in runs)
+    fixed = statistics.median(r["nonroot.after_MiBps"] for r in runs)
+    assert legacy < 0.8 * fixed, (legacy, fixed)
 
 
 def test_shipped_runs_autotune_max_budget(nonroot):
