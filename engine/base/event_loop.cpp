@@ -29,7 +29,28 @@ void EventLoop::cancel(uint64_t timer_id) {
 }
 
 void EventLoop::defer(EventCallback cb, void* arg, uint64_t tag) {
-    deferred_.push_back(Deferred{cb, arg, tag});
+    deferred_.push_back(Deferred{cb, arg, tag, event_time()});
+}
+
+uint64_t EventLoop::add_hold(uint64_t horizon, uint64_t expires) {
+    holds_.push_back(Hold{next_hold_id_, horizon, expires});
+    return next_hold_id_++;
+}
+
+void EventLoop::release_hold(uint64_t id) {
+    for (size_t i = 0; i < holds_.size(); i++) {
+        if (holds_[i].id == id) {
+            holds_[i] = holds_.back();
+            holds_.pop_back();
+            return;
+        }
+    }
+}
+
+bool EventLoop::held(uint64_t deadline, uint64_t now) const {
+    for (const Hold& h : holds_)
+        if (h.horizon < deadline && h.expires > now) return true;
+    return false;
 }
 
 // The timers due at now(): on the real clock the time run_ready() read when
@@ -38,13 +59,22 @@ void EventLoop::defer(EventCallback cb, void* arg, uint64_t tag) {
 size_t EventLoop::run_due_timers() {
     size_t ran = 0;
     uint64_t now = this->now();
+    uint64_t fired_at = 0;
     while (!timers_.empty() && timers_.front().deadline <= now) {
+        uint64_t next = timers_.front().deadline;
+        // A late pass keeps time order: the work an earlier timer deferred
+        // runs before a later timer (run_ready() comes back here after it),
+        // and a hold taken by an earlier event counts at once.
+        if (ran && next > fired_at && !deferred_.empty()) break;
+        if (!holds_.empty() && held(next, now)) break;
         std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
         Timer t = timers_.back();
         timers_.pop_back();
         if (!cancelled_.empty() && cancelled_.erase(t.id)) continue;
         armed_.erase(t.id);
+        event_at_ = fired_at = t.deadline;
         t.cb(t.arg, t.tag);
+        event_at_ = kNoEvent;
         ++ran;
     }
     return ran;
@@ -67,7 +97,9 @@ size_t EventLoop::run_ready() {
         for (size_t n = deferred_.size(); n > 0 && !deferred_.empty(); --n) {
             Deferred d = deferred_.front();
             deferred_.pop_front();
+            event_at_ = d.at;
             d.cb(d.arg, d.tag);
+            event_at_ = kNoEvent;
             ++round;
         }
         if (!timers_.empty()) round += run_due_timers();
@@ -136,7 +168,13 @@ void EventLoop::drop_cancelled_top() {
 uint64_t EventLoop::next_deadline() const {
     // Cancelled timers may sit at the top; they only cause an early wake-up
     // (wait_for_next() drops them first).
-    return timers_.empty() ? std::numeric_limits<uint64_t>::max() : timers_.front().deadline;
+    if (timers_.empty()) return std::numeric_limits<uint64_t>::max();
+    uint64_t deadline = timers_.front().deadline;
+    // Held: it fires when the last hold that keeps it expires.
+    uint64_t at = deadline;
+    for (const Hold& h : holds_)
+        if (h.horizon < deadline) at = std::max(at, h.expires);
+    return at;
 }
 
 bool EventLoop::has_pending() const {

@@ -66,6 +66,20 @@ public:
     uint64_t next_deadline() const;
     bool has_deferred() const { return !deferred_.empty(); }
 
+    // ---- Holds (the policy: stack/response_order.h) ------------------------
+    // A hold keeps every timer due after `horizon` from firing until it is
+    // released or the loop's time reaches `expires`; timers due at or before
+    // the horizon fire as usual. next_deadline() says when a held timer may
+    // fire without a release (its hold's expiry).
+    uint64_t add_hold(uint64_t horizon, uint64_t expires);
+    void release_hold(uint64_t id);
+    size_t holds() const { return holds_.size(); }
+    // The model time of the event being run: a timer's deadline, and for
+    // deferred work the event time of whoever deferred it; now() otherwise
+    // (a backend's completion, a call from fio). On the real clock a late
+    // loop runs an event after its time; this is the time it stands for.
+    uint64_t event_time() const { return event_at_ != kNoEvent ? event_at_ : now(); }
+
     // ---- Real I/O under the virtual clock (see event_loop.cpp) ------------
     // A real request is due at due_ns (its model's completion time, or its
     // issue time): the clock does not pass that before settle().
@@ -127,7 +141,14 @@ private:
         EventCallback cb;
         void* arg;
         uint64_t tag;
+        uint64_t at = kNoEvent;  // event_time() when deferred
     };
+    struct Hold {
+        uint64_t id, horizon, expires;
+    };
+    static constexpr uint64_t kNoEvent = ~uint64_t(0);
+    // A live hold keeps a timer due at `deadline` (at the pass time now).
+    bool held(uint64_t deadline, uint64_t now) const;
     // Real clock: waits shorter than this are spun, not slept (a wake-up
     // costs tens of us on a busy host, and the modelled time would pass).
     static constexpr uint64_t kSpinWaitNs = 20'000;
@@ -144,6 +165,9 @@ private:
     Fifo<Deferred> deferred_;
     std::vector<CompletionSource*> sources_;
     uint64_t next_timer_id_ = 1;
+    std::vector<Hold> holds_;
+    uint64_t next_hold_id_ = 1;
+    uint64_t event_at_ = kNoEvent;           // see event_time()
     std::multiset<uint64_t> real_due_;       // virtual clock: real requests' due times
     std::vector<Deferred> settled_waiters_;  // virtual clock: run at the next settle()
     int64_t untracked_ = 0;

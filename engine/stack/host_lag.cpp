@@ -116,6 +116,7 @@ void HostLagJob::completed(uint64_t cookie) {
     f->model_done_ns = now - std::min(late, now - std::min(now, f->queued_ns));
     f->backend_ns = std::min(backend, late);
     f->done = true;
+    owner_.owe(this);
 }
 
 void HostLagJob::handed(uint64_t cookie, uint64_t now) {

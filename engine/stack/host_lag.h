@@ -26,6 +26,7 @@
 #include "base/json_writer.h"
 #include "core/block/task_context.h"
 #include "core/drivers/lateness_probe.h"
+#include "stack/response_order.h"
 
 namespace mdsplit {
 
@@ -142,6 +143,17 @@ public:
     void queued(TaskContext& task, uint64_t cookie) {
         if (task.lag) static_cast<HostLagJob*>(task.lag)->queued(cookie, loop_.now());
     }
+    // The order of a job's answers (response_order.h): a completion
+    // delivered to `job` makes it owe one; the task handing its batch to
+    // the block layer (commit: the plug's flush), waiting again in reap,
+    // or leaving answers.
+    void set_response_order(ResponseOrder* order) { order_ = order; }
+    void owe(const HostLagJob* job) {
+        if (order_) order_->owe(static_cast<const TaskLagHook*>(job), job->think_ns());
+    }
+    void answered(const TaskContext& task) {
+        if (order_ && task.lag) order_->answered(task.lag);
+    }
     void handed(TaskContext& task);
     // The task's modelled submitting CPU ([cpu]) resumed `late_ns` after its
     // time: every I/O it is submitting arrives that much later at the model.
@@ -190,6 +202,7 @@ private:
     TimeScaleCalibration calibration_;
     bool calibrated_ = false;
     bool modelled_ = true;
+    ResponseOrder* order_ = nullptr;
     uint64_t last_delivered_ns_ = ~uint64_t(0), last_late_ns_ = 0, last_backend_ns_ = 0;
 };
 

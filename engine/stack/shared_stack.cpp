@@ -170,6 +170,7 @@ void SharedStack::reap_locked(std::unique_lock<std::mutex>& lock, TaskContext& t
             hand_over_polling();
             return;
         }
+        stack_->answered(task);  // it answers nothing before more completions
         if (!polling_) {
             wait_unlocked(lock, deadline);
         } else {
@@ -192,9 +193,12 @@ void SharedStack::wait_for_poller(std::unique_lock<std::mutex>& lock, TaskContex
 
 void SharedStack::wake_ready_waiters() {
     for (Waiter* w : waiters_) {
-        if (!w->woken && w->task->completions.size() >= w->min) {
+        if (w->woken) continue;
+        if (w->task->completions.size() >= w->min) {
             w->woken = true;
             w->cv.notify_one();
+        } else {
+            stack_->answered(*w->task);  // still waiting: it owes no answer
         }
     }
 }
@@ -212,6 +216,7 @@ void SharedStack::hand_over_polling() {
 
 void SharedStack::drain(TaskContext& task) {
     std::unique_lock<std::mutex> lock(mu_);
+    stack_->answered(task);
     while (task.in_flight) reap_locked(lock, task, task.completions.size() + 1, 10'000'000);
     task.completions.clear();
 }

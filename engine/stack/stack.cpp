@@ -103,7 +103,12 @@ void Stack::mark_forced_md_members(const StackOptions& options) {
 }
 
 Stack::Stack(const StackConfig& config, Clock& clock, const StackOptions& options)
-    : config_(config), loop_(clock), host_lag_(loop_, config.members.size()), tracer_(loop_) {
+    : config_(config),
+      loop_(clock),
+      order_(loop_),
+      host_lag_(loop_, config.members.size()),
+      tracer_(loop_) {
+    host_lag_.set_response_order(&order_);
     check_devices(options);
     if (!config.models_time()) host_lag_.set_unmodelled();
     start_ns_ = loop_.now();
@@ -439,6 +444,7 @@ void Stack::dio_endio(Bio* dio) {
 
 void Stack::commit(TaskContext& task) {
     layer_->set_current(&task);
+    answered(task);  // it answers: its plug's flush below, in this same call
     if (layer_->cpu_modelled()) {
         task.cpu.steps.push_back({TaskSubmitCpu::Kind::FinishPlug});
         run_submitter(task);
@@ -522,12 +528,14 @@ void Stack::reap(TaskContext& task, size_t min, uint64_t timeout_ns) {
     for (;;) {
         loop_.run_ready();
         if (task.completions.size() >= min) return;
+        answered(task);  // it answers nothing before more completions
         if (loop_.now() >= deadline) return;
         if (!loop_.wait_for_next(deadline - loop_.now())) return;
     }
 }
 
 void Stack::task_exited(const TaskContext& task) {
+    answered(task);
     for (auto& m : members_)
         if (IoScheduler* s = m->scheduler()) s->task_exited(task);
 }

@@ -71,6 +71,10 @@ public:
     EventLoop& loop() { return loop_; }
     // How late the host ran against the model (host_lag.h).
     HostLag& host_lag() { return host_lag_; }
+    // The task owes no answer to its completions (response_order.h): it
+    // handed its next batch to the block layer, waits in the engine for
+    // more completions than it has, or leaves.
+    void answered(const TaskContext& task) { host_lag_.answered(task); }
     // One stderr line when the device was host-bound, "" otherwise.
     std::string host_lag_verdict() const {
         return host_lag_.verdict(top_->name(), config_.device.time_scale);
@@ -201,6 +205,7 @@ private:
     // Before the members: released after their descriptors are closed.
     std::vector<MemberClaim> claims_;
     EventLoop loop_;
+    ResponseOrder order_;
     HostLag host_lag_;
     Tracer tracer_;
     std::unique_ptr<IoUringRing> ring_;

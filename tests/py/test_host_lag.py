@@ -25,15 +25,11 @@ VERDICT = "host-bound:"
 #   in-service queue's first sample, taken no sooner than 10 ms of device
 #   time after its first request (bfq_add_request()). From then on a single
 #   blk-mq tick re-run (BLK_MQ_BUDGET_DELAY) that lands in the writer's
-#   think gap starts injection for good (the limit climbs on the constant
-#   latency of the nvme preset). On the real clock a loop that runs late
-#   takes an overdue completion and the overdue tick in one pass, before
-#   the writer can answer, so the tick meets a gap simulate never has
-#   (think time 0, 4 s: at time_scale 128 2 runs of 12 injected, ratio
-#   0.16 and 0.57, at 64 5 of 8, 0.39-0.59; simulate never injects, 0.13).
-#   500 ms is at most 8.4 ms of device time at the factors "auto" picked
-#   here (64-1000): no injection on either clock (at a fixed 64, 1 s runs
-#   injected in 1 of 4, 500 ms runs in none of 6).
+#   think gap starts injection for good. 500 ms is at most 8.4 ms of device
+#   time at the factors "auto" picked here (64-1000): the comparison is
+#   idling against parallel dispatch, with no injection on either clock.
+#   The real clock keeps the tick out of the gap when the loop runs late
+#   (engine/stack/response_order.h): the 4 s run at a fixed 64 below.
 # - fio starts writers whose startdelay has not passed in batches at least
 #   200 ms apart (backend.c, run_threads()), and under legacy the drive
 #   serves the writers one after another, so startdelay steps lengthen the
@@ -219,6 +215,30 @@ def test_bfq_nonroot_auto_matches_simulate(engine, tmp_path, compete):
     print(figures)
     ok = ratio == pytest.approx(sim_ratio, rel=0.10)
     assert ok, (figures, res.stderr)
+
+
+def test_bfq_nonroot_late_loop_keeps_the_models_order(engine, tmp_path):
+    """Think time 0, 4 s at time_scale 64: the late loop starts no injection simulate lacks, the ratio is simulate's."""
+    global THINKTIME
+    saved, THINKTIME = THINKTIME, 0
+    try:
+        write(tmp_path, {"bfq-legacy.toml": bfq_stack("legacy", 64),
+                         "bfq-fixed.toml": bfq_stack("fixed", 64),
+                         "job.fio": bfq_job(engine, "4s")})
+    finally:
+        THINKTIME = saved
+    res = run_fio(tmp_path / "job.fio")
+    real_stats = move_real_sidecars(tmp_path)
+    b = sim_bytes(simulate_job(tmp_path / "job.fio", data=False))
+    injected = [json.loads((d / "bfq-legacy.json").read_text())["devices"][1]["bfq"]["injected"]
+                for d in (real_stats, tmp_path / "stats")]
+    real = written(res)
+    ratio = group_sum(real, "nonroot-legacy") / group_sum(real, "nonroot-fixed")
+    sim_ratio = group_sum(b, "nonroot-legacy") / group_sum(b, "nonroot-fixed")
+    figures = (f"legacy/fixed real {ratio:.3f} simulate {sim_ratio:.3f}, "
+               f"legacy injected real {injected[0]} simulate {injected[1]}")
+    print(figures)
+    assert injected[0] == injected[1] and ratio == pytest.approx(sim_ratio, rel=0.10), (figures, res.stderr)
 
 
 @pytest.mark.parametrize("compete", [False, True], ids=["alone", "competing"])
