@@ -244,6 +244,14 @@ def out_of_turn(split: dict) -> int:
                for job, n in d.items() if job != served)
 
 
+def own_queue_issues(split: dict) -> int:
+    """Requests the device got while one job's own queue was in service
+    (not a queue bfq merged, bfq_merge_bfqqs(), and not with no queue in
+    service): what out_of_turn() is a share of."""
+    return sum(n for served, d in split["issued"].items() if served not in (None, "shared")
+               for n in d.values())
+
+
 def emulator_counts(bfq: dict, seconds: float, think_us: int = 0) -> dict:
     """The emulator's sidecar bfq totals in count_trace()'s names: inject
     counts what the guest's trace can see (another queue's request while

@@ -124,12 +124,25 @@ def test_emulator_serves_other_queues_out_of_turn_as_the_kernel_within_1_5x(deci
     # think times (0.69-0.73 for 350-675 us). The part inside the armed
     # idle alone swings with the think time's phase against the 2 ms
     # service (0.17-0.61 per request), so it is checked only for >= 0.1.
+    # The kernel's share is of the requests served while one job's own
+    # queue was in service: when 6.12 merges queues (bfq_merge_bfqqs(),
+    # which the emulator does not model) their service is neither in nor
+    # out of turn. (One heavily loaded run gave 0.077 of all requests
+    # against the emulator's 0.72; its split was not kept, so the failure
+    # message now prints both sides' decisions.)
     d = decisions[B.CASES[0].name]
-    k, e = (B.Decisions.per_request(c, "out_of_turn") for c in (d.kernel, d.emulator))
-    assert k / 1.5 <= e <= 1.5 * k
+    k = B.out_of_turn(d.kernel["split"]) / max(1, B.own_queue_issues(d.kernel["split"]))
+    e = B.Decisions.per_request(d.emulator, "out_of_turn")
+    assert k / 1.5 <= e <= 1.5 * k, d.line()
 
 
 def test_out_of_turn_counts_other_jobs_requests_per_queue_in_service():
     """Requests of other jobs than the one in service count; merged queues and no queue do not."""
     split = {"issued": {None: {0: 5}, 1: {1: 3, 0: 2}, 2: {2: 1, 0: 4}, "shared": {0: 7, 3: 1}}}
     assert B.out_of_turn(split) == 6
+
+
+def test_own_queue_issues_leave_out_merged_queues_and_none():
+    """What out_of_turn is a share of: requests while one job's own queue was in service."""
+    split = {"issued": {None: {0: 5}, 1: {1: 3, 0: 2}, 2: {2: 1, 0: 4}, "shared": {0: 7, 3: 1}}}
+    assert B.own_queue_issues(split) == 10
