@@ -279,9 +279,10 @@ std::string TimeScaleCalibration::line(const std::string& device) const {
         text += buf;
         sep = ", ";
     }
-    if (!tried.empty() && tried.back().time_scale != time_scale) {
-        std::snprintf(buf, sizeof buf, "; %g kept up twice, %g leaves headroom",
-                      tried.back().time_scale, time_scale);
+    if (kept_up_twice > 0 && kept_up_twice != time_scale) {
+        bool probed = tried.back().time_scale == time_scale;
+        std::snprintf(buf, sizeof buf, "; %g kept up twice, %g leaves headroom%s", kept_up_twice,
+                      time_scale, probed ? " and kept up" : " (not probed: no tries left)");
         text += buf;
     }
     return text + "); fio's figures are in loop time: multiply its rates by the factor";

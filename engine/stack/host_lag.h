@@ -72,6 +72,7 @@ struct TimeScaleCalibration {
     };
     std::vector<Try> tried;
     double time_scale = 1.0;
+    double kept_up_twice = 0;  // the factor that kept up twice (0: none)
     // Nothing in the stack is modelled (no member timing model, no [cpu]):
     // no factor slows anything down, so 1 without a probe.
     bool unmodelled = false;

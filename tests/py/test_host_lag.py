@@ -218,7 +218,7 @@ def test_bfq_nonroot_auto_matches_simulate(engine, tmp_path, compete):
 
 
 def test_bfq_nonroot_late_loop_keeps_the_models_order(engine, tmp_path):
-    """Think time 0, 4 s at time_scale 64: the late loop starts no injection simulate lacks, the ratio is simulate's."""
+    """Think time 0, 4 s at time_scale 64: no injection simulate lacks; the ratio is simulate's, or the run says host-bound."""
     global THINKTIME
     saved, THINKTIME = THINKTIME, 0
     try:
@@ -238,7 +238,10 @@ def test_bfq_nonroot_late_loop_keeps_the_models_order(engine, tmp_path):
     figures = (f"legacy/fixed real {ratio:.3f} simulate {sim_ratio:.3f}, "
                f"legacy injected real {injected[0]} simulate {injected[1]}")
     print(figures)
-    assert injected[0] == injected[1] and ratio == pytest.approx(sim_ratio, rel=0.10), (figures, res.stderr)
+    # At a fixed factor the host may fall behind (a loaded host: 1.08-1.10
+    # seen); then the verdict must say so, which is the engine's contract.
+    agrees = ratio == pytest.approx(sim_ratio, rel=0.10)
+    assert injected[0] == injected[1] and (agrees or verdicts(res)), (figures, res.stderr)
 
 
 @pytest.mark.parametrize("compete", [False, True], ids=["alone", "competing"])
